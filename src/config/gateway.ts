@@ -1,0 +1,238 @@
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { ConfigRejected, validateAgainst } from './schema-validate.js';
+
+export interface RouteMatch {
+  path?: string;
+  methods?: string[];
+  headers?: Record<string, string>;
+  host?: string;
+  hosts?: string[];
+}
+
+export interface RouteConfig {
+  name: string;
+  match: RouteMatch;
+  policy: string;
+  description?: string;
+}
+
+export interface NodeConfig {
+  id: string;
+  type: string;
+  config?: Record<string, unknown> | null;
+  config_ref?: string;
+  position?: { x: number; y: number };
+}
+
+export interface EdgeConfig {
+  from: string;
+  to: string;
+}
+
+export interface PolicyConfig {
+  name: string;
+  description?: string;
+  error_handler?: string;
+  nodes: NodeConfig[];
+  edges: EdgeConfig[];
+}
+
+export interface SupernodeConfig {
+  name: string;
+  description?: string;
+  nodes: NodeConfig[];
+  edges: EdgeConfig[];
+}
+
+export interface PluginConfigEntry {
+  name: string;
+  type: string;
+  description?: string;
+  config: Record<string, unknown>;
+}
+
+export interface StoreConfig {
+  name: string;
+  type: string;
+  description?: string;
+  url: string;
+  password?: string;
+  key_prefix?: string;
+  topology?: string;
+  urls?: string[];
+  connect_timeout_ms?: number;
+  connect_budget_ms?: number;
+  tls?: { ca_cert_path?: string };
+}
+
+export interface ConsumerConfig {
+  name: string;
+  [key: string]: unknown;
+}
+
+/** gateway.yaml as stored: `${ENV}` placeholders are kept and resolved at compile time. */
+export interface GatewayConfig {
+  routes: RouteConfig[];
+  policies: PolicyConfig[];
+  consumers: ConsumerConfig[];
+  supernodes: SupernodeConfig[];
+  plugin_configs: PluginConfigEntry[];
+  stores: StoreConfig[];
+}
+
+const named = { name: { type: 'string', minLength: 1 } } as const;
+
+const nodeSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['id', 'type'],
+  properties: {
+    id: { type: 'string', minLength: 1 },
+    type: { type: 'string', minLength: 1 },
+    config: { type: ['object', 'null'] },
+    config_ref: { type: 'string', minLength: 1 },
+    position: {
+      type: 'object',
+      properties: { x: { type: 'number' }, y: { type: 'number' } },
+    },
+  },
+} as const;
+
+const edgeSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['from', 'to'],
+  properties: { from: { type: 'string', minLength: 1 }, to: { type: 'string', minLength: 1 } },
+} as const;
+
+const graphProps = {
+  ...named,
+  description: { type: 'string' },
+  nodes: { type: 'array', items: nodeSchema, default: [] },
+  edges: { type: 'array', items: edgeSchema, default: [] },
+} as const;
+
+export const routeSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['name', 'match', 'policy'],
+  properties: {
+    ...named,
+    description: { type: 'string' },
+    policy: { type: 'string', minLength: 1 },
+    match: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        path: { type: 'string' },
+        methods: { type: 'array', items: { type: 'string' } },
+        headers: { type: 'object', additionalProperties: { type: 'string' } },
+        host: { type: 'string' },
+        hosts: { type: 'array', items: { type: 'string' } },
+      },
+    },
+  },
+} as const;
+
+export const policySchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['name'],
+  properties: { ...graphProps, error_handler: { type: 'string', minLength: 1 } },
+} as const;
+
+export const supernodeSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['name'],
+  properties: graphProps,
+} as const;
+
+export const pluginConfigSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['name', 'type'],
+  properties: {
+    ...named,
+    type: { type: 'string', minLength: 1 },
+    description: { type: 'string' },
+    config: { type: 'object', default: {} },
+  },
+} as const;
+
+export const storeSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['name', 'type', 'url'],
+  properties: {
+    ...named,
+    type: { type: 'string', enum: ['redis', 'valkey'] },
+    description: { type: 'string' },
+    url: { type: 'string', minLength: 1 },
+    password: { type: 'string' },
+    key_prefix: { type: 'string' },
+    topology: { type: 'string' },
+    urls: { type: 'array' },
+    connect_timeout_ms: { type: ['integer', 'string'] },
+    connect_budget_ms: { type: ['integer', 'string'] },
+    tls: { type: 'object', additionalProperties: false, properties: { ca_cert_path: { type: 'string' } } },
+  },
+} as const;
+
+export const consumerSchema = {
+  type: 'object',
+  required: ['name'],
+  properties: named,
+} as const;
+
+export const gatewaySchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    routes: { type: 'array', items: routeSchema, default: [] },
+    policies: { type: 'array', items: policySchema, default: [] },
+    consumers: { type: 'array', items: consumerSchema, default: [] },
+    supernodes: { type: 'array', items: supernodeSchema, default: [] },
+    plugin_configs: { type: 'array', items: pluginConfigSchema, default: [] },
+    stores: { type: 'array', items: storeSchema, default: [] },
+  },
+} as const;
+
+/** Parses gateway.yaml text into its stored form (placeholders kept) and checks the document shape. */
+export function parseGatewayConfig(text: string): GatewayConfig {
+  let raw: unknown;
+  try {
+    raw = parseYaml(text) ?? {};
+  } catch (err) {
+    throw new ConfigRejected([{ path: '', message: `invalid YAML: ${(err as Error).message}` }]);
+  }
+  return checkGatewayShape(raw);
+}
+
+export function checkGatewayShape(raw: unknown): GatewayConfig {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    throw new ConfigRejected([{ path: '', message: 'gateway config must be a mapping' }]);
+  }
+  for (const key of ['routes', 'policies', 'consumers', 'supernodes', 'plugin_configs', 'stores']) {
+    if ((raw as Record<string, unknown>)[key] === null) delete (raw as Record<string, unknown>)[key];
+  }
+  // Coercion must not turn `${PORT}` placeholders in structure into numbers: the schema here only covers structure.
+  const issues = validateAgainst(gatewaySchema, raw, '');
+  if (issues.length > 0) throw new ConfigRejected(issues);
+  return raw as GatewayConfig;
+}
+
+export function loadGatewayConfig(path: string): GatewayConfig {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ConfigRejected([{ path: '', message: `cannot read ${path}: ${(err as Error).message}` }]);
+  }
+  return parseGatewayConfig(text);
+}
+
+export function emptyGatewayConfig(): GatewayConfig {
+  return { routes: [], policies: [], consumers: [], supernodes: [], plugin_configs: [], stores: [] };
+}

@@ -1,0 +1,85 @@
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+
+/** One configuration problem, located by a dotted path such as `policies[0].nodes[2].config.port`. */
+export interface ConfigIssue {
+  path: string;
+  message: string;
+}
+
+const ajv = new Ajv({
+  allErrors: true,
+  useDefaults: true,
+  coerceTypes: true,
+  strict: false,
+  allowUnionTypes: true,
+});
+
+const cache = new WeakMap<object, ValidateFunction>();
+
+/** Compiles (once per schema object) and runs a JSON Schema; defaults and coercions mutate `value`. */
+export function validateAgainst(schema: object, value: unknown, basePath: string): ConfigIssue[] {
+  let validate = cache.get(schema);
+  if (validate === undefined) {
+    validate = ajv.compile(schema);
+    cache.set(schema, validate);
+  }
+  if (validate(value)) return [];
+  return dedupe((validate.errors ?? []).map((e) => toIssue(e, basePath)));
+}
+
+export function joinPath(base: string, key: string | number): string {
+  if (typeof key === 'number') return `${base}[${key}]`;
+  if (!/^[A-Za-z_][A-Za-z0-9_-]*$/.test(key)) return `${base}[${JSON.stringify(key)}]`;
+  return base === '' ? key : `${base}.${key}`;
+}
+
+/** `/nodes/2/config` → `nodes[2].config` appended to `base`. */
+export function pointerToPath(base: string, pointer: string): string {
+  let path = base;
+  if (pointer === '') return path;
+  for (const raw of pointer.slice(1).split('/')) {
+    const key = raw.replace(/~1/g, '/').replace(/~0/g, '~');
+    path = /^\d+$/.test(key) ? joinPath(path, Number(key)) : joinPath(path, key);
+  }
+  return path;
+}
+
+function toIssue(error: ErrorObject, basePath: string): ConfigIssue {
+  const at = pointerToPath(basePath, error.instancePath);
+  const params = error.params as Record<string, unknown>;
+  switch (error.keyword) {
+    case 'additionalProperties':
+      return { path: joinPath(at, String(params.additionalProperty)), message: 'unknown key' };
+    case 'required':
+      return { path: joinPath(at, String(params.missingProperty)), message: 'is required' };
+    case 'enum':
+      return {
+        path: at,
+        message: `must be one of ${(params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`,
+      };
+    default:
+      return { path: at, message: error.message ?? 'is invalid' };
+  }
+}
+
+function dedupe(issues: ConfigIssue[]): ConfigIssue[] {
+  const seen = new Set<string>();
+  return issues.filter((i) => {
+    const key = `${i.path}\u0000${i.message}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
+export function formatIssues(issues: readonly ConfigIssue[]): string {
+  return issues.map((i) => (i.path === '' ? i.message : `${i.path}: ${i.message}`)).join('\n');
+}
+
+/** Thrown by loaders and the compiler: a rejected configuration with every problem found. */
+export class ConfigRejected extends Error {
+  constructor(readonly issues: ConfigIssue[]) {
+    super(formatIssues(issues));
+    this.name = 'ConfigRejected';
+  }
+}

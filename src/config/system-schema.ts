@@ -1,0 +1,243 @@
+/** JSON Schema of system.yaml (COMPAT §2, plus the DESIGN §2 additions). Defaults are applied by ajv. */
+
+const str = { type: 'string' } as const;
+const bool = (d: boolean) => ({ type: 'boolean', default: d }) as const;
+const int = (d?: number, min = 0) =>
+  (d === undefined ? { type: 'integer', minimum: min } : { type: 'integer', minimum: min, default: d }) as const;
+const port = (d?: number) =>
+  (d === undefined
+    ? { type: 'integer', minimum: 0, maximum: 65535 }
+    : { type: 'integer', minimum: 0, maximum: 65535, default: d }) as const;
+
+const acmeSlot = {
+  type: 'object',
+  additionalProperties: false,
+  properties: { domains: { type: 'array', items: str } },
+} as const;
+
+const tlsSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    cert_path: str,
+    key_path: str,
+    min_version: { type: 'string', enum: ['1.2', '1.3'], default: '1.2' },
+    client_ca_path: str,
+    client_cert_required: bool(true),
+    sni_certs: {
+      type: 'array',
+      default: [],
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['server_name'],
+        properties: { server_name: str, cert_path: str, key_path: str, acme: acmeSlot },
+      },
+    },
+    acme: acmeSlot,
+  },
+} as const;
+
+const upstreamTargets = {
+  type: 'array',
+  items: {
+    type: 'object',
+    required: ['host', 'port'],
+    properties: { host: str, port: port(), weight: int(1, 0) },
+  },
+} as const;
+
+export const systemSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    listener: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        bind: { type: 'string', default: '0.0.0.0' },
+        port: port(8080),
+        max_request_body_bytes: int(10 * 1024 * 1024, 1),
+      },
+    },
+    tls: tlsSchema,
+    http2: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: { enabled: bool(true) },
+    },
+    timeouts: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        connection_seconds: int(30),
+        read_seconds: int(30),
+        write_seconds: int(30),
+        idle_seconds: int(300),
+        shutdown_timeout_seconds: int(30),
+      },
+    },
+    logging: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        level: { type: 'string', default: 'info' },
+        format: { type: 'string', default: 'json' },
+      },
+    },
+    admin: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['username', 'password'],
+      properties: {
+        bind: { type: 'string', default: '0.0.0.0' },
+        port: port(9090),
+        username: str,
+        password: { type: 'string' },
+        users: {
+          type: 'array',
+          items: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['username', 'password'],
+            properties: { username: str, password: str },
+          },
+        },
+        ui_enabled: bool(true),
+        tls: tlsSchema,
+        mcp: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            enabled: bool(false),
+            path: { type: 'string', default: '/mcp' },
+            tokens: {
+              type: 'array',
+              default: [],
+              items: {
+                type: 'object',
+                additionalProperties: false,
+                properties: { token: str, scope: { type: 'string', enum: ['read', 'write'] }, name: str },
+              },
+            },
+            allowed_origins: { type: 'array', items: str, default: [] },
+          },
+        },
+      },
+    },
+    config: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        source: { type: 'string', enum: ['file', 'etcd', 'kvcluster'], default: 'file' },
+        persist: bool(true),
+        etcd: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            endpoints: { type: 'array', items: str, minItems: 1 },
+            prefix: { type: 'string', default: '/switchyard' },
+            user: str,
+            password: str,
+            timeout_ms: int(3000, 1),
+          },
+        },
+      },
+    },
+    stream: {
+      type: 'array',
+      default: [],
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['port', 'upstream'],
+        properties: {
+          protocol: { type: 'string', enum: ['tcp', 'udp'], default: 'tcp' },
+          bind: { type: 'string', default: '0.0.0.0' },
+          port: port(),
+          upstream: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['targets'],
+            properties: {
+              targets: upstreamTargets,
+              load_balancing: {
+                type: 'string',
+                enum: ['round_robin', 'least_connections', 'ip_hash'],
+                default: 'round_robin',
+              },
+            },
+          },
+          sni_routes: {
+            type: 'array',
+            items: {
+              type: 'object',
+              additionalProperties: false,
+              required: ['server_name', 'upstream'],
+              properties: { server_name: str, upstream: { type: 'object' } },
+            },
+          },
+        },
+      },
+    },
+    debug: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        enabled: bool(false),
+        sandbox: bool(true),
+        trigger_header: { type: 'string', default: 'x-switchyard-debug' },
+        trace_all: bool(false),
+        capture_bodies: bool(false),
+        max_body_bytes: int(8192),
+        max_traces: int(1000),
+        max_steps: int(200),
+        sandbox_timeout_seconds: int(30),
+        redact_headers: { type: 'array', items: str, default: [] },
+        redact_query_params: { type: 'array', items: str, default: [] },
+        redact_message_keys: { type: 'array', items: str, default: [] },
+      },
+    },
+    acme: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        directory_url: { type: 'string', default: 'https://acme-v02.api.letsencrypt.org/directory' },
+        directory_ca_path: str,
+        contact: { type: 'array', items: str, default: [] },
+        terms_of_service_agreed: { type: 'boolean' },
+        eab: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['key_id', 'hmac_key'],
+          properties: { key_id: str, hmac_key: str },
+        },
+        key_type: { type: 'string', enum: ['ecdsa-p256', 'ecdsa-p384'], default: 'ecdsa-p256' },
+        renew_before: { type: ['string', 'integer'], default: '30d' },
+        storage: {
+          type: 'object',
+          required: ['type'],
+          properties: {
+            type: { type: 'string', enum: ['filesystem', 'store'] },
+            dir: str,
+            store: str,
+            encryption_key: str,
+          },
+        },
+      },
+    },
+    cache: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: { max_entries: int(10000, 1) },
+    },
+    workers: { anyOf: [{ type: 'integer', minimum: 1 }, { type: 'string', enum: ['auto'] }], default: 1 },
+  },
+} as const;

@@ -1,0 +1,183 @@
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { interpolateEnv } from './interpolate.js';
+import { systemSchema } from './system-schema.js';
+import { ConfigRejected, validateAgainst, type ConfigIssue } from './schema-validate.js';
+
+export interface TlsConfig {
+  cert_path?: string;
+  key_path?: string;
+  min_version: '1.2' | '1.3';
+  client_ca_path?: string;
+  client_cert_required: boolean;
+  sni_certs: { server_name: string; cert_path?: string; key_path?: string; acme?: { domains?: string[] } }[];
+  acme?: { domains?: string[] };
+}
+
+export interface AdminConfig {
+  bind: string;
+  port: number;
+  username: string;
+  password: string;
+  users?: { username: string; password: string }[];
+  ui_enabled: boolean;
+  tls?: TlsConfig;
+  mcp?: {
+    enabled: boolean;
+    path: string;
+    tokens: { token?: string; scope?: 'read' | 'write'; name?: string }[];
+    allowed_origins: string[];
+  };
+}
+
+export interface DebugConfig {
+  enabled: boolean;
+  sandbox: boolean;
+  trigger_header: string;
+  trace_all: boolean;
+  capture_bodies: boolean;
+  max_body_bytes: number;
+  max_traces: number;
+  max_steps: number;
+  sandbox_timeout_seconds: number;
+  redact_headers: string[];
+  redact_query_params: string[];
+  redact_message_keys: string[];
+}
+
+export interface SystemConfig {
+  listener: { bind: string; port: number; max_request_body_bytes: number };
+  tls?: TlsConfig;
+  http2: { enabled: boolean };
+  timeouts: {
+    connection_seconds: number;
+    read_seconds: number;
+    write_seconds: number;
+    idle_seconds: number;
+    shutdown_timeout_seconds: number;
+  };
+  logging: { level: string; format: string };
+  admin?: AdminConfig;
+  config: {
+    source: 'file' | 'etcd' | 'kvcluster';
+    persist: boolean;
+    etcd?: { endpoints: string[]; prefix: string; user?: string; password?: string; timeout_ms: number };
+  };
+  stream: Record<string, unknown>[];
+  debug: DebugConfig;
+  acme?: Record<string, unknown>;
+  cache: { max_entries: number };
+  workers: number | 'auto';
+}
+
+/** Parses system.yaml text: env interpolation over the text, YAML, schema with defaults, cross-field rules. */
+export function parseSystemConfig(text: string, env: NodeJS.ProcessEnv = process.env): SystemConfig {
+  let raw: unknown;
+  try {
+    raw = parseYaml(interpolateEnv(text, env)) ?? {};
+  } catch (err) {
+    throw new ConfigRejected([{ path: '', message: `invalid YAML: ${(err as Error).message}` }]);
+  }
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    throw new ConfigRejected([{ path: '', message: 'system config must be a mapping' }]);
+  }
+  // An unset `${X}` leaves a null: treat it as "not given" so the default applies.
+  const doc = dropNulls(raw) as Record<string, unknown>;
+  const issues = validateAgainst(systemSchema, doc, '');
+  if (issues.length === 0) issues.push(...crossFieldIssues(doc as unknown as SystemConfig));
+  if (issues.length > 0) throw new ConfigRejected(issues);
+  const config = doc as unknown as SystemConfig;
+  config.debug.trigger_header = config.debug.trigger_header.toLowerCase();
+  return config;
+}
+
+export function loadSystemConfig(path: string, env: NodeJS.ProcessEnv = process.env): SystemConfig {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ConfigRejected([{ path: '', message: `cannot read ${path}: ${(err as Error).message}` }]);
+  }
+  return parseSystemConfig(text, env);
+}
+
+function dropNulls(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(dropNulls);
+  if (value !== null && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) if (v !== null) out[k] = dropNulls(v);
+    return out;
+  }
+  return value;
+}
+
+function tlsIssues(label: string, tls: TlsConfig, acmeAllowed: boolean, hasAcme: boolean): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  const slot = (l: string, s: { cert_path?: string; key_path?: string; acme?: unknown }, acmeRequired: boolean) => {
+    const hasCert = s.cert_path !== undefined || s.key_path !== undefined;
+    const both = s.cert_path !== undefined && s.key_path !== undefined;
+    if (s.acme !== undefined && !acmeAllowed) issues.push({ path: l, message: `${l}: acme is not supported here` });
+    else if (s.acme !== undefined && hasCert)
+      issues.push({ path: l, message: `${l}: set exactly one of cert_path/key_path or acme` });
+    else if (s.acme !== undefined && !hasAcme)
+      issues.push({ path: l, message: `${l}: acme slot requires the top-level \`acme:\` block in system.yaml` });
+    else if (hasCert && !both) issues.push({ path: l, message: `${l}: cert_path and key_path must be set together` });
+    else if (!hasCert && s.acme === undefined && acmeRequired)
+      issues.push({ path: l, message: `${l}: set cert_path + key_path, or acme` });
+  };
+  slot(label, tls, true);
+  if (tls.acme !== undefined && (tls.acme.domains ?? []).length === 0 && label === 'tls') {
+    issues.push({ path: 'tls.acme.domains', message: 'tls.acme.domains must list at least one domain' });
+  }
+  tls.sni_certs.forEach((s, i) => slot(`tls.sni_certs[${i}] (${s.server_name})`, s, true));
+  return issues;
+}
+
+function crossFieldIssues(config: SystemConfig): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  const hasAcme = config.acme !== undefined;
+  if (config.tls) issues.push(...tlsIssues('tls', config.tls, true, hasAcme));
+  if (config.admin?.tls) issues.push(...tlsIssues('admin.tls', config.admin.tls, false, hasAcme));
+  const src = config.config;
+  if ((src.source === 'etcd' || src.source === 'kvcluster') && src.etcd === undefined) {
+    issues.push({ path: 'config.etcd.endpoints', message: `is required when config.source is ${src.source}` });
+  }
+  const mcp = config.admin?.mcp;
+  if (mcp?.enabled) {
+    if (mcp.tokens.length === 0) {
+      issues.push({
+        path: 'admin.mcp.tokens',
+        message: 'admin.mcp.tokens must declare at least one token when admin.mcp.enabled is true',
+      });
+    }
+    const seen = new Map<string, number>();
+    mcp.tokens.forEach((t, i) => {
+      const token = t.token ?? '';
+      if (token === '') {
+        issues.push({
+          path: `admin.mcp.tokens[${i}].token`,
+          message: `admin.mcp.tokens[${i}].token is empty (is the environment variable set?)`,
+        });
+      } else if (token.length < 16) {
+        issues.push({
+          path: `admin.mcp.tokens[${i}].token`,
+          message: `admin.mcp.tokens[${i}].token must be at least 16 characters`,
+        });
+      } else if (seen.has(token)) {
+        issues.push({
+          path: `admin.mcp.tokens[${i}]`,
+          message: `admin.mcp.tokens[${i}] duplicates tokens[${seen.get(token)}]`,
+        });
+      } else seen.set(token, i);
+    });
+    const p = mcp.path;
+    const reserved = ['/', '/api', '/healthz', '/readyz', '/metrics'];
+    if (!p.startsWith('/') || reserved.includes(p) || p.startsWith('/api/')) {
+      issues.push({
+        path: 'admin.mcp.path',
+        message: `admin.mcp.path '${p}' must be an absolute path outside /api (and not /, /healthz, /readyz or /metrics)`,
+      });
+    }
+  }
+  return issues;
+}

@@ -1,0 +1,218 @@
+import type { Readable } from 'node:stream';
+
+/** Header map with lowercased names; a value is a string or, for repeated headers, a list. */
+export type HeaderMap = Record<string, string | string[] | undefined>;
+
+export type Protocol = 'http1' | 'http2' | 'websocket' | 'tcp' | 'udp';
+
+/** One record appended to `ctx.errors` by a failing node (COMPAT §4.3). */
+export interface ErrorRecord {
+  node_id: string;
+  code: string;
+  message: string;
+  metadata: Record<string, unknown>;
+}
+
+/** Identity attached by auth plugins; also mirrored into `message.consumer.*`. */
+export interface Consumer {
+  name: string;
+  group?: string;
+}
+
+export interface RequestInit {
+  method: string;
+  /** Path plus optional `?query`, as received. */
+  url: string;
+  host: string;
+  scheme: 'http' | 'https';
+  protocol: Protocol;
+  headers: HeaderMap;
+  remoteAddress: string;
+  remotePort: number;
+  body?: Buffer | null;
+}
+
+/** The request part of the context. Query, cookies and form fields are parsed on first use. */
+export class RequestPart {
+  method: string;
+  path: string;
+  /** Raw query string without `?` ('' when absent). Setting it resets the parsed query. */
+  #rawQuery: string;
+  host: string;
+  scheme: 'http' | 'https';
+  protocol: Protocol;
+  headers: HeaderMap;
+  remoteAddress: string;
+  remotePort: number;
+  body: Buffer | null;
+  #query: Map<string, string[]> | undefined;
+  #cookies: Map<string, string> | undefined;
+  #form: Map<string, string[]> | undefined;
+
+  constructor(init: RequestInit) {
+    this.method = init.method;
+    const q = init.url.indexOf('?');
+    this.path = q === -1 ? init.url : init.url.slice(0, q);
+    this.#rawQuery = q === -1 ? '' : init.url.slice(q + 1);
+    this.host = init.host;
+    this.scheme = init.scheme;
+    this.protocol = init.protocol;
+    this.headers = init.headers;
+    this.remoteAddress = init.remoteAddress;
+    this.remotePort = init.remotePort;
+    this.body = init.body ?? null;
+  }
+
+  get rawQuery(): string {
+    return this.#rawQuery;
+  }
+
+  set rawQuery(value: string) {
+    this.#rawQuery = value;
+    this.#query = undefined;
+  }
+
+  /** Path plus `?query` when a query is present: what goes on the request line upstream. */
+  get url(): string {
+    return this.#rawQuery === '' ? this.path : `${this.path}?${this.#rawQuery}`;
+  }
+
+  get query(): Map<string, string[]> {
+    this.#query ??= parseQuery(this.#rawQuery);
+    return this.#query;
+  }
+
+  set query(value: Map<string, string[]>) {
+    this.#query = value;
+    this.#rawQuery = serializeQuery(value);
+  }
+
+  get cookies(): Map<string, string> {
+    this.#cookies ??= parseCookies(this.headers.cookie);
+    return this.#cookies;
+  }
+
+  /** Form fields, only for `application/x-www-form-urlencoded` bodies. */
+  get form(): Map<string, string[]> {
+    if (this.#form === undefined) {
+      const type = firstHeader(this.headers, 'content-type') ?? '';
+      this.#form =
+        this.body !== null && type.toLowerCase().startsWith('application/x-www-form-urlencoded')
+          ? parseQuery(this.body.toString('utf8'))
+          : new Map();
+    }
+    return this.#form;
+  }
+
+  /** `ip:port`, as COMPAT §4.4 shows `remote_addr`. */
+  get remoteAddr(): string {
+    return this.remoteAddress.includes(':')
+      ? `[${this.remoteAddress}]:${this.remotePort}`
+      : `${this.remoteAddress}:${this.remotePort}`;
+  }
+
+  header(name: string): string | undefined {
+    return firstHeader(this.headers, name);
+  }
+}
+
+/** The response part: status 0 means "not set yet" and is sent as 200. */
+export class ResponsePart {
+  status = 0;
+  headers: HeaderMap = {};
+  body: Buffer | null = null;
+  /** Upstream body still flowing (streaming relay); mutually exclusive with `body`. */
+  stream: Readable | null = null;
+
+  header(name: string): string | undefined {
+    return firstHeader(this.headers, name);
+  }
+
+  /** Replaces the whole body with a JSON document and sets the content type. */
+  json(status: number, payload: unknown): void {
+    this.status = status;
+    this.setBody(JSON.stringify(payload), 'application/json');
+  }
+
+  setBody(body: string | Buffer, contentType?: string): void {
+    this.discardStream();
+    this.body = typeof body === 'string' ? Buffer.from(body) : body;
+    delete this.headers['content-length'];
+    delete this.headers['transfer-encoding'];
+    if (contentType !== undefined) this.headers['content-type'] = contentType;
+  }
+
+  discardStream(): void {
+    if (this.stream !== null) {
+      this.stream.destroy();
+      this.stream = null;
+    }
+  }
+}
+
+export class Context {
+  readonly request: RequestPart;
+  readonly response = new ResponsePart();
+  message: Record<string, unknown> = {};
+  readonly errors: ErrorRecord[] = [];
+  consumer: Consumer | undefined;
+  /** Route and policy names, for metrics, logs and templates. */
+  route = '';
+  policy = '';
+  /** Aborted when the client goes away; outbound calls pass it on. */
+  readonly signal: AbortSignal;
+
+  constructor(request: RequestInit, signal: AbortSignal) {
+    this.request = new RequestPart(request);
+    this.signal = signal;
+  }
+
+  /** Sets the consumer identity and its `message.consumer.*` mirror. */
+  setConsumer(consumer: Consumer): void {
+    this.consumer = consumer;
+    this.message['consumer.name'] = consumer.name;
+    if (consumer.group !== undefined) this.message['consumer.group'] = consumer.group;
+  }
+}
+
+export function firstHeader(headers: HeaderMap, name: string): string | undefined {
+  const value = headers[name] ?? headers[name.toLowerCase()];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+export function parseQuery(raw: string): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  if (raw === '') return out;
+  for (const [k, v] of new URLSearchParams(raw)) {
+    const list = out.get(k);
+    if (list === undefined) out.set(k, [v]);
+    else list.push(v);
+  }
+  return out;
+}
+
+export function serializeQuery(query: Map<string, string[]>): string {
+  const params = new URLSearchParams();
+  for (const [k, values] of query) for (const v of values) params.append(k, v);
+  return params.toString();
+}
+
+export function parseCookies(header: string | string[] | undefined): Map<string, string> {
+  const out = new Map<string, string>();
+  if (header === undefined) return out;
+  const text = Array.isArray(header) ? header.join('; ') : header;
+  for (const part of text.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq === -1) continue;
+    const name = part.slice(0, eq).trim();
+    if (name === '' || out.has(name)) continue;
+    let value = part.slice(eq + 1).trim();
+    if (value.length >= 2 && value.startsWith('"') && value.endsWith('"')) value = value.slice(1, -1);
+    try {
+      out.set(name, decodeURIComponent(value));
+    } catch {
+      out.set(name, value);
+    }
+  }
+  return out;
+}

@@ -1,0 +1,58 @@
+/**
+ * The one catalog of node error codes. Codes are public API: tests, error
+ * handlers and dashboards match on them, never on message wording.
+ */
+export const ERROR_CODES = {
+  UPSTREAM_REQUEST_BUILD_ERROR: { status: 502, error: 'bad_gateway' },
+  UPSTREAM_CONNECTION_ERROR: { status: 502, error: 'bad_gateway' },
+  UPSTREAM_BODY_READ_ERROR: { status: 502, error: 'bad_gateway' },
+  UPSTREAM_TIMEOUT: { status: 504, error: 'gateway_timeout' },
+  UPSTREAM_NO_HEALTHY_TARGET: { status: 502, error: 'bad_gateway' },
+  PLUGIN_ERROR: { status: 500, error: 'internal_error' },
+} as const satisfies Record<string, { status: number; error: string }>;
+
+export type KnownErrorCode = keyof typeof ERROR_CODES;
+
+/**
+ * Thrown (or rejected) by a node's `run` to leave through its `error` port.
+ * The engine turns it into an `ctx.errors` record and, unless the node already
+ * prepared one, a JSON response `{error, message}` with `status`.
+ */
+export class NodeError extends Error {
+  readonly code: string;
+  readonly status: number;
+  readonly error: string;
+  readonly metadata: Record<string, unknown>;
+  /** True when the node already wrote the response it wants the client to see. */
+  readonly responsePrepared: boolean;
+
+  constructor(
+    code: string,
+    message: string,
+    options: {
+      status?: number;
+      error?: string;
+      metadata?: Record<string, unknown>;
+      responsePrepared?: boolean;
+      cause?: unknown;
+    } = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    const known = (ERROR_CODES as Record<string, { status: number; error: string } | undefined>)[code];
+    this.name = 'NodeError';
+    this.code = code;
+    this.status = options.status ?? known?.status ?? 500;
+    this.error = options.error ?? known?.error ?? 'internal_error';
+    this.metadata = options.metadata ?? {};
+    this.responsePrepared = options.responsePrepared ?? false;
+  }
+}
+
+/** The generic fallback of COMPAT §4.3 when no error edge and no error_handler catch a failure. */
+export const UNHANDLED_ERROR_BODY = {
+  error: 'internal_error',
+  message: 'Unhandled error in routing policy',
+} as const;
+
+/** COMPAT §3.1: the answer when no route matches. */
+export const NO_ROUTE_BODY = { error: 'not_found', message: 'No route matched' } as const;

@@ -1,0 +1,91 @@
+import type { Context } from '../engine/context.js';
+import type { Logger } from '../observability/logger.js';
+
+export type JsonSchema = Record<string, unknown>;
+
+export type PortKind = 'success' | 'outcome' | 'error';
+
+export interface PortSpec {
+  kind: PortKind;
+  description?: string;
+}
+
+/** What a node's `run` returns: the name of the port it leaves through. */
+export type PortResult<P extends string> = P | 'error';
+
+export interface NodeInstance<P extends string = string> {
+  /** Sync when the node needs no I/O: the engine costs no promise then. Throw `NodeError` to fail. */
+  run(ctx: Context): PortResult<P> | Promise<PortResult<P>>;
+  /** Called when the runtime holding this node is retired (pools, timers). */
+  close?(): void | Promise<void>;
+}
+
+/** A string parsed once at compile time; rendering per request only concatenates. */
+export interface Template {
+  readonly source: string;
+  /** True when the template has no reference: `render` always returns `source`-derived text. */
+  readonly isStatic: boolean;
+  render(ctx: Context): string;
+}
+
+export interface TemplateOptions {
+  /** Also run the legacy `$name` / `${name}` pass (only the fifteen legacy field groups). */
+  legacy?: boolean;
+  /** `request` (default) renders `response.status` as 0. */
+  phase?: 'request' | 'response';
+}
+
+/** Everything a node may need from the gateway, handed over at compile time. */
+export interface PluginEnv {
+  readonly policy: string;
+  readonly nodeId: string;
+  readonly logger: Logger;
+  /** True for an upstream whose success path never reads the response body (SPEC "Streaming"). */
+  readonly streaming: boolean;
+  /** Records a load-time warning with policy/node/key coordinates. */
+  warn(key: string, message: string): void;
+  /** Parses a templated config field; `key` is its path in the node config, for warnings. */
+  template(text: string, key: string, options?: TemplateOptions): Template;
+}
+
+/** Raised by `create` for a semantic config problem; `path` is relative to the node's config. */
+export class ConfigError extends Error {
+  constructor(
+    readonly path: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+export interface PluginDefinition<C = Record<string, unknown>, P extends string = string> {
+  type: string;
+  description: string;
+  /** Category for the catalog and the editor's drawer. */
+  category: string;
+  /** JSON Schema of `config`; defaults are applied and scalars coerced before `create`. */
+  schema: JsonSchema;
+  /** Output ports besides the implicit `error` (present unless `noErrorPort`). */
+  outputs: Record<P, PortSpec>;
+  /** Structural nodes (listener) have no error port. */
+  noErrorPort?: boolean;
+  /** Input port name, `null` for the listener. */
+  input?: string | null;
+  /** Config field paths rendered with `{{…}}` templates. */
+  templated?: readonly string[];
+  /** Whether this instance reads the response body; drives streaming inference. */
+  readsResponseBody?: (config: C) => boolean;
+  create(config: C, env: PluginEnv): NodeInstance<P>;
+}
+
+/** Identity helper that keeps the config and port types of a plugin definition. */
+export function definePlugin<C, P extends string>(def: PluginDefinition<C, P>): PluginDefinition<C, P> {
+  return def;
+}
+
+export const PORT_DESCRIPTIONS = {
+  success: 'The node completed normally; the request continues.',
+  error: 'The node failed (configuration, parse, or infrastructure error).',
+  input: 'Request context from the previous node.',
+} as const;
