@@ -4,7 +4,11 @@ const PLACEHOLDER = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
  * `${NAME}` → value or '' and `${NAME:-default}` → value or default (COMPAT §2.1).
  * Text that is not a well-formed placeholder is left alone; there is no escape.
  */
-export function interpolateEnv(text: string, env: NodeJS.ProcessEnv = process.env, keepUnset = false): string {
+export function interpolateEnv(
+  text: string,
+  env: NodeJS.ProcessEnv = process.env,
+  keepUnset = false,
+): string {
   if (!text.includes('${')) return text;
   return text.replace(PLACEHOLDER, (match, name: string, fallback: string | undefined) => {
     const value = env[name];

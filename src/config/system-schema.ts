@@ -3,11 +3,11 @@
 const str = { type: 'string' } as const;
 const bool = (d: boolean) => ({ type: 'boolean', default: d }) as const;
 const int = (d?: number, min = 0) =>
-  (d === undefined ? { type: 'integer', minimum: min } : { type: 'integer', minimum: min, default: d }) as const;
+  d === undefined ? { type: 'integer', minimum: min } : { type: 'integer', minimum: min, default: d };
 const port = (d?: number) =>
-  (d === undefined
+  d === undefined
     ? { type: 'integer', minimum: 0, maximum: 65535 }
-    : { type: 'integer', minimum: 0, maximum: 65535, default: d }) as const;
+    : { type: 'integer', minimum: 0, maximum: 65535, default: d };
 
 const acmeSlot = {
   type: 'object',
@@ -92,12 +92,13 @@ export const systemSchema = {
     admin: {
       type: 'object',
       additionalProperties: false,
-      required: ['username', 'password'],
+      required: ['username'],
       properties: {
         bind: { type: 'string', default: '0.0.0.0' },
         port: port(9090),
         username: str,
-        password: { type: 'string' },
+        // Empty or absent: a random password is generated and printed once (DESIGN §2).
+        password: { type: 'string', default: '' },
         users: {
           type: 'array',
           items: {
@@ -238,6 +239,12 @@ export const systemSchema = {
       default: {},
       properties: { max_entries: int(10000, 1) },
     },
-    workers: { anyOf: [{ type: 'integer', minimum: 1 }, { type: 'string', enum: ['auto'] }], default: 1 },
+    workers: {
+      anyOf: [
+        { type: 'integer', minimum: 1 },
+        { type: 'string', enum: ['auto'] },
+      ],
+      default: 1,
+    },
   },
 } as const;

@@ -113,15 +113,24 @@ function dropNulls(value: unknown): unknown {
 
 function tlsIssues(label: string, tls: TlsConfig, acmeAllowed: boolean, hasAcme: boolean): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
-  const slot = (l: string, s: { cert_path?: string; key_path?: string; acme?: unknown }, acmeRequired: boolean) => {
+  const slot = (
+    l: string,
+    s: { cert_path?: string; key_path?: string; acme?: unknown },
+    acmeRequired: boolean,
+  ) => {
     const hasCert = s.cert_path !== undefined || s.key_path !== undefined;
     const both = s.cert_path !== undefined && s.key_path !== undefined;
-    if (s.acme !== undefined && !acmeAllowed) issues.push({ path: l, message: `${l}: acme is not supported here` });
+    if (s.acme !== undefined && !acmeAllowed)
+      issues.push({ path: l, message: `${l}: acme is not supported here` });
     else if (s.acme !== undefined && hasCert)
       issues.push({ path: l, message: `${l}: set exactly one of cert_path/key_path or acme` });
     else if (s.acme !== undefined && !hasAcme)
-      issues.push({ path: l, message: `${l}: acme slot requires the top-level \`acme:\` block in system.yaml` });
-    else if (hasCert && !both) issues.push({ path: l, message: `${l}: cert_path and key_path must be set together` });
+      issues.push({
+        path: l,
+        message: `${l}: acme slot requires the top-level \`acme:\` block in system.yaml`,
+      });
+    else if (hasCert && !both)
+      issues.push({ path: l, message: `${l}: cert_path and key_path must be set together` });
     else if (!hasCert && s.acme === undefined && acmeRequired)
       issues.push({ path: l, message: `${l}: set cert_path + key_path, or acme` });
   };
@@ -140,7 +149,10 @@ function crossFieldIssues(config: SystemConfig): ConfigIssue[] {
   if (config.admin?.tls) issues.push(...tlsIssues('admin.tls', config.admin.tls, false, hasAcme));
   const src = config.config;
   if ((src.source === 'etcd' || src.source === 'kvcluster') && src.etcd === undefined) {
-    issues.push({ path: 'config.etcd.endpoints', message: `is required when config.source is ${src.source}` });
+    issues.push({
+      path: 'config.etcd.endpoints',
+      message: `is required when config.source is ${src.source}`,
+    });
   }
   const mcp = config.admin?.mcp;
   if (mcp?.enabled) {

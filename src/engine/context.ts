@@ -159,12 +159,18 @@ export class Context {
   /** Route and policy names, for metrics, logs and templates. */
   route = '';
   policy = '';
-  /** Aborted when the client goes away; outbound calls pass it on. */
-  readonly signal: AbortSignal;
+  #signal: AbortSignal | (() => AbortSignal);
 
-  constructor(request: RequestInit, signal: AbortSignal) {
+  /** `signal` may be a factory so requests that never call out never pay for an AbortController. */
+  constructor(request: RequestInit, signal: AbortSignal | (() => AbortSignal)) {
     this.request = new RequestPart(request);
-    this.signal = signal;
+    this.#signal = signal;
+  }
+
+  /** Aborted when the client goes away; outbound calls pass it on. */
+  get signal(): AbortSignal {
+    if (typeof this.#signal === 'function') this.#signal = this.#signal();
+    return this.#signal;
   }
 
   /** Sets the consumer identity and its `message.consumer.*` mirror. */

@@ -8,6 +8,8 @@ export const ERROR_CODES = {
   UPSTREAM_BODY_READ_ERROR: { status: 502, error: 'bad_gateway' },
   UPSTREAM_TIMEOUT: { status: 504, error: 'gateway_timeout' },
   UPSTREAM_NO_HEALTHY_TARGET: { status: 502, error: 'bad_gateway' },
+  /** The client went away before the upstream answered; nginx's 499, never seen by that client. */
+  UPSTREAM_CLIENT_ABORTED: { status: 499, error: 'client_closed_request' },
   PLUGIN_ERROR: { status: 500, error: 'internal_error' },
 } as const satisfies Record<string, { status: number; error: string }>;
 

@@ -25,7 +25,14 @@ export function effectiveLevel(configured: string, env: NodeJS.ProcessEnv = proc
   return 'info';
 }
 
-const LEVEL_NAMES: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };
+const LEVEL_NAMES: Record<number, string> = {
+  10: 'TRACE',
+  20: 'DEBUG',
+  30: 'INFO',
+  40: 'WARN',
+  50: 'ERROR',
+  60: 'FATAL',
+};
 
 /** Turns pino's JSON lines into `time LEVEL msg key=value…` for `format: text`. */
 function textDestination(out: NodeJS.WritableStream): Writable {
@@ -34,12 +41,21 @@ function textDestination(out: NodeJS.WritableStream): Writable {
       for (const line of chunk.toString('utf8').split('\n')) {
         if (line === '') continue;
         try {
-          const { time, level, msg, pid: _pid, hostname: _host, ...rest } = JSON.parse(line) as Record<string, unknown>;
+          const {
+            time,
+            level,
+            msg,
+            pid: _pid,
+            hostname: _host,
+            ...rest
+          } = JSON.parse(line) as Record<string, unknown>;
           const fields = Object.entries(rest)
             .map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)
             .join(' ');
           const stamp = new Date(Number(time)).toISOString();
-          out.write(`${stamp} ${LEVEL_NAMES[Number(level)] ?? level} ${String(msg ?? '')}${fields ? ' ' + fields : ''}\n`);
+          out.write(
+            `${stamp} ${LEVEL_NAMES[Number(level)] ?? String(level)} ${typeof msg === 'string' ? msg : ''}${fields ? ' ' + fields : ''}\n`,
+          );
         } catch {
           out.write(line + '\n');
         }

@@ -74,6 +74,8 @@ export interface PluginDefinition<C = Record<string, unknown>, P extends string 
   input?: string | null;
   /** Config field paths rendered with `{{…}}` templates. */
   templated?: readonly string[];
+  /** Set by nodes that fetch a response (upstream): they may relay it as it arrives. */
+  relaysResponse?: boolean;
   /** Whether this instance reads the response body; drives streaming inference. */
   readsResponseBody?: (config: C) => boolean;
   create(config: C, env: PluginEnv): NodeInstance<P>;

@@ -1,0 +1,130 @@
+import { parseArgs } from 'node:util';
+import { ConfigRejected, formatIssues } from './config/schema-validate.js';
+import { loadSystemConfig } from './config/system.js';
+import { loadGatewayConfig } from './config/gateway.js';
+import { createLogger, silentLogger } from './observability/logger.js';
+import { Gateway, compileWith } from './gateway.js';
+
+const USAGE = `Usage:
+  switchyard [--system-config <path>] [--gateway-config <path>]
+  switchyard validate [--system-config <path>] [--gateway-config <path>]
+
+Defaults: --system-config config/system.yaml, --gateway-config config/gateway.yaml`;
+
+interface CliArgs {
+  command: 'run' | 'validate';
+  systemPath: string;
+  gatewayPath: string;
+}
+
+function parseCli(argv: string[]): CliArgs {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    strict: true,
+    options: {
+      'system-config': { type: 'string', default: 'config/system.yaml' },
+      'gateway-config': { type: 'string', default: 'config/gateway.yaml' },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(USAGE + '\n');
+    process.exit(0);
+  }
+  if (positionals.length > 1 || (positionals.length === 1 && positionals[0] !== 'validate')) {
+    throw new TypeError(`unknown command '${positionals.join(' ')}'`);
+  }
+  return {
+    command: positionals[0] === 'validate' ? 'validate' : 'run',
+    systemPath: values['system-config'],
+    gatewayPath: values['gateway-config'],
+  };
+}
+
+/** `switchyard validate`: every problem of both files with its path; exit 1 on any. */
+function validate(args: CliArgs): number {
+  const problems: string[] = [];
+  try {
+    loadSystemConfig(args.systemPath);
+  } catch (err) {
+    if (!(err instanceof ConfigRejected)) throw err;
+    problems.push(...err.issues.map((i) => `${args.systemPath}: ${i.path ? `${i.path}: ` : ''}${i.message}`));
+  }
+  try {
+    const runtime = compileWith(loadGatewayConfig(args.gatewayPath), silentLogger, process.env);
+    for (const warning of runtime.warnings) process.stdout.write(`warning: ${warning}\n`);
+    void runtime.close();
+  } catch (err) {
+    if (!(err instanceof ConfigRejected)) throw err;
+    problems.push(
+      ...err.issues.map(
+        (i) =>
+          `${args.gatewayPath}: ${i.message.includes(i.path) || i.path === '' ? '' : `${i.path}: `}${i.message}`,
+      ),
+    );
+  }
+  if (problems.length > 0) {
+    for (const p of problems) process.stderr.write(`error: ${p}\n`);
+    process.stderr.write(`${problems.length} error(s)\n`);
+    return 1;
+  }
+  process.stdout.write('configuration is valid\n');
+  return 0;
+}
+
+async function run(args: CliArgs): Promise<number> {
+  let system;
+  try {
+    system = loadSystemConfig(args.systemPath);
+  } catch (err) {
+    if (err instanceof ConfigRejected) {
+      process.stderr.write(`${args.systemPath}: invalid system config\n${formatIssues(err.issues)}\n`);
+      return 1;
+    }
+    throw err;
+  }
+  const logger = createLogger(system.logging);
+  let gateway: Gateway;
+  try {
+    gateway = Gateway.create({ system, gatewayPath: args.gatewayPath, logger });
+  } catch (err) {
+    if (err instanceof ConfigRejected) {
+      logger.error({ errors: err.issues }, `${args.gatewayPath}: invalid gateway config`);
+      process.stderr.write(`${args.gatewayPath}: invalid gateway config\n${formatIssues(err.issues)}\n`);
+      return 1;
+    }
+    throw err;
+  }
+  try {
+    await gateway.listen();
+  } catch (err) {
+    logger.error({ err }, 'cannot start listeners');
+    return 1;
+  }
+  process.on('SIGHUP', () => {
+    gateway.reloadFromFile('signal').catch(() => undefined);
+  });
+  await new Promise<void>((resolve) => {
+    const stop = (signal: string) => {
+      logger.info({ signal }, 'shutting down');
+      resolve();
+    };
+    process.once('SIGTERM', stop);
+    process.once('SIGINT', stop);
+  });
+  await gateway.shutdown();
+  logger.info('stopped');
+  return 0;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  let args: CliArgs;
+  try {
+    args = parseCli(argv);
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n\n${USAGE}\n`);
+    return 2;
+  }
+  return args.command === 'validate' ? validate(args) : run(args);
+}

@@ -1,0 +1,372 @@
+import type { PluginConfigEntry, PolicyConfig, SupernodeConfig } from '../config/gateway.js';
+import type { ConfigIssue } from '../config/schema-validate.js';
+import {
+  ConfigError,
+  type PluginDefinition,
+  type PluginEnv,
+  type Template,
+  type TemplateOptions,
+} from '../plugins/define.js';
+import type { Logger } from '../observability/logger.js';
+import { flattenPolicy, type FlatEdge, type FlatGraph, type FlatNode } from './flat-graph.js';
+import type { BufferingReport, CompiledNode, CompiledPolicy } from './graph-types.js';
+import { resolveNodeConfig } from './node-config.js';
+
+type AnyDefinition = PluginDefinition<never, string>;
+
+export interface CompileContext {
+  registry: ReadonlyMap<string, AnyDefinition>;
+  supernodes: ReadonlyMap<string, { def: SupernodeConfig; path: string }>;
+  sharedConfigs: ReadonlyMap<string, PluginConfigEntry>;
+  env: NodeJS.ProcessEnv;
+  logger: Logger;
+  warnings: string[];
+  templateFactory: (
+    where: { policy: string; node: string },
+    warn: (message: string) => void,
+  ) => PluginEnv['template'];
+}
+
+/** Types whose input accepts any number of incoming edges (COMPAT §4.1). */
+const FAN_IN_TYPES = new Set(['client', 'error-handler']);
+
+interface Prepared {
+  flat: FlatNode;
+  def: AnyDefinition;
+  config: Record<string, unknown>;
+}
+
+/**
+ * Compiles one policy: inline supernodes, resolve node configs, check every
+ * wiring rule (all problems reported), infer streaming, create the node
+ * instances and link them. Returns undefined when `issues` got new entries.
+ */
+export function compilePolicy(
+  policy: PolicyConfig,
+  policyPath: string,
+  cc: CompileContext,
+  issues: ConfigIssue[],
+): CompiledPolicy | undefined {
+  const before = issues.length;
+  const where = `policy '${policy.name}'`;
+  const graph = flattenPolicy(policy, policyPath, cc.supernodes, issues);
+
+  const prepared = new Map<string, Prepared>();
+  for (const flat of graph.nodes.values()) {
+    if (flat.junction !== undefined || flat.type === 'supernode') continue;
+    const label = `${where}: node '${flat.id}' (type '${flat.type}')`;
+    if (flat.type === 'unpack') {
+      issues.push({
+        path: `${flat.origin.path}.type`,
+        message: `${label}: the unpack node is not implemented`,
+      });
+      continue;
+    }
+    const def = cc.registry.get(flat.type);
+    if (def === undefined) {
+      issues.push({
+        path: `${flat.origin.path}.type`,
+        message: `${where}: node '${flat.id}': Unknown plugin type: ${flat.type}`,
+      });
+      continue;
+    }
+    const config = resolveNodeConfig(
+      flat.node,
+      def,
+      flat.origin.path,
+      label,
+      cc.sharedConfigs,
+      issues,
+      cc.env,
+    );
+    if (config !== undefined) prepared.set(flat.id, { flat, def, config });
+  }
+
+  checkWiring(policy, policyPath, graph, cc, issues);
+  if (issues.length > before) return undefined;
+
+  const { streaming, buffering } = inferStreaming(graph, prepared);
+  const instances = new Map<string, CompiledNode>();
+  for (const { flat, def, config } of prepared.values()) {
+    const nodeWhere = { policy: policy.name, node: flat.id };
+    const warn = (message: string) => {
+      const text = `${where}, node '${flat.id}': ${message}`;
+      cc.warnings.push(text);
+    };
+    const template = cc.templateFactory(nodeWhere, warn);
+    const env: PluginEnv = {
+      policy: policy.name,
+      nodeId: flat.id,
+      logger: cc.logger,
+      streaming: streaming.has(flat.id),
+      warn: (key, message) => warn(`${key}: ${message}`),
+      template: (text: string, key: string, options?: TemplateOptions): Template =>
+        template(text, key, options),
+    };
+    try {
+      const instance = def.create(config as never, env);
+      instances.set(flat.id, {
+        id: flat.id,
+        type: flat.type,
+        instance,
+        isClient: flat.type === 'client',
+        next: {},
+        onError: undefined,
+        definition: def,
+      });
+    } catch (err) {
+      const key = err instanceof ConfigError && err.path !== '' ? `.${err.path}` : '';
+      issues.push({
+        path: `${flat.origin.path}.config${key}`,
+        message: `${where}: node '${flat.id}' (type '${flat.type}'): ${key ? `config${key} ` : ''}${(err as Error).message}`,
+      });
+    }
+  }
+  if (issues.length > before) {
+    for (const node of instances.values()) void node.instance.close?.();
+    return undefined;
+  }
+
+  link(graph, instances);
+  const listener = [...instances.values()].find((n) => n.type === 'listener');
+  return {
+    name: policy.name,
+    entry: listener?.next['success'],
+    errorHandler: policy.error_handler === undefined ? undefined : instances.get(policy.error_handler),
+    nodes: instances,
+    buffering,
+    streaming: [...streaming],
+  };
+}
+
+function normalizePort(port: string): string {
+  return port === 'out' ? 'success' : port;
+}
+
+function declaredOutputs(flat: FlatNode, def: AnyDefinition | undefined): Set<string> | undefined {
+  if (flat.junction !== undefined)
+    return flat.junction.kind === 'input' ? new Set(['success']) : new Set(['success']);
+  if (def === undefined) return undefined;
+  const ports = new Set(Object.keys(def.outputs));
+  if (def.noErrorPort !== true) ports.add('error');
+  return ports;
+}
+
+function checkWiring(
+  policy: PolicyConfig,
+  policyPath: string,
+  graph: FlatGraph,
+  cc: CompileContext,
+  issues: ConfigIssue[],
+): void {
+  const where = `policy '${policy.name}'`;
+  const before = issues.length;
+  const outgoing = new Map<string, FlatEdge>();
+  const incoming = new Map<string, number>();
+  const touched = new Set<string>();
+
+  for (const edge of graph.edges) {
+    edge.fromPort = normalizePort(edge.fromPort);
+    const from = graph.nodes.get(edge.from);
+    const to = graph.nodes.get(edge.to);
+    if (from === undefined || to === undefined) {
+      const missing = from === undefined ? edge.from : edge.to;
+      issues.push({
+        path: policyPath,
+        message: `${where}: edge ${edge.label} references unknown node '${missing}'`,
+      });
+      continue;
+    }
+    touched.add(edge.from);
+    touched.add(edge.to);
+    const fromDef = cc.registry.get(from.type);
+    const ports = declaredOutputs(from, fromDef);
+    if (ports !== undefined && !ports.has(edge.fromPort)) {
+      issues.push({
+        path: policyPath,
+        message: `${where}: edge ${edge.label}: node '${edge.from}' (type '${from.type}') has no output port '${edge.fromPort}' (ports: ${[...ports].join(', ') || 'none'})`,
+      });
+    }
+    const toDef = cc.registry.get(to.type);
+    if (edge.toPort !== 'in') {
+      issues.push({
+        path: policyPath,
+        message: `${where}: edge ${edge.label}: target port must be 'in' (got '${edge.toPort}')`,
+      });
+    } else if (to.junction === undefined && toDef?.input === null) {
+      issues.push({
+        path: policyPath,
+        message: `${where}: edge ${edge.label}: node '${edge.to}' has no input port`,
+      });
+    }
+    const key = `${edge.from}.${edge.fromPort}`;
+    if (outgoing.has(key)) {
+      issues.push({
+        path: policyPath,
+        message: `${where}: output port '${edge.fromPort}' of node '${edge.from}' has more than one edge (fan-out is not allowed)`,
+      });
+    } else outgoing.set(key, edge);
+    const fanIn = to.junction !== undefined || FAN_IN_TYPES.has(to.type);
+    const count = (incoming.get(edge.to) ?? 0) + 1;
+    incoming.set(edge.to, count);
+    if (count === 2 && !fanIn) {
+      issues.push({
+        path: policyPath,
+        message: `${where}: input of node '${edge.to}' has more than one incoming edge (only client and error-handler accept fan-in)`,
+      });
+    }
+  }
+
+  const regular = [...graph.nodes.values()].filter((n) => n.junction === undefined);
+  const listeners = regular.filter((n) => n.type === 'listener');
+  if (listeners.length === 0)
+    issues.push({ path: policyPath, message: `${where}: a listener node is required` });
+  if (listeners.length > 1) {
+    issues.push({
+      path: policyPath,
+      message: `${where}: exactly one listener node is allowed (found ${listeners.length})`,
+    });
+  }
+  if (!regular.some((n) => n.type === 'client')) {
+    issues.push({ path: policyPath, message: `${where}: a client node is required` });
+  }
+  if (policy.error_handler !== undefined) {
+    const eh = graph.nodes.get(policy.error_handler);
+    if (eh === undefined || eh.junction !== undefined) {
+      issues.push({
+        path: `${policyPath}.error_handler`,
+        message: `${where}: error_handler '${policy.error_handler}' names no node of this policy`,
+      });
+    }
+  }
+  for (const node of regular) {
+    if (!touched.has(node.id) && node.id !== policy.error_handler && !node.id.includes('/')) {
+      issues.push({
+        path: node.origin.path,
+        message: `${where}: node '${node.id}' is not connected to anything`,
+      });
+    }
+    const def = cc.registry.get(node.type);
+    if (def === undefined) continue;
+    for (const [port, spec] of Object.entries(def.outputs)) {
+      if (spec.kind === 'error') continue;
+      if (!outgoing.has(`${node.id}.${port}`)) {
+        issues.push({
+          path: node.origin.path,
+          message: `${where}: output port '${port}' of node '${node.id}' (type '${node.type}') must be wired — add an edge from '${node.id}.${port}'`,
+        });
+      }
+    }
+  }
+  for (const [instance, { junctions }] of graph.instances) {
+    for (const j of junctions) {
+      if (j.junction?.kind !== 'output') continue;
+      if (!outgoing.has(`${j.id}.success`)) {
+        const port = j.junction.port;
+        issues.push({
+          path: policyPath,
+          message: `${where}: output port '${port}' of supernode instance '${instance}' must be wired — add an edge from '${instance}.${port}'`,
+        });
+      }
+    }
+  }
+  if (issues.length === before) checkCycles(graph, outgoing, where, policyPath, issues);
+}
+
+/** Follows junctions: an edge into an instance boundary continues along the boundary's own edge. */
+function resolveTarget(
+  graph: FlatGraph,
+  outgoing: ReadonlyMap<string, FlatEdge>,
+  id: string,
+): string | undefined {
+  let current: string | undefined = id;
+  for (let hops = 0; current !== undefined && hops < 64; hops++) {
+    const node = graph.nodes.get(current);
+    if (node?.junction === undefined) return current;
+    current = outgoing.get(`${current}.success`)?.to;
+  }
+  return undefined;
+}
+
+function checkCycles(
+  graph: FlatGraph,
+  outgoing: ReadonlyMap<string, FlatEdge>,
+  where: string,
+  policyPath: string,
+  issues: ConfigIssue[],
+): void {
+  const state = new Map<string, 1 | 2>();
+  const successors = (id: string): string[] =>
+    graph.edges
+      .filter((e) => e.from === id)
+      .map((e) => resolveTarget(graph, outgoing, e.to))
+      .filter((t): t is string => t !== undefined);
+  const visit = (id: string, trail: string[]): boolean => {
+    state.set(id, 1);
+    for (const next of successors(id)) {
+      const s = state.get(next);
+      if (s === 1) {
+        const loop = [...trail.slice(trail.indexOf(next)), next].join(' → ');
+        issues.push({ path: policyPath, message: `${where}: the graph has a cycle: ${loop}` });
+        return true;
+      }
+      if (s === undefined && visit(next, [...trail, next])) return true;
+    }
+    state.set(id, 2);
+    return false;
+  };
+  for (const node of graph.nodes.values()) {
+    if (node.junction === undefined && !state.has(node.id) && visit(node.id, [node.id])) return;
+  }
+}
+
+function link(graph: FlatGraph, instances: Map<string, CompiledNode>): void {
+  const outgoing = new Map<string, FlatEdge>();
+  for (const edge of graph.edges) outgoing.set(`${edge.from}.${edge.fromPort}`, edge);
+  for (const edge of graph.edges) {
+    const from = instances.get(edge.from);
+    if (from === undefined) continue;
+    const targetId = resolveTarget(graph, outgoing, edge.to);
+    const target = targetId === undefined ? undefined : instances.get(targetId);
+        if (edge.fromPort === 'error') (from as { onError: CompiledNode | undefined }).onError = target;
+    else if (target !== undefined) from.next[edge.fromPort] = target;
+  }
+}
+
+/**
+ * SPEC "Streaming": an upstream relays as the response arrives unless a node
+ * reachable from its success port reads the response body.
+ */
+function inferStreaming(
+  graph: FlatGraph,
+  prepared: ReadonlyMap<string, Prepared>,
+): { streaming: Set<string>; buffering: BufferingReport[] } {
+  const streaming = new Set<string>();
+  const buffering: BufferingReport[] = [];
+  const outgoing = new Map<string, FlatEdge>();
+  for (const edge of graph.edges) outgoing.set(`${edge.from}.${edge.fromPort}`, edge);
+  const edgesFrom = new Map<string, FlatEdge[]>();
+  for (const edge of graph.edges) {
+    const list = edgesFrom.get(edge.from) ?? [];
+    list.push(edge);
+    edgesFrom.set(edge.from, list);
+  }
+  for (const { flat, def } of prepared.values()) {
+    if (def.relaysResponse !== true) continue;
+    const start = outgoing.get(`${flat.id}.success`);
+    const queue = start ? [resolveTarget(graph, outgoing, start.to)] : [];
+    const seen = new Set<string>();
+    let blocker: string | undefined;
+    while (queue.length > 0 && blocker === undefined) {
+      const id = queue.shift();
+      if (id === undefined || seen.has(id)) continue;
+      seen.add(id);
+      const p = prepared.get(id);
+      if (p?.def.readsResponseBody?.(p.config as never) === true) blocker = id;
+      for (const e of edgesFrom.get(id) ?? []) queue.push(resolveTarget(graph, outgoing, e.to));
+    }
+    if (blocker === undefined) streaming.add(flat.id);
+    else buffering.push({ upstream: flat.id, blocked_by: blocker });
+  }
+  return { streaming, buffering };
+}

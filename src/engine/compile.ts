@@ -1,0 +1,131 @@
+import type { GatewayConfig, PluginConfigEntry, SupernodeConfig } from '../config/gateway.js';
+import { interpolateLeaves } from '../config/interpolate.js';
+import { ConfigRejected, type ConfigIssue } from '../config/schema-validate.js';
+import type { Logger } from '../observability/logger.js';
+import type { PluginDefinition } from '../plugins/define.js';
+import {
+  compileRouter,
+  validateRouteMatch,
+  type ResolvedMatch,
+  type RouteEntry,
+  type Router,
+} from '../server/router.js';
+import { compilePolicy, type CompileContext } from './compile-policy.js';
+import type { CompiledPolicy } from './graph-types.js';
+
+export interface RouteTarget {
+  route: string;
+  policy: CompiledPolicy;
+}
+
+/** An immutable, fully compiled configuration; the server swaps these atomically. */
+export interface Runtime {
+  readonly config: GatewayConfig;
+  readonly router: Router<RouteTarget>;
+  readonly policies: ReadonlyMap<string, CompiledPolicy>;
+  readonly warnings: readonly string[];
+  /** Releases node resources (timers, health checkers) once no request uses this runtime. */
+  close(): Promise<void>;
+}
+
+export interface CompileOptions {
+  registry: ReadonlyMap<string, PluginDefinition<never, string>>;
+  logger: Logger;
+  env?: NodeJS.ProcessEnv;
+  templateFactory: CompileContext['templateFactory'];
+}
+
+function uniqueByName<T extends { name: string }>(
+  items: readonly T[],
+  section: string,
+  issues: ConfigIssue[],
+): Map<string, { item: T; index: number }> {
+  const out = new Map<string, { item: T; index: number }>();
+  items.forEach((item, index) => {
+    if (out.has(item.name)) {
+      issues.push({
+        path: `${section}[${index}].name`,
+        message: `${section}: duplicate name '${item.name}'`,
+      });
+    } else out.set(item.name, { item, index });
+  });
+  return out;
+}
+
+/** Validates and compiles a whole gateway configuration; throws ConfigRejected with every issue. */
+export function compileGateway(config: GatewayConfig, options: CompileOptions): Runtime {
+  const issues: ConfigIssue[] = [];
+  const env = options.env ?? process.env;
+  const warnings: string[] = [];
+
+  const shared = uniqueByName(config.plugin_configs, 'plugin_configs', issues);
+  const sharedConfigs = new Map<string, PluginConfigEntry>();
+  for (const [name, { item, index }] of shared) {
+    if (!options.registry.has(item.type)) {
+      issues.push({
+        path: `plugin_configs[${index}].type`,
+        message: `plugin_configs '${name}': Unknown plugin type: ${item.type}`,
+      });
+    }
+    if ('config_ref' in item.config) {
+      issues.push({
+        path: `plugin_configs[${index}].config.config_ref`,
+        message: `plugin_configs '${name}': shared configs cannot reference other shared configs`,
+      });
+    }
+    sharedConfigs.set(name, item);
+  }
+  const supernodes = new Map<string, { def: SupernodeConfig; path: string }>();
+  for (const [name, { item, index }] of uniqueByName(config.supernodes, 'supernodes', issues)) {
+    supernodes.set(name, { def: item, path: `supernodes[${index}]` });
+  }
+  uniqueByName(config.stores, 'stores', issues);
+  uniqueByName(config.consumers, 'consumers', issues);
+
+  const cc: CompileContext = {
+    registry: options.registry,
+    supernodes,
+    sharedConfigs,
+    env,
+    logger: options.logger,
+    warnings,
+    templateFactory: options.templateFactory,
+  };
+  const policies = new Map<string, CompiledPolicy>();
+  for (const [name, { item, index }] of uniqueByName(config.policies, 'policies', issues)) {
+    const compiled = compilePolicy(item, `policies[${index}]`, cc, issues);
+    if (compiled !== undefined) policies.set(name, compiled);
+  }
+
+  const entries: RouteEntry<RouteTarget>[] = [];
+  const declaredPolicies = new Set(config.policies.map((p) => p.name));
+  for (const [name, { item, index }] of uniqueByName(config.routes, 'routes', issues)) {
+    const match = interpolateLeaves<ResolvedMatch>(item.match ?? {}, env);
+    issues.push(...validateRouteMatch(match, `routes[${index}].match`));
+    const policy = policies.get(item.policy);
+    if (!declaredPolicies.has(item.policy)) {
+      issues.push({
+        path: `routes[${index}].policy`,
+        message: `route '${name}': unknown policy '${item.policy}'`,
+      });
+    } else if (policy !== undefined) {
+      entries.push({ name, match, target: { route: name, policy } });
+    }
+  }
+
+  const closeAll = async () => {
+    const closing: Promise<void>[] = [];
+    for (const p of policies.values()) {
+      for (const n of p.nodes.values()) {
+        const r = n.instance.close?.();
+        if (r instanceof Promise) closing.push(r);
+      }
+    }
+    await Promise.allSettled(closing);
+  };
+  if (issues.length > 0) {
+    void closeAll();
+    throw new ConfigRejected(issues);
+  }
+  return { config, router: compileRouter(entries), policies, warnings, close: closeAll };
+}

@@ -1,0 +1,44 @@
+import type { NodeInstance, PluginDefinition } from '../plugins/define.js';
+
+/** How the run loop left a node; recorded in traces (COMPAT §6.1). */
+export type EdgeKind =
+  'success' | 'error' | 'catch_all' | 'terminal' | 'end_of_chain' | 'unhandled' | 'node_not_found';
+
+/** A node of a compiled policy: its instance and its outgoing edges resolved to node objects. */
+export interface CompiledNode {
+  readonly id: string;
+  readonly type: string;
+  readonly instance: NodeInstance;
+  readonly isClient: boolean;
+  /** Port name → next node; an absent key means the port is unwired (end of chain). */
+  readonly next: Record<string, CompiledNode | undefined>;
+  /** Target of this node's own error edge, if wired. */
+  readonly onError: CompiledNode | undefined;
+  readonly definition: PluginDefinition<never, string>;
+}
+
+export interface BufferingReport {
+  upstream: string;
+  blocked_by: string;
+}
+
+export interface CachePairReport {
+  id: string;
+  node: string;
+  message: string;
+}
+
+export interface CompiledPolicy {
+  readonly name: string;
+  readonly entry: CompiledNode | undefined;
+  readonly errorHandler: CompiledNode | undefined;
+  readonly nodes: ReadonlyMap<string, CompiledNode>;
+  readonly buffering: readonly BufferingReport[];
+  /** Upstream node ids that relay their response as it arrives. */
+  readonly streaming: readonly string[];
+}
+
+/** Optional observer of the run loop; absent on untraced requests, costing nothing. */
+export interface TraceRecorder {
+  step(node: CompiledNode, port: string, edge: EdgeKind, durationMs: number): void;
+}

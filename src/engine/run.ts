@@ -1,0 +1,134 @@
+import type { Context } from './context.js';
+import { NodeError, UNHANDLED_ERROR_BODY } from './errors.js';
+import type { CompiledNode, CompiledPolicy, EdgeKind, TraceRecorder } from './graph-types.js';
+import type { Logger } from '../observability/logger.js';
+
+/** Observers of node outcomes (metrics); called for every node run. */
+export interface RunHooks {
+  logger: Logger;
+  nodeError?(policy: string, nodeId: string, code: string): void;
+}
+
+const now = (): number => performance.now();
+
+/**
+ * Walks the compiled graph from the listener's target until a client node, an
+ * unwired port or an unhandled error. Synchronous nodes run in a plain loop;
+ * a promise is created only when a node returns one. Live, traced and sandbox
+ * runs all go through here.
+ */
+export function runPolicy(
+  policy: CompiledPolicy,
+  ctx: Context,
+  hooks: RunHooks,
+  trace?: TraceRecorder,
+): void | Promise<void> {
+  return walk(policy, policy.entry, ctx, hooks, trace);
+}
+
+function walk(
+  policy: CompiledPolicy,
+  start: CompiledNode | undefined,
+  ctx: Context,
+  hooks: RunHooks,
+  trace: TraceRecorder | undefined,
+): void | Promise<void> {
+  let node = start;
+  while (node !== undefined) {
+    if (node.isClient) {
+      trace?.step(node, 'in', 'terminal', 0);
+      return;
+    }
+    const started = trace === undefined ? 0 : now();
+    let port: string | Promise<string>;
+    try {
+      port = node.instance.run(ctx);
+    } catch (err) {
+      port = recordFailure(policy, node, ctx, err, hooks);
+    }
+    if (typeof port !== 'string') return resume(policy, node, port, ctx, hooks, trace, started);
+    node = advance(policy, node, port, ctx, trace, started);
+  }
+}
+
+async function resume(
+  policy: CompiledPolicy,
+  node: CompiledNode,
+  pending: Promise<string>,
+  ctx: Context,
+  hooks: RunHooks,
+  trace: TraceRecorder | undefined,
+  started: number,
+): Promise<void> {
+  let port: string;
+  try {
+    port = await pending;
+  } catch (err) {
+    port = recordFailure(policy, node, ctx, err, hooks);
+  }
+  const next = advance(policy, node, port, ctx, trace, started);
+  await walk(policy, next, ctx, hooks, trace);
+}
+
+/** Picks the next node for `port`, applying the error fallback chain of COMPAT §4.3. */
+function advance(
+  policy: CompiledPolicy,
+  node: CompiledNode,
+  port: string,
+  ctx: Context,
+  trace: TraceRecorder | undefined,
+  started: number,
+): CompiledNode | undefined {
+  const duration = trace === undefined ? 0 : now() - started;
+  if (port !== 'error') {
+    const next = node.next[port];
+    trace?.step(node, port, next === undefined ? 'end_of_chain' : 'success', duration);
+    return next;
+  }
+  if (node.onError !== undefined) {
+    trace?.step(node, port, 'error', duration);
+    return node.onError;
+  }
+  const handler = policy.errorHandler;
+  if (handler !== undefined && handler !== node) {
+    trace?.step(node, port, 'catch_all', duration);
+    return handler;
+  }
+  trace?.step(node, port, 'unhandled', duration);
+  ctx.response.discardStream();
+  ctx.response.headers = {};
+  ctx.response.json(500, UNHANDLED_ERROR_BODY);
+  return undefined;
+}
+
+/** Turns a thrown failure into an error record plus a prepared JSON response; returns `error`. */
+function recordFailure(
+  policy: CompiledPolicy,
+  node: CompiledNode,
+  ctx: Context,
+  err: unknown,
+  hooks: RunHooks,
+): 'error' {
+  const failure =
+    err instanceof NodeError
+      ? err
+      : new NodeError('PLUGIN_ERROR', err instanceof Error ? err.message : String(err), { cause: err });
+  ctx.errors.push({
+    node_id: node.id,
+    code: failure.code,
+    message: failure.message,
+    metadata: failure.metadata,
+  });
+  if (!failure.responsePrepared) {
+    ctx.response.discardStream();
+    ctx.response.json(failure.status, { error: failure.error, message: failure.message });
+  }
+  hooks.logger.warn(
+    { policy: policy.name, node: node.id, type: node.type, code: failure.code, route: ctx.route },
+    `node failed: ${failure.message}`,
+  );
+  hooks.nodeError?.(policy.name, node.id, failure.code);
+  return 'error';
+}
+
+export type { EdgeKind };

@@ -1,0 +1,221 @@
+import { createServer, type Server } from 'node:http';
+import { once } from 'node:events';
+import type { AddressInfo, Socket } from 'node:net';
+import { readFileSync } from 'node:fs';
+import { compileGateway, type Runtime } from './engine/compile.js';
+import { parseGatewayConfig, type GatewayConfig } from './config/gateway.js';
+import { ConfigRejected, type ConfigIssue } from './config/schema-validate.js';
+import type { SystemConfig } from './config/system.js';
+import type { Logger } from './observability/logger.js';
+import { registry } from './plugins/index.js';
+import { createDataPlaneHandler } from './server/data-plane.js';
+import { RuntimeSlot } from './server/runtime-slot.js';
+import { watchConfigFile, type ConfigWatcher } from './config/watch.js';
+import { templateFactory } from './engine/templates.js';
+
+export interface GatewayOptions {
+  system: SystemConfig;
+  /** Path of gateway.yaml; absent for a gateway fed only through `apply`. */
+  gatewayPath?: string;
+  logger: Logger;
+  env?: NodeJS.ProcessEnv;
+}
+
+export type ApplySource = 'startup' | 'file' | 'signal' | 'admin';
+
+/**
+ * The composition root: owns the current runtime, the data-plane listener and
+ * the one apply path (validate → compile → swap) every config change takes.
+ */
+export class Gateway {
+  readonly system: SystemConfig;
+  readonly logger: Logger;
+  readonly gatewayPath: string | undefined;
+  readonly env: NodeJS.ProcessEnv;
+  #slot: RuntimeSlot;
+  #server: Server | undefined;
+  #watcher: ConfigWatcher | undefined;
+  #sockets = new Set<Socket>();
+  /** Serializes applies so two writers never interleave. */
+  #applying: Promise<unknown> = Promise.resolve();
+  #lastAppliedText: string | undefined;
+
+  private constructor(options: GatewayOptions, runtime: Runtime) {
+    this.system = options.system;
+    this.logger = options.logger;
+    this.gatewayPath = options.gatewayPath;
+    this.env = options.env ?? process.env;
+    this.#slot = new RuntimeSlot(runtime);
+  }
+
+  /** Compiles the initial configuration; throws ConfigRejected when it is invalid. */
+  static create(options: GatewayOptions, initial?: GatewayConfig): Gateway {
+    let text: string | undefined;
+    let config = initial;
+    if (config === undefined) {
+      if (options.gatewayPath === undefined)
+        throw new Error('either a gateway config or its path is required');
+      text = readGatewayText(options.gatewayPath);
+      config = parseGatewayConfig(text);
+    }
+    const runtime = compileWith(config, options.logger, options.env ?? process.env);
+    for (const warning of runtime.warnings) options.logger.warn(warning);
+    const gateway = new Gateway(options, runtime);
+    gateway.#lastAppliedText = text;
+    return gateway;
+  }
+
+  get runtime(): Runtime {
+    return this.#slot.runtime;
+  }
+
+  /** Compiles without swapping: the dry run behind validate endpoints. */
+  compile(config: GatewayConfig): Runtime {
+    return compileWith(config, this.logger, this.env);
+  }
+
+  /**
+   * Validates and compiles `config`, then swaps it in. A rejected config is
+   * logged at WARN and leaves the running one untouched.
+   */
+  apply(config: GatewayConfig, source: ApplySource): Promise<Runtime> {
+    const run = this.#applying.then(() => {
+      let runtime: Runtime;
+      try {
+        runtime = this.compile(config);
+      } catch (err) {
+        if (err instanceof ConfigRejected) {
+          this.logger.warn(
+            { source, errors: err.issues },
+            'configuration rejected; the previous one keeps serving',
+          );
+        }
+        throw err;
+      }
+      for (const warning of runtime.warnings) this.logger.warn(warning);
+      this.swap(runtime);
+      this.logger.info(
+        { source, routes: runtime.router.size, policies: runtime.policies.size },
+        'configuration applied',
+      );
+      return runtime;
+    });
+    this.#applying = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Re-reads gateway.yaml and applies it; same path as file changes and SIGHUP. */
+  async reloadFromFile(source: ApplySource = 'file'): Promise<Runtime> {
+    if (this.gatewayPath === undefined)
+      throw new ConfigRejected([{ path: '', message: 'no gateway config path' }]);
+    let text: string;
+    let config: GatewayConfig;
+    try {
+      text = readGatewayText(this.gatewayPath);
+      config = parseGatewayConfig(text);
+    } catch (err) {
+      if (err instanceof ConfigRejected) {
+        this.logger.warn(
+          { source, errors: err.issues },
+          'configuration rejected; the previous one keeps serving',
+        );
+      }
+      throw err;
+    }
+    const runtime = await this.apply(config, source);
+    this.#lastAppliedText = text;
+    return runtime;
+  }
+
+  private swap(runtime: Runtime): void {
+    const previous = this.#slot;
+    this.#slot = new RuntimeSlot(runtime);
+    previous.retire();
+  }
+
+  /** Starts the data-plane listener (and the file watcher when a path is known). */
+  async listen(): Promise<AddressInfo> {
+    const handler = createDataPlaneHandler({
+      current: () => this.#slot,
+      maxBodyBytes: this.system.listener.max_request_body_bytes,
+      hooks: { logger: this.logger },
+    });
+    const t = this.system.timeouts;
+    const server = createServer({ keepAliveTimeout: t.idle_seconds * 1000 }, handler);
+    server.headersTimeout = t.connection_seconds * 1000;
+    server.requestTimeout = (t.connection_seconds + t.read_seconds) * 1000;
+    server.on('connection', (socket: Socket) => {
+      this.#sockets.add(socket);
+      socket.once('close', () => this.#sockets.delete(socket));
+    });
+    server.on('clientError', (err, socket) => {
+      if (socket.writable)
+        socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+      else socket.destroy(err);
+    });
+    this.#server = server;
+    server.listen(this.system.listener.port, this.system.listener.bind);
+    await once(server, 'listening');
+    const address = server.address() as AddressInfo;
+    this.logger.info({ bind: address.address, port: address.port }, 'data plane listening');
+    if (this.gatewayPath !== undefined && this.system.config.source === 'file') {
+      this.#watcher = watchConfigFile(this.gatewayPath, 500, () => this.onFileChange());
+    }
+    return address;
+  }
+
+  private onFileChange(): void {
+    if (this.gatewayPath === undefined) return;
+    let text: string;
+    try {
+      text = readGatewayText(this.gatewayPath);
+    } catch {
+      return;
+    }
+    if (text === this.#lastAppliedText) return;
+    this.reloadFromFile('file').catch(() => undefined);
+  }
+
+  /** Our own writes (Admin persist) must not trigger a reload of the same content. */
+  noteWrittenText(text: string): void {
+    this.#lastAppliedText = text;
+  }
+
+  /**
+   * Graceful shutdown: stop accepting, let in-flight requests finish within
+   * `shutdown_timeout_seconds`, then cut what is left.
+   */
+  async shutdown(): Promise<void> {
+    this.#watcher?.close();
+    const server = this.#server;
+    if (server !== undefined) {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      const deadline = this.system.timeouts.shutdown_timeout_seconds * 1000;
+      const idleSweep = setInterval(() => server.closeIdleConnections(), 100);
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, deadline);
+      });
+      await Promise.race([closed, timedOut]);
+      clearInterval(idleSweep);
+      clearTimeout(timer);
+      for (const socket of this.#sockets) socket.destroy();
+    }
+    await this.#slot.runtime.close();
+  }
+}
+
+function readGatewayText(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ConfigRejected([{ path: '', message: `cannot read ${path}: ${(err as Error).message}` }]);
+  }
+}
+
+export function compileWith(config: GatewayConfig, logger: Logger, env: NodeJS.ProcessEnv): Runtime {
+  return compileGateway(config, { registry, logger, env, templateFactory: templateFactory(env) });
+}
+
+export type { ConfigIssue };

@@ -1,0 +1,73 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ConfigError, definePlugin } from '../define.js';
+import { headerListSchema, headerPairs, type HeaderListConfig } from '../shared-schemas.js';
+
+interface MockingConfig {
+  response_example: string;
+  response_status: number;
+  content_type: string;
+  response_headers?: HeaderListConfig;
+  with_mock_header: boolean;
+  delay: number;
+  response_schema?: unknown;
+}
+
+const CONTENT_TYPES = ['application/json', 'application/xml', 'text/plain', 'text/html', 'text/xml'];
+
+/** Answers with a configured response; wire `success` to `client`. */
+export const mocking = definePlugin({
+  type: 'mocking',
+  category: 'errors-and-mocking',
+  description: 'Answer the request with a configured mock response (status, body, headers, optional delay).',
+  schema: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['response_example'],
+    properties: {
+      response_example: { type: 'string' },
+      response_status: { type: 'integer', minimum: 100, maximum: 599, default: 200 },
+      content_type: { type: 'string', default: 'application/json;charset=utf8' },
+      response_headers: headerListSchema,
+      with_mock_header: { type: 'boolean', default: true },
+      delay: { type: 'number', minimum: 0, default: 0 },
+      response_schema: {},
+    },
+  },
+  outputs: { success: { kind: 'success' } },
+  templated: ['response_example', 'response_headers.*'],
+  create(config: MockingConfig, env) {
+    if (config.response_schema !== undefined) {
+      throw new ConfigError('response_schema', 'is not supported yet; use response_example');
+    }
+    const base = config.content_type.split(';')[0]?.trim().toLowerCase() ?? '';
+    if (!CONTENT_TYPES.includes(base)) {
+      throw new ConfigError(
+        'content_type',
+        `must be one of ${CONTENT_TYPES.join(', ')} (parameters allowed)`,
+      );
+    }
+    const body = env.template(config.response_example, 'response_example', { legacy: true });
+    const headers = headerPairs(config.response_headers).map(
+      ([name, value]) => [name, env.template(value, `response_headers.${name}`, { legacy: true })] as const,
+    );
+    const status = config.response_status;
+    const contentType = config.content_type;
+    const mockHeader = config.with_mock_header;
+    const answer = (ctx: Parameters<typeof body.render>[0]): 'success' => {
+      const res = ctx.response;
+      res.status = status;
+      res.setBody(body.render(ctx), contentType);
+      for (const [name, value] of headers) res.headers[name] = value.render(ctx);
+      if (mockHeader) res.headers['x-mock-by'] = 'switchyard-mocking';
+      return 'success';
+    };
+    const delayMs = config.delay * 1000;
+    if (delayMs === 0) return { run: answer };
+    return {
+      run: async (ctx) => {
+        await sleep(delayMs, undefined, { signal: ctx.signal }).catch(() => undefined);
+        return answer(ctx);
+      },
+    };
+  },
+});

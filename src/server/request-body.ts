@@ -1,0 +1,52 @@
+import type { IncomingMessage } from 'node:http';
+
+export class BodyTooLarge extends Error {
+  constructor(readonly limit: number) {
+    super(`request body exceeds ${limit} bytes`);
+  }
+}
+
+/** True when the request announces a body (RFC 9112 §6.3). */
+export function hasBody(req: IncomingMessage): boolean {
+  const length = req.headers['content-length'];
+  if (length !== undefined) return length !== '0';
+  return req.headers['transfer-encoding'] !== undefined;
+}
+
+/**
+ * Buffers the whole request body (SPEC: uploads are not streamed), rejecting
+ * with BodyTooLarge as soon as `limit` is passed (or announced).
+ */
+export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  const announced = Number(req.headers['content-length'] ?? NaN);
+  if (announced > limit) return Promise.reject(new BodyTooLarge(limit));
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        cleanup();
+        reject(new BodyTooLarge(limit));
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      cleanup();
+      resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
+    };
+    const onError = (err: Error) => {
+      cleanup();
+      reject(err);
+    };
+    const cleanup = () => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+    };
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onError);
+  });
+}

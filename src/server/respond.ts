@@ -1,0 +1,80 @@
+import type { ServerResponse } from 'node:http';
+import { pipeline } from 'node:stream';
+import type { Context, HeaderMap } from '../engine/context.js';
+
+/** Copies the defined headers; the framing headers are owned by the writer below. */
+function outgoingHeaders(headers: HeaderMap): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const name in headers) {
+    const value = headers[name];
+    if (
+      value === undefined ||
+      name === 'content-length' ||
+      name === 'transfer-encoding' ||
+      name === 'connection'
+    ) {
+      continue;
+    }
+    out[name] = value;
+  }
+  return out;
+}
+
+/**
+ * Sends `ctx.response`: status 0 goes out as 200 (COMPAT §3.2). A buffered body
+ * gets an exact Content-Length; an upstream stream is piped, and a failure after
+ * the first byte aborts the connection rather than faking an error body.
+ */
+export function sendResponse(res: ServerResponse, ctx: Context, done: () => void): void {
+  const r = ctx.response;
+  const status = r.status === 0 ? 200 : r.status;
+  const headers = outgoingHeaders(r.headers);
+  const noContent = status === 204 || status === 304 || status < 200;
+  const head = noContent || ctx.request.method === 'HEAD';
+  const stream = r.stream;
+  try {
+    if (stream !== null) {
+      const length = r.headers['content-length'];
+      if (typeof length === 'string') headers['content-length'] = length;
+      res.writeHead(status, headers);
+      if (head) {
+        stream.destroy();
+        res.end();
+        done();
+        return;
+      }
+      pipeline(stream, res, (err) => {
+        if (err) res.destroy();
+        done();
+      });
+      return;
+    }
+    if (!noContent) headers['content-length'] = String(r.body?.length ?? 0);
+    res.writeHead(status, headers);
+    res.end(head ? undefined : r.body);
+  } catch (err) {
+    stream?.destroy();
+    if (!res.headersSent) {
+      const message = err instanceof Error ? err.message : String(err);
+      res.writeHead(502, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: 'bad_gateway', message: `invalid response: ${message}` }));
+    } else res.destroy();
+  }
+  done();
+}
+
+/** A small JSON answer produced by the server itself (404 no route, 400, 413). */
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  payload: unknown,
+  extra?: Record<string, string>,
+): void {
+  const body = JSON.stringify(payload);
+  res.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(body),
+    ...extra,
+  });
+  res.end(body);
+}
