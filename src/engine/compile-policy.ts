@@ -89,11 +89,8 @@ export function compilePolicy(
   const instances = new Map<string, CompiledNode>();
   for (const { flat, def, config } of prepared.values()) {
     const nodeWhere = { policy: policy.name, node: flat.id };
-    const warn = (message: string) => {
-      const text = `${where}, node '${flat.id}': ${message}`;
-      cc.warnings.push(text);
-    };
-    const template = cc.templateFactory(nodeWhere, warn);
+    const warn = (message: string) => cc.warnings.push(`${where}, node '${flat.id}': ${message}`);
+    const template = cc.templateFactory(nodeWhere, (message) => cc.warnings.push(message));
     const env: PluginEnv = {
       policy: policy.name,
       nodeId: flat.id,
@@ -328,7 +325,7 @@ function link(graph: FlatGraph, instances: Map<string, CompiledNode>): void {
     if (from === undefined) continue;
     const targetId = resolveTarget(graph, outgoing, edge.to);
     const target = targetId === undefined ? undefined : instances.get(targetId);
-        if (edge.fromPort === 'error') (from as { onError: CompiledNode | undefined }).onError = target;
+    if (edge.fromPort === 'error') (from as { onError: CompiledNode | undefined }).onError = target;
     else if (target !== undefined) from.next[edge.fromPort] = target;
   }
 }

@@ -12,6 +12,7 @@ import {
 } from '../server/router.js';
 import { compilePolicy, type CompileContext } from './compile-policy.js';
 import type { CompiledPolicy } from './graph-types.js';
+import { checkSupernodeDefinition } from './supernode-rules.js';
 
 export interface RouteTarget {
   route: string;
@@ -78,6 +79,7 @@ export function compileGateway(config: GatewayConfig, options: CompileOptions): 
   const supernodes = new Map<string, { def: SupernodeConfig; path: string }>();
   for (const [name, { item, index }] of uniqueByName(config.supernodes, 'supernodes', issues)) {
     supernodes.set(name, { def: item, path: `supernodes[${index}]` });
+    issues.push(...checkSupernodeDefinition(item, `supernodes[${index}]`, options.registry));
   }
   uniqueByName(config.stores, 'stores', issues);
   uniqueByName(config.consumers, 'consumers', issues);

@@ -1,12 +1,9 @@
-import type { PluginEnv, Template } from '../plugins/define.js';
+import type { PluginEnv } from '../plugins/define.js';
+import { templateFor } from '../template/index.js';
 
-/**
- * Builds the per-node `env.template` function handed to plugins.
- * Placeholder until the template compiler lands: every field renders verbatim.
- */
+/** Builds the per-node `env.template` function handed to plugins; warnings carry their own coordinates. */
 export function templateFactory(
-  _env: NodeJS.ProcessEnv,
+  env: NodeJS.ProcessEnv,
 ): (where: { policy: string; node: string }, warn: (message: string) => void) => PluginEnv['template'] {
-  return () =>
-    (text: string): Template => ({ source: text, isStatic: true, render: () => text });
+  return (where, warn) => templateFor(where, warn, env);
 }
