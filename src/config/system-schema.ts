@@ -137,6 +137,8 @@ export const systemSchema = {
       properties: {
         source: { type: 'string', enum: ['file', 'etcd', 'kvcluster'], default: 'file' },
         persist: bool(true),
+        // Reload gateway.yaml when it changes on disk; false = only SIGHUP and the Admin API reload.
+        watch: bool(true),
         etcd: {
           type: 'object',
           additionalProperties: false,

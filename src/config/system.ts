@@ -61,6 +61,7 @@ export interface SystemConfig {
   config: {
     source: 'file' | 'etcd' | 'kvcluster';
     persist: boolean;
+    watch: boolean;
     etcd?: { endpoints: string[]; prefix: string; user?: string; password?: string; timeout_ms: number };
   };
   stream: Record<string, unknown>[];
