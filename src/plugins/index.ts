@@ -8,9 +8,33 @@ import { errorHandler } from './errors/error-handler.js';
 
 type AnyPlugin = PluginDefinition<never, string>;
 
-/** The only list of node types. Compiler, /api/plugins, the editor, MCP and docs all read it. */
-const definitions: AnyPlugin[] = [listener, client, mocking, echo, proxyRewrite, errorHandler].map(
-  (d) => d as unknown as AnyPlugin,
-);
+/**
+ * The only list of node types. Compiler, /api/plugins, the editor, MCP and
+ * docs all read it. Each family folder exports its definitions; add a family
+ * with one import and one entry below.
+ */
+const families: readonly (readonly unknown[])[] = [
+  [listener, client],
+  [mocking, echo, proxyRewrite],
+  [errorHandler],
+];
 
-export const registry: ReadonlyMap<string, AnyPlugin> = new Map(definitions.map((d) => [d.type, d]));
+const definitions = families.flat() as AnyPlugin[];
+
+/** Type names accepted as spellings of another type (COMPAT §0); export keeps what was read. */
+export const typeAliases: ReadonlyMap<string, string> = new Map([['cloud-function', 'aws-lambda']]);
+
+export const registry: ReadonlyMap<string, AnyPlugin> = buildRegistry(definitions);
+
+function buildRegistry(list: AnyPlugin[]): Map<string, AnyPlugin> {
+  const map = new Map<string, AnyPlugin>();
+  for (const def of list) {
+    if (map.has(def.type)) throw new Error(`plugin type '${def.type}' is registered twice`);
+    map.set(def.type, def);
+  }
+  for (const [alias, target] of typeAliases) {
+    const def = map.get(target);
+    if (def !== undefined && !map.has(alias)) map.set(alias, def);
+  }
+  return map;
+}
