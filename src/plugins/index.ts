@@ -21,9 +21,6 @@ const families: readonly (readonly unknown[])[] = [
 
 const definitions = families.flat() as AnyPlugin[];
 
-/** Type names accepted as spellings of another type (COMPAT §0); export keeps what was read. */
-export const typeAliases: ReadonlyMap<string, string> = new Map([['cloud-function', 'aws-lambda']]);
-
 export const registry: ReadonlyMap<string, AnyPlugin> = buildRegistry(definitions);
 
 function buildRegistry(list: AnyPlugin[]): Map<string, AnyPlugin> {
@@ -31,10 +28,6 @@ function buildRegistry(list: AnyPlugin[]): Map<string, AnyPlugin> {
   for (const def of list) {
     if (map.has(def.type)) throw new Error(`plugin type '${def.type}' is registered twice`);
     map.set(def.type, def);
-  }
-  for (const [alias, target] of typeAliases) {
-    const def = map.get(target);
-    if (def !== undefined && !map.has(alias)) map.set(alias, def);
   }
   return map;
 }
