@@ -4,6 +4,7 @@ import { loadSystemConfig } from './config/system.js';
 import { loadGatewayConfig } from './config/gateway.js';
 import { createLogger, silentLogger } from './observability/logger.js';
 import { Gateway, compileWith } from './gateway.js';
+import { startAdminServer, type AdminServer } from './admin/server.js';
 
 const USAGE = `Usage:
   switchyard [--system-config <path>] [--gateway-config <path>]
@@ -96,8 +97,10 @@ async function run(args: CliArgs): Promise<number> {
     }
     throw err;
   }
+  let admin: AdminServer | undefined;
   try {
     await gateway.listen();
+    if (system.admin !== undefined) admin = await startAdminServer(gateway, system.admin, logger);
   } catch (err) {
     logger.error({ err }, 'cannot start listeners');
     return 1;
@@ -113,7 +116,7 @@ async function run(args: CliArgs): Promise<number> {
     process.once('SIGTERM', stop);
     process.once('SIGINT', stop);
   });
-  await gateway.shutdown();
+  await Promise.all([gateway.shutdown(), admin?.close()]);
   logger.info('stopped');
   return 0;
 }

@@ -12,6 +12,8 @@ import { createDataPlaneHandler } from './server/data-plane.js';
 import { RuntimeSlot } from './server/runtime-slot.js';
 import { watchConfigFile, type ConfigWatcher } from './config/watch.js';
 import { templateFactory } from './engine/templates.js';
+import { persistGatewayConfig } from './config/persist.js';
+import { GatewayMetrics } from './observability/metrics.js';
 
 export interface GatewayOptions {
   system: SystemConfig;
@@ -32,6 +34,7 @@ export class Gateway {
   readonly logger: Logger;
   readonly gatewayPath: string | undefined;
   readonly env: NodeJS.ProcessEnv;
+  readonly metrics = new GatewayMetrics();
   #slot: RuntimeSlot;
   #server: Server | undefined;
   #watcher: ConfigWatcher | undefined;
@@ -62,11 +65,17 @@ export class Gateway {
     for (const warning of runtime.warnings) options.logger.warn(warning);
     const gateway = new Gateway(options, runtime);
     gateway.#lastAppliedText = text;
+    gateway.metrics.configApplied('startup');
     return gateway;
   }
 
   get runtime(): Runtime {
     return this.#slot.runtime;
+  }
+
+  /** Requests currently running on the current runtime. */
+  get inflight(): number {
+    return this.#slot.inflight;
   }
 
   /** Compiles without swapping: the dry run behind validate endpoints. */
@@ -75,16 +84,25 @@ export class Gateway {
   }
 
   /**
-   * Validates and compiles `config`, then swaps it in. A rejected config is
-   * logged at WARN and leaves the running one untouched.
+   * Validates and compiles `config`, persists it for admin writes
+   * (`config.persist`), then swaps it in. A rejected config is logged at WARN
+   * and leaves the running one and the file untouched. A function receives the
+   * current config inside the serialized section and returns the candidate, so
+   * read-modify-write callers cannot lose each other's change.
    */
-  apply(config: GatewayConfig, source: ApplySource): Promise<Runtime> {
-    const run = this.#applying.then(() => {
+  apply(
+    config: GatewayConfig | ((current: GatewayConfig) => GatewayConfig),
+    source: ApplySource,
+  ): Promise<Runtime> {
+    const run = this.#applying.then(async () => {
+      let candidate: GatewayConfig;
       let runtime: Runtime;
       try {
-        runtime = this.compile(config);
+        candidate = typeof config === 'function' ? config(this.runtime.config) : config;
+        runtime = this.compile(candidate);
       } catch (err) {
         if (err instanceof ConfigRejected) {
+          this.metrics.configRejected(source);
           this.logger.warn(
             { source, errors: err.issues },
             'configuration rejected; the previous one keeps serving',
@@ -92,8 +110,18 @@ export class Gateway {
         }
         throw err;
       }
+      if (source === 'admin' && this.gatewayPath !== undefined && this.#persists()) {
+        try {
+          await persistGatewayConfig(this.gatewayPath, candidate, (text) => this.noteWrittenText(text));
+        } catch (err) {
+          void runtime.close();
+          this.logger.error({ err, path: this.gatewayPath }, 'cannot persist the configuration; not applied');
+          throw err;
+        }
+      }
       for (const warning of runtime.warnings) this.logger.warn(warning);
       this.swap(runtime);
+      this.metrics.configApplied(source);
       this.logger.info(
         { source, routes: runtime.router.size, policies: runtime.policies.size },
         'configuration applied',
@@ -102,6 +130,11 @@ export class Gateway {
     });
     this.#applying = run.catch(() => undefined);
     return run;
+  }
+
+  /** Admin writes go back to gateway.yaml for the file source unless `config.persist: false`. */
+  #persists(): boolean {
+    return this.system.config.persist && this.system.config.source === 'file';
   }
 
   /** Re-reads gateway.yaml and applies it; same path as file changes and SIGHUP. */
@@ -115,6 +148,7 @@ export class Gateway {
       config = parseGatewayConfig(text);
     } catch (err) {
       if (err instanceof ConfigRejected) {
+        this.metrics.configRejected(source);
         this.logger.warn(
           { source, errors: err.issues },
           'configuration rejected; the previous one keeps serving',
@@ -138,7 +172,8 @@ export class Gateway {
     const handler = createDataPlaneHandler({
       current: () => this.#slot,
       maxBodyBytes: this.system.listener.max_request_body_bytes,
-      hooks: { logger: this.logger },
+      hooks: { logger: this.logger, nodeError: this.metrics.nodeError },
+      onFinished: this.metrics.requestFinished,
     });
     const t = this.system.timeouts;
     const server = createServer({ keepAliveTimeout: t.idle_seconds * 1000 }, handler);
@@ -158,7 +193,7 @@ export class Gateway {
     await once(server, 'listening');
     const address = server.address() as AddressInfo;
     this.logger.info({ bind: address.address, port: address.port }, 'data plane listening');
-    if (this.gatewayPath !== undefined && this.system.config.source === 'file') {
+    if (this.gatewayPath !== undefined && this.system.config.source === 'file' && this.system.config.watch) {
       this.#watcher = watchConfigFile(this.gatewayPath, 500, () => this.onFileChange());
     }
     return address;

@@ -1,0 +1,111 @@
+import { createHash } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ConfigIssue } from '../config/schema-validate.js';
+
+/** What a handler answers: a JSON value, or text with its content type. */
+export interface Reply {
+  status: number;
+  body?: unknown;
+  /** Set for non-JSON bodies (`body` must then be a string or Buffer). */
+  contentType?: string;
+  headers?: Record<string, string>;
+}
+
+/**
+ * An answer other than success, thrown from anywhere below a handler.
+ * `body` is the JSON sent as is (COMPAT §5 shapes: `{error}`, `{error, details}`, `{error, referrers}`).
+ */
+export class AdminError extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: Record<string, unknown>,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(typeof body.error === 'string' ? body.error : `admin error ${status}`);
+    this.name = 'AdminError';
+  }
+}
+
+export const notFound = (): AdminError => new AdminError(404, { error: 'not_found' });
+
+export const badRequest = (error: string, details?: ConfigIssue[]): AdminError =>
+  new AdminError(400, details === undefined ? { error } : { error, details });
+
+export const json = (status: number, body: unknown, headers?: Record<string, string>): Reply =>
+  headers === undefined ? { status, body } : { status, body, headers };
+
+const MAX_BODY_BYTES = 10 * 1024 * 1024;
+
+/** Reads the whole request body (bounded) and parses it as a JSON object. */
+export async function readJsonObject(req: IncomingMessage): Promise<Record<string, unknown>> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_BODY_BYTES) {
+      throw new AdminError(413, { error: 'payload_too_large' }, { connection: 'close' });
+    }
+    chunks.push(chunk);
+  }
+  const text = Buffer.concat(chunks).toString('utf8');
+  if (text.trim() === '') throw badRequest('request body must be a JSON object');
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw badRequest(`invalid JSON: ${(err as Error).message}`);
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw badRequest('request body must be a JSON object');
+  }
+  return value as Record<string, unknown>;
+}
+
+/** A strong validator of one resource's stored JSON. */
+export function etagOf(value: unknown): string {
+  return `"${createHash('sha256').update(JSON.stringify(value)).digest('base64url').slice(0, 27)}"`;
+}
+
+/**
+ * RFC 9110 If-Match with strong comparison: absent header passes; `*` needs
+ * a current version; otherwise one listed tag must equal the current one.
+ */
+export function checkIfMatch(header: string | undefined, current: unknown): void {
+  if (header === undefined) return;
+  const ok =
+    current !== undefined &&
+    header
+      .split(',')
+      .map((tag) => tag.trim())
+      .some((tag) => tag === '*' || tag === etagOf(current));
+  if (!ok)
+    throw new AdminError(412, {
+      error: 'precondition_failed',
+      message: 'If-Match does not match the current version',
+    });
+}
+
+const COMMON_HEADERS = { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' };
+
+export function send(res: ServerResponse, reply: Reply): void {
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  let payload: string | Buffer;
+  let type: string;
+  if (reply.contentType !== undefined) {
+    payload = reply.body as string | Buffer;
+    type = reply.contentType;
+  } else {
+    payload = reply.body === undefined ? '' : JSON.stringify(reply.body);
+    type = 'application/json';
+  }
+  res.writeHead(reply.status, {
+    ...COMMON_HEADERS,
+    'content-type': type,
+    'content-length': Buffer.byteLength(payload),
+    ...reply.headers,
+  });
+  res.end(payload);
+}

@@ -1,0 +1,107 @@
+import type { GatewayConfig, NodeConfig } from '../config/gateway.js';
+import type { ConfigIssue } from '../config/schema-validate.js';
+
+/** One place that names another resource, with its config path for `details`. */
+export interface Reference {
+  /** `route 'r'`, `policy 'p' node 'n'`, `plugin_config 'x'` … */
+  label: string;
+  path: string;
+}
+
+interface NodeOwner {
+  kind: 'policy' | 'supernode';
+  name: string;
+  section: 'policies' | 'supernodes';
+  index: number;
+  nodes: readonly NodeConfig[];
+}
+
+function* nodeOwners(config: GatewayConfig): Generator<NodeOwner> {
+  for (const [index, p] of config.policies.entries()) {
+    yield { kind: 'policy', name: p.name, section: 'policies', index, nodes: p.nodes ?? [] };
+  }
+  for (const [index, s] of config.supernodes.entries()) {
+    yield { kind: 'supernode', name: s.name, section: 'supernodes', index, nodes: s.nodes ?? [] };
+  }
+}
+
+function* nodes(config: GatewayConfig): Generator<{ owner: NodeOwner; node: NodeConfig; path: string }> {
+  for (const owner of nodeOwners(config)) {
+    for (const [i, node] of owner.nodes.entries()) {
+      yield { owner, node, path: `${owner.section}[${owner.index}].nodes[${i}]` };
+    }
+  }
+}
+
+const nodeLabel = (owner: NodeOwner, node: NodeConfig): string =>
+  `${owner.kind} '${owner.name}' node '${node.id}'`;
+
+export function policyReferences(config: GatewayConfig, name: string): Reference[] {
+  return config.routes.flatMap((r, i) =>
+    r.policy === name ? [{ label: `route '${r.name}'`, path: `routes[${i}].policy` }] : [],
+  );
+}
+
+export function supernodeReferences(config: GatewayConfig, name: string): Reference[] {
+  const out: Reference[] = [];
+  for (const { owner, node, path } of nodes(config)) {
+    if (node.type === 'supernode' && node.config?.['name'] === name) {
+      out.push({ label: nodeLabel(owner, node), path: `${path}.config.name` });
+    }
+  }
+  return out;
+}
+
+export function pluginConfigReferences(config: GatewayConfig, name: string): Reference[] {
+  const out: Reference[] = [];
+  for (const { owner, node, path } of nodes(config)) {
+    if (node.config_ref === name) out.push({ label: nodeLabel(owner, node), path: `${path}.config_ref` });
+  }
+  return out;
+}
+
+/** The config keys that name a store: `store`, `session.store`, and the flat `session_store`. */
+function storeKey(cfg: Record<string, unknown> | null | undefined, name: string): string | undefined {
+  if (cfg === null || cfg === undefined) return undefined;
+  if (cfg['store'] === name) return 'store';
+  if (cfg['session_store'] === name) return 'session_store';
+  const session = cfg['session'];
+  if (
+    session !== null &&
+    typeof session === 'object' &&
+    (session as Record<string, unknown>)['store'] === name
+  ) {
+    return 'session.store';
+  }
+  return undefined;
+}
+
+/**
+ * Everything that uses store `name`: shared configs, node configs of
+ * policies and supernodes, and ACME storage in system.yaml.
+ */
+export function storeReferences(
+  config: GatewayConfig,
+  name: string,
+  acme: Record<string, unknown> | undefined,
+): Reference[] {
+  const out: Reference[] = [];
+  for (const [i, pc] of config.plugin_configs.entries()) {
+    const key = storeKey(pc.config, name);
+    if (key !== undefined)
+      out.push({ label: `plugin_config '${pc.name}'`, path: `plugin_configs[${i}].config.${key}` });
+  }
+  for (const { owner, node, path } of nodes(config)) {
+    const key = storeKey(node.config, name);
+    if (key !== undefined) out.push({ label: nodeLabel(owner, node), path: `${path}.config.${key}` });
+  }
+  const storage = acme?.['storage'] as Record<string, unknown> | undefined;
+  if (storage?.['type'] === 'store' && storage['store'] === name) {
+    out.push({ label: 'acme storage (system.yaml)', path: 'acme.storage.store' });
+  }
+  return out;
+}
+
+export function referenceIssues(what: string, refs: readonly Reference[]): ConfigIssue[] {
+  return refs.map((r) => ({ path: r.path, message: `${what} is referenced by ${r.label}` }));
+}

@@ -1,0 +1,232 @@
+import {
+  consumerSchema,
+  pluginConfigSchema,
+  policySchema,
+  routeSchema,
+  storeSchema,
+  supernodeSchema,
+  type GatewayConfig,
+} from '../config/gateway.js';
+import { ConfigRejected, formatIssues, validateAgainst } from '../config/schema-validate.js';
+import type { Gateway } from '../gateway.js';
+import { AdminError, badRequest, checkIfMatch, etagOf, json, notFound, readJsonObject } from './http.js';
+import {
+  pluginConfigReferences,
+  policyReferences,
+  referenceIssues,
+  storeReferences,
+  supernodeReferences,
+  type Reference,
+} from './references.js';
+import type { AdminRoute } from './router.js';
+
+type Section = 'routes' | 'policies' | 'supernodes' | 'plugin_configs' | 'stores' | 'consumers';
+
+interface Named {
+  name: string;
+  [key: string]: unknown;
+}
+
+/** One named collection of gateway.yaml as the Admin API exposes it (COMPAT §5). */
+export interface ResourceKind {
+  /** URL segment under /api. */
+  segment: string;
+  section: Section;
+  /** Singular, for messages: `route 'x' already exists`. */
+  label: string;
+  schema: object;
+  /** `POST /api/<segment>` creates (409 on a duplicate name). */
+  create: boolean;
+  /** `PUT /api/<segment>/:name` creates a missing item instead of answering 404. */
+  upsert: boolean;
+  /** Throws an AdminError when `name` may not be deleted from `config`. */
+  guardDelete?(config: GatewayConfig, name: string): void;
+}
+
+function referencedGuard(label: string, find: (c: GatewayConfig, name: string) => Reference[]) {
+  return (config: GatewayConfig, name: string): void => {
+    const refs = find(config, name);
+    if (refs.length === 0) return;
+    const what = `${label} '${name}'`;
+    const issues = referenceIssues(what, refs);
+    throw badRequest(`${what} is still referenced by ${refs.map((r) => r.label).join(', ')}`, issues);
+  };
+}
+
+export function resourceKinds(gateway: Gateway): ResourceKind[] {
+  return [
+    {
+      segment: 'routes',
+      section: 'routes',
+      label: 'route',
+      schema: routeSchema,
+      create: true,
+      upsert: false,
+    },
+    {
+      segment: 'policies',
+      section: 'policies',
+      label: 'policy',
+      schema: policySchema,
+      create: false,
+      upsert: true,
+      guardDelete: referencedGuard('policy', policyReferences),
+    },
+    {
+      segment: 'supernodes',
+      section: 'supernodes',
+      label: 'supernode',
+      schema: supernodeSchema,
+      create: false,
+      upsert: true,
+      guardDelete: referencedGuard('supernode', supernodeReferences),
+    },
+    {
+      segment: 'plugin-configs',
+      section: 'plugin_configs',
+      label: 'plugin_config',
+      schema: pluginConfigSchema,
+      create: false,
+      upsert: true,
+      guardDelete: referencedGuard('plugin_config', pluginConfigReferences),
+    },
+    {
+      segment: 'stores',
+      section: 'stores',
+      label: 'store',
+      schema: storeSchema,
+      create: true,
+      upsert: true,
+      guardDelete(config, name) {
+        const refs = storeReferences(config, name, gateway.system.acme);
+        if (refs.length === 0) return;
+        const details = referenceIssues(`store '${name}'`, refs);
+        throw new AdminError(409, {
+          error: 'in_use',
+          message: formatIssues(details),
+          referrers: refs.map((r) => r.label),
+          details,
+        });
+      },
+    },
+    {
+      segment: 'consumers',
+      section: 'consumers',
+      label: 'consumer',
+      schema: consumerSchema,
+      create: true,
+      upsert: true,
+    },
+  ];
+}
+
+const listOf = (config: GatewayConfig, section: Section): Named[] => config[section] as Named[];
+
+/**
+ * Applies an edit of a deep copy of the current config through the gateway's
+ * one apply path. `edit` runs inside the serialized section, so concurrent
+ * writers see each other's changes; it throws to refuse the change.
+ */
+export async function mutate(gateway: Gateway, edit: (draft: GatewayConfig) => void): Promise<void> {
+  await gateway.apply((current) => {
+    const draft = structuredClone(current);
+    edit(draft);
+    return draft;
+  }, 'admin');
+}
+
+/** Schema defaults and coercions applied, or ConfigRejected located at the item's future place. */
+function checked(kind: ResourceKind, item: Named, index: number): Named {
+  const issues = validateAgainst(kind.schema, item, `${kind.section}[${index}]`);
+  if (issues.length > 0) throw new ConfigRejected(issues);
+  return item;
+}
+
+/** GET list, GET/PUT/DELETE one, and POST when the kind allows it. */
+export function resourceRoutes(gateway: Gateway, kind: ResourceKind): AdminRoute[] {
+  const base = `/api/${kind.segment}`;
+  const routes: AdminRoute[] = [
+    {
+      method: 'GET',
+      path: base,
+      auth: true,
+      handler: () => json(200, listOf(gateway.runtime.config, kind.section)),
+    },
+    {
+      method: 'GET',
+      path: `${base}/:name`,
+      auth: true,
+      handler: ({ params }) => {
+        const item = listOf(gateway.runtime.config, kind.section).find((i) => i.name === params.name);
+        if (item === undefined) throw notFound();
+        return json(200, item, { etag: etagOf(item) });
+      },
+    },
+    {
+      method: 'PUT',
+      path: `${base}/:name`,
+      auth: true,
+      handler: async ({ req, params }) => {
+        const { name: _fromBody, ...rest } = await readJsonObject(req);
+        const name = params.name as string;
+        const body: Named = { name, ...rest };
+        let created = false;
+        await mutate(gateway, (draft) => {
+          const list = listOf(draft, kind.section);
+          const index = list.findIndex((i) => i.name === name);
+          if (index === -1 && !kind.upsert) throw notFound();
+          checkIfMatch(req.headers['if-match'], index === -1 ? undefined : list[index]);
+          const item = checked(kind, body, index === -1 ? list.length : index);
+          created = index === -1;
+          if (created) list.push(item);
+          else list[index] = item;
+        });
+        return json(created ? 201 : 200, { status: created ? 'created' : 'updated' }, { etag: etagOf(body) });
+      },
+    },
+    {
+      method: 'DELETE',
+      path: `${base}/:name`,
+      auth: true,
+      handler: async ({ req, params }) => {
+        const name = params.name as string;
+        await mutate(gateway, (draft) => {
+          const list = listOf(draft, kind.section);
+          const index = list.findIndex((i) => i.name === name);
+          if (index === -1) throw notFound();
+          checkIfMatch(req.headers['if-match'], list[index]);
+          kind.guardDelete?.(draft, name);
+          list.splice(index, 1);
+        });
+        return json(200, { status: 'deleted' });
+      },
+    },
+  ];
+  if (kind.create) {
+    routes.splice(1, 0, {
+      method: 'POST',
+      path: base,
+      auth: true,
+      handler: async ({ req }) => {
+        const body = (await readJsonObject(req)) as Named;
+        await mutate(gateway, (draft) => {
+          const list = listOf(draft, kind.section);
+          const item = checked(kind, body, list.length);
+          if (list.some((i) => i.name === item.name)) {
+            throw new AdminError(409, { error: `${kind.label} '${item.name}' already exists` });
+          }
+          list.push(item);
+        });
+        return json(
+          201,
+          { status: 'created' },
+          {
+            etag: etagOf(body),
+            location: `${base}/${encodeURIComponent(body.name)}`,
+          },
+        );
+      },
+    });
+  }
+  return routes;
+}

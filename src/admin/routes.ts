@@ -1,0 +1,108 @@
+import { readFileSync } from 'node:fs';
+import { stringify } from 'yaml';
+import { ConfigRejected, formatIssues } from '../config/schema-validate.js';
+import type { Gateway } from '../gateway.js';
+import { registry } from '../plugins/index.js';
+import { listEnvVarNames, listVars } from '../template/index.js';
+import { pluginCatalog } from './catalog.js';
+import { AdminError, json, readJsonObject } from './http.js';
+import { resourceKinds, resourceRoutes } from './resources.js';
+import type { AdminRoute } from './router.js';
+import { validatePolicy } from './validate-policy.js';
+
+const VERSION = (
+  JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+).version;
+
+/**
+ * The whole Admin API as data: the server dispatches from this table, and a
+ * test walks it to prove that only `auth: false` routes answer without
+ * credentials. Endpoints of later features (sessions, cache, debug, ACME,
+ * MCP status, scripts, store ping) are absent and so answer 404.
+ */
+export function adminRoutes(gateway: Gateway, startedAt: number = Date.now()): AdminRoute[] {
+  return [
+    { method: 'GET', path: '/healthz', auth: false, handler: () => json(200, { status: 'ok' }) },
+    {
+      method: 'GET',
+      path: '/readyz',
+      auth: false,
+      handler: () =>
+        gateway.runtime.router.size > 0
+          ? json(200, { status: 'ready' })
+          : json(503, { status: 'not_ready', reason: 'the route table is empty' }),
+    },
+    {
+      method: 'GET',
+      path: '/metrics',
+      auth: true,
+      handler: async () => {
+        const { contentType, body } = await gateway.metrics.render();
+        return { status: 200, body, contentType };
+      },
+    },
+    ...resourceKinds(gateway).flatMap((kind) => resourceRoutes(gateway, kind)),
+    {
+      method: 'POST',
+      path: '/api/policies/validate',
+      auth: true,
+      handler: async ({ req }) => json(200, validatePolicy(gateway, await readJsonObject(req))),
+    },
+    { method: 'GET', path: '/api/plugins', auth: true, handler: () => json(200, pluginCatalog(registry)) },
+    { method: 'GET', path: '/api/vars', auth: true, handler: () => json(200, listVars()) },
+    {
+      method: 'GET',
+      path: '/api/env-vars',
+      auth: true,
+      handler: () => json(200, listEnvVarNames(gateway.env)),
+    },
+    {
+      method: 'GET',
+      path: '/api/status',
+      auth: true,
+      handler: () => {
+        const config = gateway.runtime.config;
+        return json(200, {
+          version: VERSION,
+          routes: config.routes.length,
+          policies: config.policies.length,
+          supernodes: config.supernodes.length,
+          plugin_configs: config.plugin_configs.length,
+          stores: config.stores.length,
+          consumers: config.consumers.length,
+          config_source: gateway.system.config.source,
+          persist: gateway.system.config.persist,
+          uptime_seconds: Math.floor((Date.now() - startedAt) / 1000),
+        });
+      },
+    },
+    {
+      method: 'GET',
+      path: '/api/config/export',
+      auth: true,
+      handler: () => ({
+        status: 200,
+        body: stringify(gateway.runtime.config, { lineWidth: 0 }),
+        contentType: 'text/yaml; charset=utf-8',
+      }),
+    },
+    {
+      method: 'POST',
+      path: '/api/config/reload',
+      auth: true,
+      handler: async () => {
+        try {
+          const runtime = await gateway.reloadFromFile('file');
+          return json(200, {
+            status: 'reloaded',
+            routes: runtime.config.routes.length,
+            policies: runtime.config.policies.length,
+          });
+        } catch (err) {
+          if (!(err instanceof ConfigRejected)) throw err;
+          throw new AdminError(500, { error: formatIssues(err.issues), details: err.issues });
+        }
+      },
+    },
+  ];
+}

@@ -1,0 +1,164 @@
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
+import type { AddressInfo, Socket } from 'node:net';
+import { ConfigRejected, formatIssues } from '../config/schema-validate.js';
+import type { AdminConfig, TlsConfig } from '../config/system.js';
+import type { Gateway } from '../gateway.js';
+import type { Logger } from '../observability/logger.js';
+import { basicAuthVerifier, CHALLENGE, type AdminAccount } from './auth.js';
+import { AdminError, send, type Reply } from './http.js';
+import { AdminRouter, type AdminRoute } from './router.js';
+import { adminRoutes } from './routes.js';
+import { createUiHandler } from './ui.js';
+
+export interface AdminServerOptions {
+  /** Directory of the built editor; defaults to ui/dist. */
+  uiDir?: string;
+  /** Receives the one line announcing a generated password; defaults to stdout. */
+  print?: (line: string) => void;
+}
+
+export interface AdminServer {
+  address: AddressInfo;
+  /** `http(s)://host:port` of the listener. */
+  url: string;
+  /** The dispatch table (for tests that walk every route). */
+  routes: readonly AdminRoute[];
+  /** Set when `admin.password` was empty: the password generated for this run. */
+  generatedPassword: string | undefined;
+  /** Stops accepting, lets in-flight requests finish within the shutdown timeout, then cuts the rest. */
+  close(): Promise<void>;
+}
+
+const UNAUTHORIZED: Reply = { status: 401, body: { error: 'unauthorized' }, headers: CHALLENGE };
+const NOT_FOUND: Reply = { status: 404, body: { error: 'not_found' } };
+
+/** Paths behind HTTP Basic even when no route matches them (so unknown API paths do not leak a 404). */
+const isProtected = (pathname: string): boolean =>
+  pathname === '/api' || pathname.startsWith('/api/') || pathname === '/metrics';
+
+/**
+ * Starts the Admin API listener (COMPAT §5, DESIGN §3): HTTP Basic on
+ * `/api/*` and `/metrics`, open probes, the editor (or its placeholder) on
+ * every other path unless `ui_enabled: false`.
+ */
+export async function startAdminServer(
+  gateway: Gateway,
+  admin: AdminConfig,
+  logger: Logger,
+  options: AdminServerOptions = {},
+): Promise<AdminServer> {
+  let password = admin.password;
+  let generatedPassword: string | undefined;
+  if (password === '') {
+    password = generatedPassword = randomBytes(18).toString('base64url');
+    const print = options.print ?? ((line: string) => process.stdout.write(line));
+    print(`switchyard admin: generated password for user '${admin.username}': ${password}\n`);
+  }
+  const accounts: AdminAccount[] = [{ username: admin.username, password }, ...(admin.users ?? [])];
+  const authorized = basicAuthVerifier(accounts);
+  const routes = adminRoutes(gateway);
+  const router = new AdminRouter(routes);
+  const ui = admin.ui_enabled ? createUiHandler(options.uiDir) : undefined;
+  const mcpPath = admin.mcp?.path ?? '/mcp';
+
+  const dispatch = async (req: IncomingMessage): Promise<Reply> => {
+    const url = new URL(req.url ?? '/', 'http://admin.invalid');
+    const pathname = url.pathname;
+    const method = req.method === 'HEAD' ? 'GET' : (req.method ?? 'GET');
+    // MCP has its own bearer tokens and is not built yet: disabled answers 404 without a Basic challenge.
+    if (pathname === mcpPath) return NOT_FOUND;
+    const found = router.match(method, pathname);
+    const needsAuth =
+      found.kind === 'none' ? isProtected(pathname) : found.kind === 'found' ? found.route.auth : found.auth;
+    if (needsAuth && !authorized(req.headers.authorization)) return UNAUTHORIZED;
+    if (found.kind === 'found')
+      return found.route.handler({ req, params: found.params, query: url.searchParams });
+    if (found.kind === 'method') {
+      return {
+        status: 405,
+        body: { error: 'method_not_allowed' },
+        headers: { allow: found.allowed.join(', ') },
+      };
+    }
+    if (isProtected(pathname) || ui === undefined || method !== 'GET') return NOT_FOUND;
+    return ui(pathname);
+  };
+
+  const handle = (req: IncomingMessage, res: ServerResponse): void => {
+    dispatch(req).then(
+      (reply) => {
+        send(res, reply);
+        if (reply.status >= 400) req.resume();
+      },
+      (err: unknown) => {
+        req.resume();
+        send(res, errorReply(err, logger));
+      },
+    );
+  };
+
+  const tls = admin.tls;
+  const server: Server =
+    tls?.cert_path !== undefined && tls.key_path !== undefined
+      ? createTlsServer(tlsOptions(tls), handle)
+      : createServer(handle);
+  const sockets = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  server.listen(admin.port, admin.bind);
+  await once(server, 'listening');
+  const address = server.address() as AddressInfo;
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const scheme = tls?.cert_path !== undefined ? 'https' : 'http';
+  logger.info({ bind: address.address, port: address.port, ui: admin.ui_enabled }, 'admin API listening');
+
+  return {
+    address,
+    url: `${scheme}://${host}:${address.port}`,
+    routes,
+    generatedPassword,
+    async close() {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      const sweep = setInterval(() => server.closeIdleConnections(), 100);
+      let timer: NodeJS.Timeout | undefined;
+      const deadline = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, gateway.system.timeouts.shutdown_timeout_seconds * 1000);
+      });
+      await Promise.race([closed, deadline]);
+      clearInterval(sweep);
+      clearTimeout(timer);
+      for (const socket of sockets) socket.destroy();
+    },
+  };
+}
+
+function errorReply(err: unknown, logger: Logger): Reply {
+  if (err instanceof AdminError) return { status: err.status, body: err.body, headers: err.headers };
+  if (err instanceof ConfigRejected) {
+    return { status: 400, body: { error: formatIssues(err.issues), details: err.issues } };
+  }
+  logger.error({ err }, 'admin request failed');
+  return { status: 500, body: { error: 'internal_error', message: (err as Error).message ?? String(err) } };
+}
+
+function tlsOptions(tls: TlsConfig) {
+  return {
+    cert: readFileSync(tls.cert_path as string),
+    key: readFileSync(tls.key_path as string),
+    minVersion: tls.min_version === '1.3' ? ('TLSv1.3' as const) : ('TLSv1.2' as const),
+    ...(tls.client_ca_path === undefined
+      ? {}
+      : {
+          ca: readFileSync(tls.client_ca_path),
+          requestCert: true,
+          rejectUnauthorized: tls.client_cert_required,
+        }),
+  };
+}
