@@ -6,7 +6,7 @@ import { Pool } from 'undici';
 const upstream = new Pool(`http://127.0.0.1:${process.env.UPSTREAM_PORT}`, { connections: 128 });
 const server = createServer((req, res) => {
   upstream.request(
-    { method: (req.method ?? 'GET') as 'GET', path: req.url ?? '/', headers: req.headers, body: req },
+    { method: req.method ?? 'GET', path: req.url ?? '/', headers: req.headers, body: req },
     (err, data) => {
       if (err) {
         res.writeHead(502);

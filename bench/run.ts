@@ -65,7 +65,7 @@ function parseWrk(text: string): Sample {
   return { rps, p50: toMs(p50?.[1], p50?.[2]), p99: toMs(p99?.[1], p99?.[2]) };
 }
 
-async function load(url: string): Promise<Sample> {
+function load(url: string): Sample {
   if (hasWrk()) {
     const threads = Math.max(1, Math.min(2, cpus().length));
     const result = spawnSync(
@@ -119,10 +119,10 @@ async function main(): Promise<void> {
       targets.push({ name: scenario.title, url: `http://127.0.0.1:${gw.port}${scenario.path}`, scenario });
     }
     // Warm-up so the JIT and keep-alive pools are hot before anything is measured.
-    for (const t of targets) await load(t.url);
+    for (const t of targets) load(t.url);
     const samples = new Map<string, Sample[]>(targets.map((t) => [t.name, []]));
     for (let round = 0; round < rounds; round++) {
-      for (const t of targets) samples.get(t.name)?.push(await load(t.url));
+      for (const t of targets) samples.get(t.name)?.push(load(t.url));
     }
     const ref = median(samples.get(targets[0]?.name ?? '')?.map((s) => s.rps) ?? []);
     const rows = targets.map((t) => {
