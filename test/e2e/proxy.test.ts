@@ -130,7 +130,7 @@ test('proxy: a slow upstream past timeout_ms is an UPSTREAM_TIMEOUT through the 
 test('proxy: a streaming origin reaches the client chunk by chunk (E2E-STREAM-01)', async () => {
   const res = await fetch(`${gw.url}/api/stream`);
   assert.equal(res.status, 200);
-  const reader = res.body?.getReader();
+  const reader = (res.body as ReadableStream<Uint8Array> | null)?.getReader();
   assert.ok(reader);
   const first = await reader.read();
   assert.match(new TextDecoder().decode(first.value), /data: first/);
