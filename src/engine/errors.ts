@@ -11,6 +11,12 @@ export const ERROR_CODES = {
   /** The client went away before the upstream answered; nginx's 499, never seen by that client. */
   UPSTREAM_CLIENT_ABORTED: { status: 499, error: 'client_closed_request' },
   PLUGIN_ERROR: { status: 500, error: 'internal_error' },
+  /** Function-as-a-service callouts: 504 past `timeout`, 503 connect/exchange failure (the default), 502 unbuildable request. */
+  CLOUD_FUNCTION_CALLOUT_ERROR: { status: 503, error: 'service_unavailable' },
+  AWS_LAMBDA_CALLOUT_ERROR: { status: 503, error: 'service_unavailable' },
+  AZURE_FUNCTIONS_CALLOUT_ERROR: { status: 503, error: 'service_unavailable' },
+  OPENWHISK_CALLOUT_ERROR: { status: 503, error: 'service_unavailable' },
+  OPENFUNCTION_CALLOUT_ERROR: { status: 503, error: 'service_unavailable' },
 } as const satisfies Record<string, { status: number; error: string }>;
 
 export type KnownErrorCode = keyof typeof ERROR_CODES;
