@@ -76,11 +76,19 @@ function children(node: object): unknown[] {
   return Array.isArray(node) ? (node as unknown[]) : Object.values(node as Record<string, unknown>);
 }
 
-/** The node itself, then its descendants depth-first. */
-function visitDescendants(node: unknown, visit: (node: unknown) => void): void {
-  visit(node);
-  if (typeof node !== 'object' || node === null) return;
-  for (const child of children(node)) visitDescendants(child, visit);
+/**
+ * The node itself, then its descendants depth-first. An explicit stack, not
+ * recursion: a request body nested thousands deep must not overflow the call stack.
+ */
+function visitDescendants(root: unknown, visit: (node: unknown) => void): void {
+  const stack: unknown[] = [root];
+  while (stack.length > 0) {
+    const node = stack.pop();
+    visit(node);
+    if (typeof node !== 'object' || node === null) continue;
+    const kids = children(node);
+    for (let i = kids.length - 1; i >= 0; i--) stack.push(kids[i]);
+  }
 }
 
 const ESCAPES: Record<string, string> = {

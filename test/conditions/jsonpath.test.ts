@@ -132,3 +132,9 @@ void test('jsonpath: a rule that needs no body never parses one', (t) => {
   assert.equal(condition.evaluate(jsonRequest({ a: 1 })), false);
   assert.equal(parse.mock.callCount(), 0);
 });
+
+void test('jsonpath: recursive descent survives a deeply nested body', () => {
+  const depth = 100_000;
+  const ctx = jsonRequest(`${'['.repeat(depth)}{"deep":1}${']'.repeat(depth)}`);
+  assert.equal(holds([['$..deep', '==', 1]], ctx), true);
+});
