@@ -5,6 +5,7 @@ import { echo } from './core/echo.js';
 import { mocking } from './core/mocking.js';
 import { proxyRewrite } from './core/proxy-rewrite.js';
 import { errorHandler } from './errors/error-handler.js';
+import { securityPlugins } from './security/index.js';
 
 type AnyPlugin = PluginDefinition<never, string>;
 
@@ -17,6 +18,7 @@ const families: readonly (readonly unknown[])[] = [
   [listener, client],
   [mocking, echo, proxyRewrite],
   [errorHandler],
+  securityPlugins,
 ];
 
 const definitions = families.flat() as AnyPlugin[];

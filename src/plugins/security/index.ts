@@ -1,0 +1,18 @@
+import { cors } from './cors.js';
+import { csrf } from './csrf.js';
+import { ipRestriction } from './ip-restriction.js';
+import { refererRestriction } from './referer-restriction.js';
+import { requestSizeLimit } from './request-size-limit.js';
+import { uaRestriction } from './ua-restriction.js';
+import { uriBlocker } from './uri-blocker.js';
+
+/** The security and request-shape family: CORS, access restrictions, CSRF, size limits, validation. */
+export const securityPlugins = [
+  cors,
+  ipRestriction,
+  uaRestriction,
+  refererRestriction,
+  uriBlocker,
+  csrf,
+  requestSizeLimit,
+] as const;

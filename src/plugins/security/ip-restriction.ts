@@ -1,0 +1,67 @@
+import { definePlugin } from '../define.js';
+import { compileIpList, parseIp } from '../shared-ip.js';
+
+interface IpRestrictionConfig {
+  allow: string[];
+  deny: string[];
+}
+
+const DENIED = { error: 'forbidden', message: 'IP address denied' } as const;
+const NOT_ALLOWED = { error: 'forbidden', message: 'IP address not allowed' } as const;
+
+/**
+ * Allows or denies by the client address (`client.ip`, as rewritten by an
+ * earlier `real-ip`). Deny wins over allow; a non-empty allow list admits only
+ * its members. Lists are parsed into integer blocks at load.
+ */
+export const ipRestriction = definePlugin({
+  type: 'ip-restriction',
+  category: 'security',
+  description: 'Allow or deny requests by client IP address or CIDR block.',
+  schema: {
+    type: 'object',
+    additionalProperties: false,
+    properties: {
+      allow: {
+        type: 'array',
+        items: { type: 'string' },
+        default: [],
+        description: 'IPs or CIDR blocks admitted; when non-empty, every other address is denied.',
+      },
+      deny: {
+        type: 'array',
+        items: { type: 'string' },
+        default: [],
+        description: 'IPs or CIDR blocks always denied; wins over allow.',
+      },
+    },
+  },
+  outputs: {
+    success: { kind: 'success' },
+    denied: {
+      kind: 'outcome',
+      description: 'The request was denied by a policy rule; a 4xx response is prepared. Wire to client.',
+    },
+  },
+  templated: [],
+  readsResponseBody: () => false,
+  create(config: IpRestrictionConfig) {
+    const allow = compileIpList(config.allow, 'allow');
+    const deny = compileIpList(config.deny, 'deny');
+    const restrictive = allow.size > 0;
+    return {
+      run(ctx) {
+        const ip = parseIp(ctx.request.remoteAddress);
+        if (ip !== null && deny.size > 0 && deny.matchesParsed(ip)) {
+          ctx.response.json(403, DENIED);
+          return 'denied';
+        }
+        if (restrictive && (ip === null || !allow.matchesParsed(ip))) {
+          ctx.response.json(403, NOT_ALLOWED);
+          return 'denied';
+        }
+        return 'success';
+      },
+    };
+  },
+});
