@@ -4,6 +4,8 @@ import { listener } from './structural/listener.js';
 import { echo } from './core/echo.js';
 import { mocking } from './core/mocking.js';
 import { proxyRewrite } from './core/proxy-rewrite.js';
+import { realIp } from './core/real-ip.js';
+import { requestId } from './core/request-id.js';
 import { errorHandler } from './errors/error-handler.js';
 import { securityPlugins } from './security/index.js';
 
@@ -16,7 +18,7 @@ type AnyPlugin = PluginDefinition<never, string>;
  */
 const families: readonly (readonly unknown[])[] = [
   [listener, client],
-  [mocking, echo, proxyRewrite],
+  [mocking, echo, proxyRewrite, realIp, requestId],
   [errorHandler],
   securityPlugins,
 ];
