@@ -141,22 +141,10 @@ export class Gateway {
   async reloadFromFile(source: ApplySource = 'file'): Promise<Runtime> {
     if (this.gatewayPath === undefined)
       throw new ConfigRejected([{ path: '', message: 'no gateway config path' }]);
-    let text: string;
-    let config: GatewayConfig;
-    try {
-      text = readGatewayText(this.gatewayPath);
-      config = parseGatewayConfig(text);
-    } catch (err) {
-      if (err instanceof ConfigRejected) {
-        this.metrics.configRejected(source);
-        this.logger.warn(
-          { source, errors: err.issues },
-          'configuration rejected; the previous one keeps serving',
-        );
-      }
-      throw err;
-    }
-    const runtime = await this.apply(config, source);
+    const path = this.gatewayPath;
+    let text = '';
+    // Read inside the serialized section: an admin write in flight finishes (renames) first.
+    const runtime = await this.apply(() => parseGatewayConfig((text = readGatewayText(path))), source);
     this.#lastAppliedText = text;
     return runtime;
   }

@@ -8,6 +8,7 @@ import { realIp } from './core/real-ip.js';
 import { requestId } from './core/request-id.js';
 import { errorHandler } from './errors/error-handler.js';
 import { securityPlugins } from './security/index.js';
+import { faasPlugins } from './faas/index.js';
 
 type AnyPlugin = PluginDefinition<never, string>;
 
@@ -21,6 +22,7 @@ const families: readonly (readonly unknown[])[] = [
   [mocking, echo, proxyRewrite, realIp, requestId],
   [errorHandler],
   securityPlugins,
+  faasPlugins,
 ];
 
 const definitions = families.flat() as AnyPlugin[];
