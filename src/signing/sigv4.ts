@@ -46,6 +46,8 @@ export interface SigV4Signature {
   /** The signing time, `YYYYMMDDTHHMMSSZ`. */
   date: string;
   canonicalRequest: string;
+  /** The query as it appears in the canonical request; send exactly this and the receiver agrees. */
+  canonicalQuery: string;
   stringToSign: string;
   /** `;`-joined lower-case names. */
   signedHeaders: string;
@@ -89,10 +91,11 @@ export class SigV4Signer {
     if (sessionToken !== undefined) covered.push([this.#tokenHeader, sessionToken]);
     const { canonical: canonicalHeaders, names: signedHeaders } = canonicalizeHeaders(covered);
 
+    const canonicalQuery = canonicalQueryString(request.query);
     const canonicalRequest = [
       request.method.toUpperCase(),
       request.path === '' ? '/' : percentEncodePath(request.path),
-      canonicalQueryString(request.query),
+      canonicalQuery,
       canonicalHeaders,
       signedHeaders,
       payloadHash(request.payload),
@@ -106,7 +109,16 @@ export class SigV4Signer {
     const headers = [this.#dateHeader, date];
     if (sessionToken !== undefined) headers.push(this.#tokenHeader, sessionToken);
     headers.push('authorization', authorization);
-    return { date, canonicalRequest, stringToSign, signedHeaders, signature, authorization, headers };
+    return {
+      date,
+      canonicalRequest,
+      canonicalQuery,
+      stringToSign,
+      signedHeaders,
+      signature,
+      authorization,
+      headers,
+    };
   }
 
   /** The key derived from the secret through the date, region, service chain; it changes once a day. */
