@@ -1,0 +1,156 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { proxyRewrite } from '../../../src/plugins/core/proxy-rewrite.js';
+import { instantiate, requestContext } from '../../support/plugin-env.js';
+import { assertConfigError, assertSchemaRejects, liveEnv, runSync } from '../security/helpers.js';
+
+test('proxy-rewrite: strip_path_prefix then add_path_prefix rewrite the path, query kept', () => {
+  const node = instantiate(proxyRewrite, { strip_path_prefix: '/api', add_path_prefix: '/v2/' });
+  const ctx = requestContext({ url: '/api/users?page=2' });
+  assert.equal(node.run(ctx), 'success');
+  assert.equal(ctx.request.url, '/v2/users?page=2');
+  const root = requestContext({ url: '/api' });
+  runSync(instantiate(proxyRewrite, { strip_path_prefix: '/api' }), root);
+  assert.equal(root.request.path, '/');
+  const other = requestContext({ url: '/other' });
+  runSync(instantiate(proxyRewrite, { strip_path_prefix: '/api' }), other);
+  assert.equal(other.request.path, '/other');
+});
+
+test('proxy-rewrite: uri replaces the path (and the query when it has one); templated', () => {
+  const node = instantiate(proxyRewrite, { uri: '/users/{{request.headers.x-user}}' }, liveEnv());
+  const ctx = requestContext({ url: '/me?x=1', headers: { host: 'gw', 'x-user': '42' } });
+  runSync(node, ctx);
+  assert.equal(ctx.request.url, '/users/42?x=1');
+  const withQuery = requestContext({ url: '/me?x=1' });
+  runSync(instantiate(proxyRewrite, { uri: '/search?q={{request.method}}' }, liveEnv()), withQuery);
+  assert.equal(withQuery.request.path, '/search');
+  assert.equal(withQuery.request.rawQuery, 'q=GET');
+});
+
+test('proxy-rewrite: regex_uri rewrites with the first matching pair; uri wins over it', () => {
+  const node = instantiate(proxyRewrite, {
+    regex_uri: ['^/nomatch/(.*)', '/x/$1', '^/api/v(\\d+)/(.*)', '/$2/v$1'],
+  });
+  const ctx = requestContext({ url: '/api/v3/items?a=b' });
+  runSync(node, ctx);
+  assert.equal(ctx.request.url, '/items/v3?a=b');
+  const untouched = requestContext({ url: '/else' });
+  runSync(node, untouched);
+  assert.equal(untouched.request.path, '/else');
+  const both = requestContext({ url: '/api/v3/items' });
+  runSync(instantiate(proxyRewrite, { uri: '/fixed', regex_uri: ['.*', '/regex'] }, liveEnv()), both);
+  assert.equal(both.request.path, '/fixed');
+});
+
+test('proxy-rewrite: method and host are replaced; host templated', () => {
+  const node = instantiate(
+    proxyRewrite,
+    { method: 'POST', host: '{{request.headers.x-tenant}}.internal' },
+    liveEnv(),
+  );
+  const ctx = requestContext({ method: 'GET', headers: { host: 'gw', 'x-tenant': 'acme' } });
+  runSync(node, ctx);
+  assert.equal(ctx.request.method, 'POST');
+  assert.equal(ctx.request.host, 'acme.internal');
+  assert.equal(ctx.request.headers.host, 'acme.internal');
+});
+
+test('proxy-rewrite: add_headers append (templated), remove_headers delete', () => {
+  const node = instantiate(
+    proxyRewrite,
+    { add_headers: { 'X-Tpl': 'm={{request.method}} $keep', 'x-num': 2 }, remove_headers: ['X-Internal'] },
+    liveEnv(),
+  );
+  const ctx = requestContext({ headers: { host: 'gw', 'x-tpl': 'old', 'x-internal': 'secret' } });
+  runSync(node, ctx);
+  assert.deepEqual(ctx.request.headers['x-tpl'], ['old', 'm=GET $keep']);
+  assert.equal(ctx.request.headers['x-num'], '2');
+  assert.equal(ctx.request.headers['x-internal'], undefined);
+  const list = requestContext();
+  const listed = instantiate(proxyRewrite, {
+    add_headers: [
+      { name: 'x-a', value: 'v' },
+      { name: '', value: 'skipped' },
+    ],
+  });
+  runSync(listed, list);
+  assert.equal(list.request.headers['x-a'], 'v');
+});
+
+test('proxy-rewrite: headers.add, headers.remove then headers.set, in that order', () => {
+  const node = instantiate(
+    proxyRewrite,
+    {
+      headers: {
+        add: { 'x-added': 'a' },
+        remove: ['x-gone', 'x-replaced'],
+        set: { 'x-replaced': 'new', 'x-tenant': '{{request.query.t}}' },
+      },
+    },
+    liveEnv(),
+  );
+  const ctx = requestContext({
+    url: '/?t=acme',
+    headers: { host: 'gw', 'x-gone': '1', 'x-replaced': 'old' },
+  });
+  runSync(node, ctx);
+  const h = ctx.request.headers;
+  assert.equal(h['x-added'], 'a');
+  assert.equal(h['x-gone'], undefined);
+  assert.equal(h['x-replaced'], 'new');
+  assert.equal(h['x-tenant'], 'acme');
+});
+
+test('proxy-rewrite: phase response acts on the response headers only', () => {
+  const env = liveEnv();
+  const node = instantiate(
+    proxyRewrite,
+    {
+      phase: 'response',
+      strip_path_prefix: '/api',
+      remove_headers: ['x-powered-by'],
+      headers: { set: { 'x-status': '{{response.status}}' } },
+    },
+    env,
+  );
+  const ctx = requestContext({ url: '/api/x' });
+  ctx.response.status = 201;
+  ctx.response.headers['x-powered-by'] = 'php';
+  runSync(node, ctx);
+  assert.equal(ctx.request.path, '/api/x');
+  assert.equal(ctx.response.headers['x-powered-by'], undefined);
+  assert.equal(ctx.response.headers['x-status'], '201');
+  assert.deepEqual(
+    env.warnings.map((w) => w.key),
+    ['strip_path_prefix'],
+  );
+});
+
+test('proxy-rewrite: only response-phase header values that render the body count for streaming', () => {
+  const reads = (config: Record<string, unknown>) =>
+    proxyRewrite.readsResponseBody?.({ phase: 'request', remove_headers: [], ...config });
+  assert.equal(reads({ add_headers: { 'x-b': '{{response.body}}' } }), false);
+  assert.equal(reads({ phase: 'response', add_headers: { 'x-b': 'static' } }), false);
+  assert.equal(reads({ phase: 'response', add_headers: { 'x-b': '{{ response.body }}' } }), true);
+  assert.equal(
+    reads({ phase: 'response', headers: { set: [{ name: 'x-b', value: '{{response.body}}' }] } }),
+    true,
+  );
+  assert.equal(reads({ phase: 'response', headers: { add: { 'x-b': '$resp_body' } } }), false);
+});
+
+test('proxy-rewrite: config rejections — bad regex, odd regex_uri, bad header name, flat headers map, bad method', () => {
+  assertConfigError(
+    () => instantiate(proxyRewrite, { regex_uri: ['^/ok', '/x', '(', '/y'] }),
+    'regex_uri[2]',
+  );
+  assertConfigError(() => instantiate(proxyRewrite, { regex_uri: ['a', 'b', 'c'] }), 'regex_uri');
+  assertConfigError(
+    () => instantiate(proxyRewrite, { add_headers: { 'bad name': 'x' } }),
+    'add_headers.bad name',
+  );
+  assertSchemaRejects(() => instantiate(proxyRewrite, { headers: { 'x-foo': 'bar' } }), 'headers.x-foo');
+  assertSchemaRejects(() => instantiate(proxyRewrite, { method: 'FETCH' }), 'method');
+  assertSchemaRejects(() => instantiate(proxyRewrite, { regex_uri: ['only-one'] }), 'regex_uri');
+});
