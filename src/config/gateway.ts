@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
+import { credentialsSchema, labelsSchema } from './consumers.js';
 import { ConfigRejected, validateAgainst } from './schema-validate.js';
 
 export interface RouteMatch {
@@ -66,9 +67,14 @@ export interface StoreConfig {
   tls?: { ca_cert_path?: string };
 }
 
+/** One `consumers:` item (COMPAT §3.6); see src/config/consumers.ts for the credential shapes. */
 export interface ConsumerConfig {
   name: string;
-  [key: string]: unknown;
+  group?: string;
+  description?: string;
+  labels?: Record<string, string>;
+  /** Keyed by auth plugin type, e.g. `key-auth: {key}`, `basic-auth: {username, password}`. */
+  credentials?: Record<string, Record<string, unknown>>;
 }
 
 /** gateway.yaml as stored: `${ENV}` placeholders are kept and resolved at compile time. */
@@ -182,8 +188,15 @@ export const storeSchema = {
 
 export const consumerSchema = {
   type: 'object',
+  additionalProperties: false,
   required: ['name'],
-  properties: named,
+  properties: {
+    ...named,
+    group: { type: 'string', minLength: 1 },
+    description: { type: 'string' },
+    labels: labelsSchema,
+    credentials: credentialsSchema,
+  },
 } as const;
 
 export const gatewaySchema = {

@@ -1,4 +1,5 @@
 import type { PluginConfigEntry, PolicyConfig, SupernodeConfig } from '../config/gateway.js';
+import type { ConsumerIndex } from '../config/consumers.js';
 import type { ConfigIssue } from '../config/schema-validate.js';
 import {
   ConfigError,
@@ -21,6 +22,7 @@ export interface CompileContext {
   env: NodeJS.ProcessEnv;
   logger: Logger;
   warnings: string[];
+  consumers: ConsumerIndex;
   templateFactory: (
     where: { policy: string; node: string },
     warn: (message: string) => void,
@@ -99,6 +101,7 @@ export function compilePolicy(
       warn: (key, message) => warn(`${key}: ${message}`),
       template: (text: string, key: string, options?: TemplateOptions): Template =>
         template(text, key, options),
+      consumers: cc.consumers,
     };
     try {
       const instance = def.create(config as never, env);

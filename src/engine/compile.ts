@@ -1,3 +1,4 @@
+import { buildConsumerIndex } from '../config/consumers.js';
 import type { GatewayConfig, PluginConfigEntry, SupernodeConfig } from '../config/gateway.js';
 import { interpolateLeaves } from '../config/interpolate.js';
 import { ConfigRejected, type ConfigIssue } from '../config/schema-validate.js';
@@ -83,6 +84,7 @@ export function compileGateway(config: GatewayConfig, options: CompileOptions): 
   }
   uniqueByName(config.stores, 'stores', issues);
   uniqueByName(config.consumers, 'consumers', issues);
+  const consumers = buildConsumerIndex(config.consumers, env, issues);
 
   const cc: CompileContext = {
     registry: options.registry,
@@ -91,6 +93,7 @@ export function compileGateway(config: GatewayConfig, options: CompileOptions): 
     env,
     logger: options.logger,
     warnings,
+    consumers,
     templateFactory: options.templateFactory,
   };
   const policies = new Map<string, CompiledPolicy>();

@@ -1,4 +1,5 @@
 import type { Context } from '../engine/context.js';
+import type { ConsumerIndex } from '../config/consumers.js';
 import type { Logger } from '../observability/logger.js';
 
 export type JsonSchema = Record<string, unknown>;
@@ -46,7 +47,11 @@ export interface PluginEnv {
   warn(key: string, message: string): void;
   /** Parses a templated config field; `key` is its path in the node config, for warnings. */
   template(text: string, key: string, options?: TemplateOptions): Template;
+  /** The configuration's `consumers:` section, for auth nodes with `use_consumers: true`. */
+  readonly consumers: ConsumerIndex;
 }
+
+export type { ConsumerIndex, ConsumerRecord } from '../config/consumers.js';
 
 /** Raised by `create` for a semantic config problem; `path` is relative to the node's config. */
 export class ConfigError extends Error {
