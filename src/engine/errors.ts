@@ -11,6 +11,8 @@ export const ERROR_CODES = {
   /** The client went away before the upstream answered; nginx's 499, never seen by that client. */
   UPSTREAM_CLIENT_ABORTED: { status: 499, error: 'client_closed_request' },
   PLUGIN_ERROR: { status: 500, error: 'internal_error' },
+  /** forward-auth: the auth service was unreachable or too slow (a provider failure, not a denial). */
+  FORWARD_AUTH_ERROR: { status: 502, error: 'provider_error' },
   /** Function-as-a-service callouts: 504 past `timeout`, 503 connect/exchange failure (the default), 502 unbuildable request. */
   CLOUD_FUNCTION_CALLOUT_ERROR: { status: 503, error: 'service_unavailable' },
   AWS_LAMBDA_CALLOUT_ERROR: { status: 503, error: 'service_unavailable' },

@@ -1,0 +1,24 @@
+import { acl } from './acl.js';
+import { attachConsumerLabel } from './attach-consumer-label.js';
+import { basicAuth } from './basic-auth.js';
+import { consumerRestriction } from './consumer-restriction.js';
+import { forwardAuth } from './forward-auth.js';
+import { hmacAuth } from './hmac-auth.js';
+import { jweDecrypt } from './jwe-decrypt.js';
+import { jwtAuth } from './jwt-auth.js';
+import { keyAuth } from './key-auth.js';
+import { multiAuth } from './multi-auth.js';
+
+/** The auth family: credential auth, consumer rules and external authorization. */
+export const authPlugins = [
+  keyAuth,
+  basicAuth,
+  jwtAuth,
+  jweDecrypt,
+  hmacAuth,
+  multiAuth,
+  acl,
+  consumerRestriction,
+  attachConsumerLabel,
+  forwardAuth,
+] as const;
