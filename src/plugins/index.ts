@@ -9,6 +9,9 @@ import { requestId } from './core/request-id.js';
 import { errorHandler } from './errors/error-handler.js';
 import { securityPlugins } from './security/index.js';
 import { faasPlugins } from './faas/index.js';
+import { redirect } from './core/redirect.js';
+import { responseRewrite } from './core/response-rewrite.js';
+import { setVars } from './core/set-vars.js';
 
 type AnyPlugin = PluginDefinition<never, string>;
 
@@ -23,6 +26,7 @@ const families: readonly (readonly unknown[])[] = [
   [errorHandler],
   securityPlugins,
   faasPlugins,
+  [responseRewrite, redirect, setVars],
 ];
 
 const definitions = families.flat() as AnyPlugin[];

@@ -1,0 +1,68 @@
+import assert from 'node:assert/strict';
+import { ConfigRejected } from '../../src/config/schema-validate.js';
+import type { Context } from '../../src/engine/context.js';
+import { NodeError } from '../../src/engine/errors.js';
+import { ConfigError, type NodeInstance, type PortResult } from '../../src/plugins/define.js';
+import { templateFor } from '../../src/template/index.js';
+import { pluginEnv, type TestEnvOptions, type TestPluginEnv } from '../support/plugin-env.js';
+
+/** A plugin env whose templates are compiled for real; template warnings land in `warnings`. */
+export function templatedEnv(options: TestEnvOptions = {}, vars: NodeJS.ProcessEnv = {}): TestPluginEnv {
+  const env = pluginEnv(options);
+  const template = templateFor(
+    { policy: env.policy, node: env.nodeId },
+    (message) => env.warnings.push({ key: 'template', message }),
+    vars,
+  );
+  return Object.assign(env, { template });
+}
+
+/** Runs a node that must answer without I/O and returns its port. */
+export function runNow<P extends string>(node: NodeInstance<P>, ctx: Context): PortResult<P> {
+  const port = node.run(ctx);
+  assert.equal(typeof port, 'string', 'expected a synchronous run');
+  return port as PortResult<P>;
+}
+
+/** Expects `build` to throw a ConfigError at `path`. */
+export function rejectsConfig(build: () => unknown, path: string, message?: RegExp): void {
+  assert.throws(build, (err: unknown) => {
+    assert.ok(err instanceof ConfigError, `expected ConfigError, got ${String(err)}`);
+    assert.equal(err.path, path);
+    if (message !== undefined) assert.match(err.message, message);
+    return true;
+  });
+}
+
+/** Expects schema validation to reject the config with an issue at `path`. */
+export function rejectsSchema(build: () => unknown, path: string): void {
+  assert.throws(build, (err: unknown) => {
+    assert.ok(err instanceof ConfigRejected, `expected ConfigRejected, got ${String(err)}`);
+    assert.ok(
+      err.issues.some((i) => i.path === path),
+      `no issue at ${path}: ${JSON.stringify(err.issues)}`,
+    );
+    return true;
+  });
+}
+
+/** Runs the node expecting a NodeError with `code` and `status`; returns it. */
+export async function failsWith(
+  node: NodeInstance,
+  ctx: Context,
+  code: string,
+  status: number,
+): Promise<NodeError> {
+  let caught: unknown;
+  try {
+    await node.run(ctx);
+  } catch (err) {
+    caught = err;
+  }
+  assert.ok(caught instanceof NodeError, `expected NodeError ${code}, got ${String(caught)}`);
+  assert.equal(caught.code, code);
+  assert.equal(caught.status, status);
+  return caught;
+}
+
+export const bodyText = (ctx: Context): string => ctx.response.body?.toString('utf8') ?? '';
