@@ -1,6 +1,4 @@
-import { createServer, type Server } from 'node:http';
-import { once } from 'node:events';
-import type { AddressInfo, Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { readFileSync } from 'node:fs';
 import { compileGateway, type Runtime } from './engine/compile.js';
 import { parseGatewayConfig, type GatewayConfig } from './config/gateway.js';
@@ -9,6 +7,7 @@ import type { SystemConfig } from './config/system.js';
 import type { Logger } from './observability/logger.js';
 import { registry } from './plugins/index.js';
 import { createDataPlaneHandler } from './server/data-plane.js';
+import { startListener, type Listener } from './server/listener.js';
 import { RuntimeSlot } from './server/runtime-slot.js';
 import { watchConfigFile, type ConfigWatcher } from './config/watch.js';
 import { templateFactory } from './engine/templates.js';
@@ -36,9 +35,8 @@ export class Gateway {
   readonly env: NodeJS.ProcessEnv;
   readonly metrics = new GatewayMetrics();
   #slot: RuntimeSlot;
-  #server: Server | undefined;
+  #listener: Listener | undefined;
   #watcher: ConfigWatcher | undefined;
-  #sockets = new Set<Socket>();
   /** Serializes applies so two writers never interleave. */
   #applying: Promise<unknown> = Promise.resolve();
   #lastAppliedText: string | undefined;
@@ -163,24 +161,20 @@ export class Gateway {
       hooks: { logger: this.logger, nodeError: this.metrics.nodeError },
       onFinished: this.metrics.requestFinished,
     });
-    const t = this.system.timeouts;
-    const server = createServer({ keepAliveTimeout: t.idle_seconds * 1000 }, handler);
-    server.headersTimeout = t.connection_seconds * 1000;
-    server.requestTimeout = (t.connection_seconds + t.read_seconds) * 1000;
-    server.on('connection', (socket: Socket) => {
-      this.#sockets.add(socket);
-      socket.once('close', () => this.#sockets.delete(socket));
-    });
-    server.on('clientError', (err, socket) => {
-      if (socket.writable)
-        socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
-      else socket.destroy(err);
-    });
-    this.#server = server;
-    server.listen(this.system.listener.port, this.system.listener.bind);
-    await once(server, 'listening');
-    const address = server.address() as AddressInfo;
-    this.logger.info({ bind: address.address, port: address.port }, 'data plane listening');
+    const listener = await startListener(
+      {
+        label: 'data plane',
+        bind: this.system.listener.bind,
+        port: this.system.listener.port,
+        tls: this.system.tls,
+        http2: this.system.http2.enabled,
+        timeouts: this.system.timeouts,
+        logger: this.logger,
+      },
+      handler,
+    );
+    this.#listener = listener;
+    const address = listener.address;
     if (this.gatewayPath !== undefined && this.system.config.source === 'file' && this.system.config.watch) {
       this.#watcher = watchConfigFile(this.gatewayPath, 500, () => this.onFileChange());
     }
@@ -210,21 +204,7 @@ export class Gateway {
    */
   async shutdown(): Promise<void> {
     this.#watcher?.close();
-    const server = this.#server;
-    if (server !== undefined) {
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeIdleConnections();
-      const deadline = this.system.timeouts.shutdown_timeout_seconds * 1000;
-      const idleSweep = setInterval(() => server.closeIdleConnections(), 100);
-      let timer: NodeJS.Timeout | undefined;
-      const timedOut = new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, deadline);
-      });
-      await Promise.race([closed, timedOut]);
-      clearInterval(idleSweep);
-      clearTimeout(timer);
-      for (const socket of this.#sockets) socket.destroy();
-    }
+    await this.#listener?.close(this.system.timeouts.shutdown_timeout_seconds * 1000);
     await this.#slot.runtime.close();
   }
 }

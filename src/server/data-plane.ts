@@ -1,12 +1,19 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import type { TLSSocket } from 'node:tls';
 import { Context } from '../engine/context.js';
 import { NO_ROUTE_BODY } from '../engine/errors.js';
 import { runPolicy, type RunHooks } from '../engine/run.js';
 import type { RouteTarget } from '../engine/compile.js';
 import { BodyTooLarge, hasBody, readBody } from './request-body.js';
+import { clientCertIdentity } from './client-cert.js';
+import { peerOf } from './listener.js';
 import { sendJson, sendResponse } from './respond.js';
 import type { RuntimeSlot } from './runtime-slot.js';
+
+/** Both HTTP/1.1 and HTTP/2 (compatibility API) requests go through one handler. */
+export type ServerRequest = IncomingMessage | Http2ServerRequest;
+export type ServerReply = ServerResponse | Http2ServerResponse;
 
 export interface DataPlaneOptions {
   current(): RuntimeSlot;
@@ -14,6 +21,24 @@ export interface DataPlaneOptions {
   hooks: RunHooks;
   /** Called once per finished request with route ('' when unrouted) and status; metrics. */
   onFinished?: (route: string, status: number, startedAt: number) => void;
+}
+
+/** HTTP/2 carries the authority and request line as pseudo-headers; policies see plain headers with `host`. */
+function http2Headers(headers: IncomingMessage['headers']): IncomingMessage['headers'] {
+  const out: IncomingMessage['headers'] = {};
+  for (const name in headers) if (name.charCodeAt(0) !== 58 /* ':' */) out[name] = headers[name];
+  const authority = headers[':authority'];
+  if (out.host === undefined && typeof authority === 'string') out.host = authority;
+  return out;
+}
+
+/** Puts the verified mTLS identity where policies read it (the reference's reserved message keys). */
+function exposeClientCert(ctx: Context, socket: object): void {
+  const id = clientCertIdentity(socket);
+  if (id === null) return;
+  ctx.message['__client_cert_fingerprint'] = id.fingerprint;
+  if (id.subjectCn !== undefined) ctx.message['__client_cert_subject_cn'] = id.subjectCn;
+  if (id.sanDns.length > 0) ctx.message['__client_cert_san_dns'] = id.sanDns;
 }
 
 /** Request target without scheme/authority; absolute-form (`http://h/p`) is reduced to its path. */
@@ -33,24 +58,27 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
   const execute = (
     slot: RuntimeSlot,
     target: RouteTarget,
-    req: IncomingMessage,
-    res: ServerResponse,
+    req: ServerRequest,
+    res: ServerReply,
     url: string,
     body: Buffer | null,
     startedAt: number,
   ) => {
     const socket = req.socket;
     const tls = (socket as TLSSocket).encrypted === true;
+    const h2 = req.httpVersionMajor === 2;
+    const peer = peerOf(req);
+    const headers = h2 ? http2Headers(req.headers) : req.headers;
     const ctx = new Context(
       {
         method: req.method ?? 'GET',
         url,
-        host: req.headers.host ?? req.headers[':authority']?.toString() ?? '',
+        host: headers.host ?? '',
         scheme: tls ? 'https' : 'http',
-        protocol: req.httpVersionMajor === 2 ? 'http2' : 'http1',
-        headers: req.headers,
-        remoteAddress: socket.remoteAddress ?? '',
-        remotePort: socket.remotePort ?? 0,
+        protocol: h2 ? 'http2' : 'http1',
+        headers,
+        remoteAddress: peer.address,
+        remotePort: peer.port,
         body,
       },
       () => {
@@ -63,6 +91,7 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
     );
     ctx.route = target.route;
     ctx.policy = target.policy.name;
+    if (tls) exposeClientCert(ctx, socket);
     const finish = () => {
       slot.release();
       onFinished?.(target.route, res.statusCode, startedAt);
@@ -86,7 +115,7 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
     else result.then(() => sendResponse(res, ctx, finish), fail);
   };
 
-  return function handle(req: IncomingMessage, res: ServerResponse): void {
+  return function handle(req: ServerRequest, res: ServerReply): void {
     const startedAt = performance.now();
     const url = originForm(req.url ?? '');
     if (url === undefined) {
@@ -98,7 +127,12 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
     const path = q === -1 ? url : url.slice(0, q);
     const slot = options.current();
     const method = req.method ?? 'GET';
-    const found = slot.runtime.router.match(method, req.headers.host, path, req.headers);
+    const found = slot.runtime.router.match(
+      method,
+      req.headers.host ?? (req.headers[':authority'] as string | undefined),
+      path,
+      req.headers,
+    );
     if (found === undefined) {
       sendJson(res, 404, NO_ROUTE_BODY);
       req.resume();

@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import type { ServerRequest } from './data-plane.js';
 
 export class BodyTooLarge extends Error {
   constructor(readonly limit: number) {
@@ -7,7 +7,7 @@ export class BodyTooLarge extends Error {
 }
 
 /** True when the request announces a body (RFC 9112 §6.3). */
-export function hasBody(req: IncomingMessage): boolean {
+export function hasBody(req: ServerRequest): boolean {
   const length = req.headers['content-length'];
   if (length !== undefined) return length !== '0';
   return req.headers['transfer-encoding'] !== undefined;
@@ -17,7 +17,7 @@ export function hasBody(req: IncomingMessage): boolean {
  * Buffers the whole request body (SPEC: uploads are not streamed), rejecting
  * with BodyTooLarge as soon as `limit` is passed (or announced).
  */
-export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+export function readBody(req: ServerRequest, limit: number): Promise<Buffer> {
   const announced = Number(req.headers['content-length'] ?? NaN);
   if (announced > limit) return Promise.reject(new BodyTooLarge(limit));
   return new Promise((resolve, reject) => {

@@ -1,20 +1,24 @@
-import type { ServerResponse } from 'node:http';
+import type { ServerReply } from './data-plane.js';
 import { pipeline } from 'node:stream';
 import type { Context, HeaderMap } from '../engine/context.js';
 
-/** Copies the defined headers; the framing headers are owned by the writer below. */
+/** Framing and connection-level headers: owned by the writer below, and forbidden in HTTP/2. */
+const NOT_FORWARDED = new Set([
+  'content-length',
+  'transfer-encoding',
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'upgrade',
+  'http2-settings',
+]);
+
+/** Copies the defined end-to-end headers. */
 function outgoingHeaders(headers: HeaderMap): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
   for (const name in headers) {
     const value = headers[name];
-    if (
-      value === undefined ||
-      name === 'content-length' ||
-      name === 'transfer-encoding' ||
-      name === 'connection'
-    ) {
-      continue;
-    }
+    if (value === undefined || NOT_FORWARDED.has(name)) continue;
     out[name] = value;
   }
   return out;
@@ -25,7 +29,7 @@ function outgoingHeaders(headers: HeaderMap): Record<string, string | string[]> 
  * gets an exact Content-Length; an upstream stream is piped, and a failure after
  * the first byte aborts the connection rather than faking an error body.
  */
-export function sendResponse(res: ServerResponse, ctx: Context, done: () => void): void {
+export function sendResponse(res: ServerReply, ctx: Context, done: () => void): void {
   const r = ctx.response;
   const status = r.status === 0 ? 200 : r.status;
   const headers = outgoingHeaders(r.headers);
@@ -43,7 +47,7 @@ export function sendResponse(res: ServerResponse, ctx: Context, done: () => void
         done();
         return;
       }
-      pipeline(stream, res, (err) => {
+      pipeline(stream, res as NodeJS.WritableStream, (err) => {
         if (err) res.destroy();
         done();
       });
@@ -51,7 +55,8 @@ export function sendResponse(res: ServerResponse, ctx: Context, done: () => void
     }
     if (!noContent) headers['content-length'] = String(r.body?.length ?? 0);
     res.writeHead(status, headers);
-    res.end(head ? undefined : r.body);
+    if (head || r.body === null) res.end();
+    else res.end(r.body);
   } catch (err) {
     stream?.destroy();
     if (!res.headersSent) {
@@ -65,7 +70,7 @@ export function sendResponse(res: ServerResponse, ctx: Context, done: () => void
 
 /** A small JSON answer produced by the server itself (404 no route, 400, 413). */
 export function sendJson(
-  res: ServerResponse,
+  res: ServerReply,
   status: number,
   payload: unknown,
   extra?: Record<string, string>,

@@ -1,0 +1,246 @@
+import { once } from 'node:events';
+import { createServer as createHttp1Server, type IncomingMessage, type ServerResponse } from 'node:http';
+import {
+  createServer as createHttp2Server,
+  type Http2ServerRequest,
+  type Http2ServerResponse,
+  type Http2Session,
+} from 'node:http2';
+import {
+  createServer as createNetServer,
+  type AddressInfo,
+  type Server as NetServer,
+  type Socket,
+} from 'node:net';
+import { createServer as createTlsServer, type TLSSocket } from 'node:tls';
+import { Duplex } from 'node:stream';
+import type { SystemConfig, TlsConfig } from '../config/system.js';
+import type { Logger } from '../observability/logger.js';
+import { TlsMaterial } from './tls-material.js';
+
+export type RequestHandler = (
+  req: IncomingMessage | Http2ServerRequest,
+  res: ServerResponse | Http2ServerResponse,
+) => void;
+export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
+
+export interface ListenerSpec {
+  label: string;
+  bind: string;
+  port: number;
+  tls?: TlsConfig | undefined;
+  http2: boolean;
+  timeouts: SystemConfig['timeouts'];
+  logger: Logger;
+}
+
+export interface Listener {
+  readonly address: AddressInfo;
+  readonly scheme: 'http' | 'https';
+  /** Stops accepting, lets in-flight requests finish within `graceMs`, then cuts every connection. */
+  close(graceMs: number): Promise<void>;
+}
+
+const sessionPeers = new WeakMap<Http2Session, { address: string; port: number }>();
+
+/** The client address of a request, including h2c requests whose session socket cannot tell it. */
+export function peerOf(req: IncomingMessage | Http2ServerRequest): { address: string; port: number } {
+  const socket = req.socket;
+  if (socket.remoteAddress !== undefined)
+    return { address: socket.remoteAddress, port: socket.remotePort ?? 0 };
+  const session = 'stream' in req ? req.stream.session : undefined;
+  return (session && sessionPeers.get(session)) ?? { address: '', port: 0 };
+}
+
+/** The HTTP/2 connection preface starts with these bytes; no HTTP/1 method does. */
+const H2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
+
+const BAD_REQUEST = 'HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n';
+
+/**
+ * One listening port serving HTTP/1.1 and, when enabled, HTTP/2: over TLS the
+ * protocol follows ALPN (h2, else http/1.1); in cleartext a connection that
+ * opens with the HTTP/2 preface is h2c prior knowledge, anything else HTTP/1.1.
+ */
+export async function startListener(
+  spec: ListenerSpec,
+  onRequest: RequestHandler,
+  onUpgrade?: UpgradeHandler,
+): Promise<Listener> {
+  const { timeouts: t, logger } = spec;
+  const sockets = new Set<Duplex>();
+  const sessions = new Set<Http2Session>();
+
+  const http1 = createHttp1Server({ keepAliveTimeout: t.idle_seconds * 1000 }, onRequest);
+  http1.headersTimeout = t.connection_seconds * 1000;
+  http1.requestTimeout = (t.connection_seconds + t.read_seconds) * 1000;
+  http1.on('clientError', (err, socket) => {
+    if (socket.writable) socket.end(BAD_REQUEST);
+    else socket.destroy(err);
+  });
+  if (onUpgrade !== undefined) http1.on('upgrade', onUpgrade);
+
+  const http2 = spec.http2
+    ? createHttp2Server(
+        { settings: { enableConnectProtocol: true } },
+        onRequest as (req: Http2ServerRequest, res: Http2ServerResponse) => void,
+      )
+    : undefined;
+  // h2c connections reach nghttp2 through a JS duplex that has no peer address: 'session' fires
+  // synchronously inside emit('connection'), so the address noted just before is this session's.
+  let pendingPeer: { address: string; port: number } | undefined;
+  http2?.on('session', (session: Http2Session) => {
+    if (pendingPeer !== undefined) sessionPeers.set(session, pendingPeer);
+    pendingPeer = undefined;
+    sessions.add(session);
+    session.once('close', () => sessions.delete(session));
+  });
+  http2?.setTimeout(t.idle_seconds * 1000);
+
+  const track = (socket: Duplex) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  };
+
+  let front: NetServer;
+  let material: TlsMaterial | undefined;
+  if (spec.tls !== undefined) {
+    material = new TlsMaterial(spec.tls, logger, spec.label);
+    const options = material.serverOptions();
+    const optionalClientCert = options.requestCert && !options.rejectUnauthorized;
+    const tlsServer = createTlsServer({
+      ...options,
+      SNICallback: material.sniCallback,
+      ALPNProtocols: spec.http2 ? ['h2', 'http/1.1'] : ['http/1.1'],
+    });
+    tlsServer.on('secureConnection', (socket: TLSSocket) => {
+      // An optional client certificate that is sent must still verify.
+      if (optionalClientCert && !socket.authorized && hasPeerCertificate(socket)) {
+        socket.destroy();
+        return;
+      }
+      track(socket);
+      if (socket.alpnProtocol === 'h2' && http2 !== undefined) http2.emit('connection', socket);
+      else http1.emit('connection', socket);
+    });
+    tlsServer.on('tlsClientError', (err) =>
+      logger.debug({ listener: spec.label, err: err.message }, 'TLS handshake failed'),
+    );
+    material.onDefaultChange = (opts) => tlsServer.setSecureContext(opts);
+    material.watch();
+    front = tlsServer;
+  } else if (http2 !== undefined) {
+    front = createNetServer((socket) => {
+      track(socket);
+      sniff(socket, (isH2) => {
+        if (!isH2) {
+          http1.emit('connection', socket);
+          return;
+        }
+        pendingPeer = { address: socket.remoteAddress ?? '', port: socket.remotePort ?? 0 };
+        http2.emit('connection', replayable(socket));
+      });
+    });
+  } else {
+    http1.on('connection', track);
+    front = http1;
+  }
+
+  front.listen(spec.port, spec.bind);
+  try {
+    await once(front, 'listening');
+  } catch (err) {
+    material?.close();
+    throw err;
+  }
+  const address = front.address() as AddressInfo;
+  logger.info(
+    {
+      listener: spec.label,
+      bind: address.address,
+      port: address.port,
+      tls: spec.tls !== undefined,
+      http2: spec.http2,
+    },
+    `${spec.label} listening`,
+  );
+
+  return {
+    address,
+    scheme: spec.tls === undefined ? 'http' : 'https',
+    async close(graceMs: number) {
+      material?.close();
+      const closed = new Promise<void>((resolve) => front.close(() => resolve()));
+      for (const session of sessions) session.close();
+      http1.closeIdleConnections();
+      const sweep = setInterval(() => http1.closeIdleConnections(), 100);
+      let timer: NodeJS.Timeout | undefined;
+      const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
+      const drained = (async () => {
+        await closed;
+        while (sockets.size > 0 || sessions.size > 0) await new Promise((r) => setTimeout(r, 50));
+      })();
+      await Promise.race([drained, deadline]);
+      clearInterval(sweep);
+      clearTimeout(timer);
+      for (const session of sessions) session.destroy();
+      for (const socket of sockets) socket.destroy();
+    },
+  };
+}
+
+function hasPeerCertificate(socket: TLSSocket): boolean {
+  const cert = socket.getPeerCertificate();
+  return cert !== null && typeof cert === 'object' && 'raw' in cert && cert.raw !== undefined;
+}
+
+/**
+ * nghttp2 reads straight from a socket's native handle, which would skip the
+ * bytes already read while sniffing. Handing it a JS duplex makes Node wrap
+ * the connection in a JS stream that sees the replayed preface. The peer
+ * address is carried along for the request context.
+ */
+function replayable(socket: Socket): Duplex {
+  const duplex = new Duplex({
+    read() {
+      socket.resume();
+    },
+    write(chunk: Buffer, _encoding, done) {
+      socket.write(chunk, done);
+    },
+    final(done) {
+      socket.end(done);
+    },
+    destroy(err, done) {
+      socket.destroy(err ?? undefined);
+      done(err);
+    },
+  });
+  socket.on('data', (chunk: Buffer) => {
+    if (!duplex.push(chunk)) socket.pause();
+  });
+  socket.once('end', () => duplex.push(null));
+  socket.once('close', () => duplex.destroy());
+  socket.on('error', (err) => duplex.destroy(err));
+  return duplex;
+}
+
+/** Reads just enough of a cleartext connection to tell the h2 preface from HTTP/1.1, then replays it. */
+function sniff(socket: Socket, dispatch: (isH2: boolean) => void): void {
+  let buffered = Buffer.alloc(0);
+  const onData = (chunk: Buffer) => {
+    buffered = Buffer.concat([buffered, chunk]);
+    const n = Math.min(buffered.length, H2_PREFACE.length);
+    const matches = buffered.subarray(0, n).equals(H2_PREFACE.subarray(0, n));
+    if (matches && buffered.length < H2_PREFACE.length) return;
+    socket.off('data', onData);
+    socket.off('end', onEnd);
+    socket.pause();
+    socket.unshift(buffered);
+    dispatch(matches);
+    socket.resume();
+  };
+  const onEnd = () => socket.destroy();
+  socket.on('data', onData);
+  socket.once('end', onEnd);
+}
