@@ -1,8 +1,10 @@
 import { cors } from './cors.js';
 import { csrf } from './csrf.js';
 import { ipRestriction } from './ip-restriction.js';
+import { oasValidator } from './oas-validator.js';
 import { refererRestriction } from './referer-restriction.js';
 import { requestSizeLimit } from './request-size-limit.js';
+import { requestValidation } from './request-validation.js';
 import { uaRestriction } from './ua-restriction.js';
 import { uriBlocker } from './uri-blocker.js';
 
@@ -15,4 +17,6 @@ export const securityPlugins = [
   uriBlocker,
   csrf,
   requestSizeLimit,
+  requestValidation,
+  oasValidator,
 ] as const;
