@@ -1,0 +1,22 @@
+import type { Context } from '../../engine/context.js';
+import type { Target } from '../target.js';
+
+/**
+ * Chooses the target of one attempt. `pick` must consider only targets for
+ * which {@link eligible} holds and return undefined when there is none; the
+ * caller relaxes the constraints and asks again.
+ */
+export interface Balancer {
+  pick(ctx: Context, now: number, tried: readonly Target[] | null, checkHealth: boolean): Target | undefined;
+}
+
+/** Not tried yet in this request and, when `checkHealth`, in rotation. */
+export function eligible(
+  target: Target,
+  now: number,
+  tried: readonly Target[] | null,
+  checkHealth: boolean,
+): boolean {
+  if (checkHealth && !target.isAvailable(now)) return false;
+  return tried === null || !tried.includes(target);
+}

@@ -1,0 +1,240 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Readable } from 'node:stream';
+import type { Dispatcher } from 'undici';
+import { ClientAbortedError, DeadlineExceededError, ExchangeError, type ExchangePhase } from './errors.js';
+import { UpstreamBody, type BodySource } from './upstream-body.js';
+
+/** One outbound request. `headers` is a flat `[name, value, name, value…]` list. */
+export interface ExchangeRequest {
+  method: string;
+  /** Path plus `?query`, as it goes on the request line. */
+  path: string;
+  headers: string[];
+  body: Buffer | null;
+}
+
+/** Per-upstream limits, built once at configuration time. */
+export interface ExchangeLimits {
+  /** Connect + request + response headers, per attempt; 0 disables. */
+  readonly deadlineMs: number;
+  /** Longest silence between body chunks, buffered or streamed; 0 disables. */
+  readonly idleMs: number;
+  /** Resolve at the headers with the body left flowing, instead of after reading it all. */
+  readonly streaming: boolean;
+}
+
+export interface ExchangeResult {
+  status: number;
+  /** Lowercased names; repeated headers as arrays. */
+  headers: IncomingHttpHeaders;
+  /** The whole body in buffered mode, `null` in streaming mode. */
+  body: Buffer | null;
+  /** The unread body in streaming mode, `null` in buffered mode. */
+  stream: Readable | null;
+}
+
+/** Told about the life of each exchange, e.g. a target keeping health and load figures. */
+export interface ExchangeObserver {
+  exchangeStarted(): void;
+  /** Response headers arrived `elapsedMs` after the start. */
+  exchangeHeaders(elapsedMs: number): void;
+  /** Called exactly once: `error` is null when the body completed. */
+  exchangeEnded(error: Error | null, phase: ExchangePhase): void;
+}
+
+/**
+ * Sends one request through `dispatcher` (a shared pool) and resolves with the
+ * response. Rejects with an {@link ExchangeError} whose phase tells whether the
+ * request ever reached the target. Aborting `signal` aborts the exchange at any
+ * point, including while a streamed body is still flowing.
+ */
+export function exchange(
+  dispatcher: Dispatcher,
+  request: ExchangeRequest,
+  limits: ExchangeLimits,
+  signal: AbortSignal | null,
+  observer: ExchangeObserver | null,
+): Promise<ExchangeResult> {
+  if (signal?.aborted === true) return Promise.reject(new ExchangeError('connect', new ClientAbortedError()));
+  return new Exchange(limits, signal, observer).start(dispatcher, request);
+}
+
+function onDeadline(exchange: Exchange): void {
+  exchange.expire();
+}
+
+function ignore(): void {}
+
+/** The undici dispatch handler of one attempt; methods on the prototype, no per-request closures. */
+class Exchange implements Dispatcher.DispatchHandler, BodySource {
+  readonly #limits: ExchangeLimits;
+  readonly #signal: AbortSignal | null;
+  readonly #observer: ExchangeObserver | null;
+  #resolve: ((result: ExchangeResult) => void) | null = null;
+  #reject: ((err: ExchangeError) => void) | null = null;
+  #controller: Dispatcher.DispatchController | null = null;
+  #timer: NodeJS.Timeout | null = null;
+  #phase: ExchangePhase = 'connect';
+  /** Set when we abort (deadline, client gone); applied as soon as undici hands us a controller. */
+  #abortReason: Error | null = null;
+  /** Bookkeeping done: observer told, timer cleared, signal listener removed. */
+  #ended = false;
+  #startedAt = 0;
+  #status = 0;
+  #headers: IncomingHttpHeaders = {};
+  #chunks: Buffer[] | null = null;
+  #length = 0;
+  #stream: UpstreamBody | null = null;
+
+  constructor(limits: ExchangeLimits, signal: AbortSignal | null, observer: ExchangeObserver | null) {
+    this.#limits = limits;
+    this.#signal = signal;
+    this.#observer = observer;
+  }
+
+  start(dispatcher: Dispatcher, request: ExchangeRequest): Promise<ExchangeResult> {
+    const promise = new Promise<ExchangeResult>((resolve, reject) => {
+      this.#resolve = resolve;
+      this.#reject = reject;
+    });
+    this.#startedAt = performance.now();
+    this.#observer?.exchangeStarted();
+    if (this.#limits.deadlineMs > 0) this.#timer = setTimeout(onDeadline, this.#limits.deadlineMs, this);
+    this.#signal?.addEventListener('abort', this);
+    dispatcher.dispatch(
+      {
+        method: request.method,
+        path: request.path,
+        headers: request.headers,
+        body: request.body,
+        headersTimeout: 0,
+        bodyTimeout: this.#limits.idleMs,
+      },
+      this,
+    );
+    return promise;
+  }
+
+  // --- undici handler -------------------------------------------------------
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#controller = controller;
+    if (this.#abortReason !== null) controller.abort(this.#abortReason);
+    else this.#phase = 'request';
+  }
+
+  onResponseStart(
+    _controller: Dispatcher.DispatchController,
+    status: number,
+    headers: IncomingHttpHeaders,
+  ): void {
+    if (status < 200) return; // 1xx informational: the real response follows
+    this.#phase = 'body';
+    this.#clearTimer();
+    this.#observer?.exchangeHeaders(performance.now() - this.#startedAt);
+    if (this.#limits.streaming) {
+      this.#stream = new UpstreamBody(this);
+      this.#settle({ status, headers, body: null, stream: this.#stream });
+    } else {
+      this.#status = status;
+      this.#headers = headers;
+      this.#chunks = [];
+    }
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.#stream !== null) {
+      if (!this.#stream.push(chunk)) controller.pause();
+    } else if (this.#chunks !== null) {
+      this.#chunks.push(chunk);
+      this.#length += chunk.length;
+    }
+  }
+
+  onResponseEnd(): void {
+    if (this.#ended) return;
+    this.#end(null);
+    if (this.#stream !== null) {
+      this.#stream.push(null);
+      return;
+    }
+    const chunks = this.#chunks ?? [];
+    const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, this.#length);
+    this.#chunks = null;
+    this.#settle({ status: this.#status, headers: this.#headers, body, stream: null });
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController | undefined, err: Error): void {
+    if (this.#ended) return;
+    this.#failWith(this.#abortReason ?? err);
+  }
+
+  // --- body source ----------------------------------------------------------
+
+  resumeBody(): void {
+    this.#controller?.resume();
+  }
+
+  bodyDestroyed(_err: Error | null): void {
+    if (this.#ended) return;
+    // Destroyed downstream before the target finished: the client side gave up.
+    const reason = new ClientAbortedError();
+    this.#abortReason = reason;
+    this.#end(reason);
+    this.#controller?.abort(reason);
+  }
+
+  // --- aborts -----------------------------------------------------------------
+
+  /** `ctx.signal` fired: the client went away. */
+  handleEvent(): void {
+    if (!this.#ended) this.#abort(new ClientAbortedError());
+  }
+
+  expire(): void {
+    this.#timer = null;
+    if (!this.#ended) this.#abort(new DeadlineExceededError(this.#limits.deadlineMs));
+  }
+
+  #abort(reason: Error): void {
+    this.#abortReason = reason;
+    // Once on a socket, undici reports the abort synchronously through onResponseError.
+    this.#controller?.abort(reason);
+    // Still connecting: undici will call onRequestStart later, where the reason is applied.
+    if (!this.#ended) this.#failWith(reason);
+  }
+
+  #failWith(reason: Error): void {
+    this.#end(reason);
+    if (this.#stream !== null) {
+      this.#stream.on('error', ignore);
+      this.#stream.destroy(reason);
+    } else if (this.#reject !== null) {
+      const reject = this.#reject;
+      this.#resolve = null;
+      this.#reject = null;
+      reject(new ExchangeError(this.#phase, reason));
+    }
+  }
+
+  #settle(result: ExchangeResult): void {
+    const resolve = this.#resolve;
+    this.#resolve = null;
+    this.#reject = null;
+    resolve?.(result);
+  }
+
+  #end(error: Error | null): void {
+    this.#ended = true;
+    this.#clearTimer();
+    this.#signal?.removeEventListener('abort', this);
+    this.#observer?.exchangeEnded(error, this.#phase);
+  }
+
+  #clearTimer(): void {
+    if (this.#timer !== null) {
+      clearTimeout(this.#timer);
+      this.#timer = null;
+    }
+  }
+}

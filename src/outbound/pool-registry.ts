@@ -1,0 +1,118 @@
+import { Pool } from 'undici';
+import type { TlsMaterial } from './tls.js';
+
+/** Identity of a shared pool: same origin, TLS material and connect timeout → same warm connections. */
+export interface PoolSpec {
+  /** `http://host:port` or `https://host:port`. */
+  origin: string;
+  /** Required for https origins; ignored for http. */
+  tls: TlsMaterial | null;
+  connectTimeoutMs: number;
+}
+
+/** A counted reference to a shared pool; `release()` once when the owning node is closed. */
+export interface PoolLease {
+  readonly pool: Pool;
+  release(): void;
+}
+
+interface Entry {
+  readonly key: string;
+  readonly pool: Pool;
+  refs: number;
+  idleTimer: NodeJS.Timeout | null;
+}
+
+/**
+ * How long an unreferenced pool stays open. A reload compiles the new
+ * configuration before the old one is retired, so warm connections normally
+ * change hands without this; it also covers retries of requests still running
+ * on the retired configuration.
+ */
+const IDLE_GRACE_MS = 30_000;
+
+const entries = new Map<string, Entry>();
+
+/**
+ * Returns the process-wide pool for `spec`, creating it on first use. Pools
+ * outlive configurations: a reload that keeps a target keeps its connections.
+ */
+export function acquirePool(spec: PoolSpec): PoolLease {
+  const https = spec.origin.startsWith('https:');
+  const tls = https ? spec.tls : null;
+  const key = `${spec.origin}|${spec.connectTimeoutMs}|${tls?.fingerprint ?? ''}`;
+  let entry = entries.get(key);
+  if (entry === undefined) {
+    entry = { key, pool: createPool(spec.origin, tls, spec.connectTimeoutMs), refs: 0, idleTimer: null };
+    entries.set(key, entry);
+  }
+  if (entry.idleTimer !== null) {
+    clearTimeout(entry.idleTimer);
+    entry.idleTimer = null;
+  }
+  entry.refs++;
+  return new Lease(entry);
+}
+
+/** Number of open shared pools (diagnostics and tests). */
+export function sharedPoolCount(): number {
+  return entries.size;
+}
+
+/** Closes every shared pool, waiting for in-flight requests; for shutdown and test teardown. */
+export async function closeAllPools(): Promise<void> {
+  const all = [...entries.values()];
+  entries.clear();
+  for (const entry of all) if (entry.idleTimer !== null) clearTimeout(entry.idleTimer);
+  await Promise.allSettled(all.map((entry) => entry.pool.close()));
+}
+
+class Lease implements PoolLease {
+  #entry: Entry | null;
+  readonly pool: Pool;
+
+  constructor(entry: Entry) {
+    this.#entry = entry;
+    this.pool = entry.pool;
+  }
+
+  release(): void {
+    const entry = this.#entry;
+    if (entry === null) return;
+    this.#entry = null;
+    entry.refs--;
+    if (entry.refs > 0 || entries.get(entry.key) !== entry) return;
+    entry.idleTimer = setTimeout(retire, IDLE_GRACE_MS, entry);
+    entry.idleTimer.unref();
+  }
+}
+
+function retire(entry: Entry): void {
+  if (entry.refs > 0 || entries.get(entry.key) !== entry) return;
+  entries.delete(entry.key);
+  // Graceful: requests already dispatched on this pool finish first.
+  entry.pool.close().catch(ignore);
+}
+
+function createPool(origin: string, tls: TlsMaterial | null, connectTimeoutMs: number): Pool {
+  return new Pool(origin, {
+    // Per-request deadlines are enforced by the exchange; these are only the client-wide fallbacks.
+    headersTimeout: 0,
+    bodyTimeout: 0,
+    // h2 is offered through ALPN to TLS targets; cleartext stays HTTP/1.1.
+    allowH2: origin.startsWith('https:'),
+    connect: {
+      timeout: connectTimeoutMs,
+      ...(tls === null
+        ? {}
+        : {
+            rejectUnauthorized: tls.rejectUnauthorized,
+            ...(tls.ca === undefined ? {} : { ca: tls.ca }),
+            ...(tls.cert === undefined ? {} : { cert: tls.cert }),
+            ...(tls.key === undefined ? {} : { key: tls.key }),
+          }),
+    },
+  });
+}
+
+function ignore(): void {}

@@ -1,0 +1,95 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { HeaderMap, RequestPart } from '../engine/context.js';
+
+/**
+ * Connection-specific fields (RFC 9110 §7.6.1, plus HTTP2-Settings of RFC 9113
+ * §3.2.1). Trailer goes too: trailers are not relayed, so announcing them
+ * would be a lie. Proxy-Authorization is end-to-end through us and stays.
+ */
+const HOP_BY_HOP = [
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'http2-settings',
+] as const;
+
+/**
+ * Never copied from the client: hop-by-hop fields, fields we set ourselves, and
+ * fields the outbound client derives from the buffered body (Content-Length;
+ * Expect, whose 100-continue already happened on the inbound side).
+ */
+const REQUEST_SKIP = new Set<string>([
+  ...HOP_BY_HOP,
+  'host',
+  'content-length',
+  'expect',
+  'x-forwarded-for',
+  'x-forwarded-proto',
+  'x-forwarded-host',
+]);
+
+/** Index of the Host value in the list from {@link buildRequestHeaders}, so a retry can re-target it. */
+export const HOST_VALUE_INDEX = 1;
+
+/**
+ * The header list sent upstream, flat `[name, value…]`: Host first, then the
+ * client's end-to-end headers, then X-Forwarded-For (appended to), -Proto and
+ * -Host.
+ */
+export function buildRequestHeaders(req: RequestPart, host: string): string[] {
+  const headers = req.headers;
+  const listed = connectionOptions(headers.connection);
+  const out: string[] = ['host', host];
+  for (const name in headers) {
+    const value = headers[name];
+    if (value === undefined || REQUEST_SKIP.has(name)) continue;
+    if (listed !== null && listed.includes(name)) continue;
+    if (typeof value === 'string') out.push(name, value);
+    else for (const item of value) out.push(name, item);
+  }
+  const prior = headers['x-forwarded-for'];
+  const client = req.remoteAddress;
+  const forwardedFor =
+    prior === undefined || prior.length === 0
+      ? client
+      : `${typeof prior === 'string' ? prior : prior.join(', ')}, ${client}`;
+  out.push('x-forwarded-for', forwardedFor, 'x-forwarded-proto', req.scheme);
+  const originalHost = req.host !== '' ? req.host : firstValue(headers.host);
+  if (originalHost !== undefined && originalHost !== '') out.push('x-forwarded-host', originalHost);
+  return out;
+}
+
+/**
+ * Makes undici's parsed response headers fit `ctx.response.headers`: drops
+ * hop-by-hop fields (and those Connection lists) and always gives Set-Cookie as
+ * a list. Mutates and returns `headers`.
+ */
+export function cleanResponseHeaders(headers: IncomingHttpHeaders): HeaderMap {
+  const listed = connectionOptions(headers.connection);
+  if (listed !== null) for (const name of listed) delete headers[name];
+  for (const name of HOP_BY_HOP) if (headers[name] !== undefined) delete headers[name];
+  const cookies = headers['set-cookie'];
+  if (typeof cookies === 'string') headers['set-cookie'] = [cookies];
+  return headers;
+}
+
+/** The field names a Connection header lists (lowercased), or null when there is none. */
+function connectionOptions(value: string | string[] | undefined): string[] | null {
+  if (value === undefined) return null;
+  const out: string[] = [];
+  for (const part of typeof value === 'string' ? [value] : value) {
+    for (const token of part.split(',')) {
+      const name = token.trim().toLowerCase();
+      if (name !== '' && name !== 'close' && name !== 'keep-alive') out.push(name);
+    }
+  }
+  return out.length === 0 ? null : out;
+}
+
+function firstValue(value: string | string[] | undefined): string | undefined {
+  return typeof value === 'string' ? value : value?.[0];
+}

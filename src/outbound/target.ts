@@ -1,0 +1,100 @@
+import type { Dispatcher } from 'undici';
+import { classifyCause } from './classify.js';
+import type { ExchangePhase } from './errors.js';
+import type { ExchangeObserver } from './exchange.js';
+import { PassiveHealth, type PassivePolicy } from './health/passive.js';
+
+export interface TargetSpec {
+  host: string;
+  port: number;
+  weight: number;
+}
+
+/** Told when a target leaves or rejoins the rotation (for logs and metrics). */
+export interface HealthListener {
+  targetHealthChanged(target: Target, up: boolean, check: 'passive' | 'active', reason: string): void;
+}
+
+/** Something that learns from response latencies (the ewma balancer's estimate). */
+export interface LatencySink {
+  observe(elapsedMs: number, now: number): void;
+}
+
+/**
+ * One backend of an upstream: identity, its shared connection pool, and the
+ * live figures balancers and health checks read (in-flight count, passive and
+ * active health, latency estimate). It observes every exchange sent to it.
+ */
+export class Target implements ExchangeObserver {
+  readonly index: number;
+  readonly host: string;
+  readonly port: number;
+  readonly weight: number;
+  /** `host:port`, with brackets for IPv6 literals: the error metadata and the default Host. */
+  readonly address: string;
+  readonly pool: Dispatcher;
+  readonly passive: PassiveHealth;
+  /** Cleared by active health checks while probes fail. */
+  probeUp = true;
+  /** Requests sent and not finished (body included). */
+  active = 0;
+  latency: LatencySink | null = null;
+  readonly #listener: HealthListener | null;
+
+  constructor(
+    index: number,
+    spec: TargetSpec,
+    pool: Dispatcher,
+    passive: PassivePolicy,
+    listener: HealthListener | null,
+  ) {
+    this.index = index;
+    this.host = spec.host;
+    this.port = spec.port;
+    this.weight = spec.weight;
+    this.address = formatAddress(spec.host, spec.port);
+    this.pool = pool;
+    this.passive = new PassiveHealth(passive);
+    this.#listener = listener;
+  }
+
+  /** In rotation: not ejected by passive checks and not marked down by active ones. */
+  isAvailable(now: number): boolean {
+    return this.probeUp && !this.passive.isEjected(now);
+  }
+
+  exchangeStarted(): void {
+    this.active++;
+  }
+
+  exchangeHeaders(elapsedMs: number): void {
+    this.passive.succeeded();
+    this.latency?.observe(elapsedMs, Date.now());
+  }
+
+  exchangeEnded(error: Error | null, phase: ExchangePhase): void {
+    this.active--;
+    if (error === null) return;
+    const failure = classifyCause(error, phase);
+    if (!failure.targetFault) return;
+    if (this.passive.failed(Date.now())) {
+      this.#listener?.targetHealthChanged(
+        this,
+        false,
+        'passive',
+        `${this.passive.consecutiveFailures} consecutive failures, last: ${failure.reason}`,
+      );
+    }
+  }
+
+  /** Active checks flip this; the listener hears about real changes only. */
+  setProbeUp(up: boolean, reason: string): void {
+    if (this.probeUp === up) return;
+    this.probeUp = up;
+    this.#listener?.targetHealthChanged(this, up, 'active', reason);
+  }
+}
+
+export function formatAddress(host: string, port: number): string {
+  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+}

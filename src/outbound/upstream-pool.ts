@@ -1,0 +1,198 @@
+import { firstHeader, type Context, type RequestPart } from '../engine/context.js';
+import { NodeError } from '../engine/errors.js';
+import type { Logger } from '../observability/logger.js';
+import { createBalancer, type BalancerKind } from './balancer/index.js';
+import type { HashKey } from './balancer/chash.js';
+import { selectTarget } from './balancer/select.js';
+import type { Balancer } from './balancer/types.js';
+import { classifyFailure } from './classify.js';
+import { exchange, type ExchangeLimits, type ExchangeRequest } from './exchange.js';
+import { ActiveHealthChecker, type ActivePolicy } from './health/active.js';
+import type { PassivePolicy } from './health/passive.js';
+import { acquirePool, type PoolLease } from './pool-registry.js';
+import { buildRequestHeaders, cleanResponseHeaders, HOST_VALUE_INDEX } from './proxy-headers.js';
+import { formatAddress, Target, type HealthListener, type TargetSpec } from './target.js';
+import type { TlsMaterial } from './tls.js';
+
+export type PassHost = 'pass' | 'node' | 'rewrite';
+
+/** A checked upstream definition; everything here is resolved at configuration time. */
+export interface UpstreamPoolOptions {
+  targets: readonly TargetSpec[];
+  balancer: BalancerKind;
+  hashKey: HashKey;
+  scheme: 'http' | 'https';
+  /** Required for https. */
+  tls: TlsMaterial | null;
+  limits: ExchangeLimits;
+  /** Extra attempts on other targets after a failure before the request reached a socket. */
+  retries: number;
+  passive: PassivePolicy;
+  active: ActivePolicy | null;
+  passHost: PassHost;
+  /** Host header for `passHost: 'rewrite'`. */
+  upstreamHost: string;
+  logger: Logger;
+  /** Log coordinates of the owner (policy and node ids). */
+  where: Readonly<Record<string, string>>;
+}
+
+/** Live state of one target, for metrics, the Admin API and tests. */
+export interface UpstreamTargetState {
+  address: string;
+  weight: number;
+  /** In rotation now (not ejected, not marked down). */
+  available: boolean;
+  /** Epoch ms until which passive checks keep it out (0: never ejected). */
+  ejectedUntil: number;
+  consecutiveFailures: number;
+  /** False while active checks hold it down. */
+  probeUp: boolean;
+  /** Requests in flight. */
+  active: number;
+}
+
+/**
+ * A load-balanced set of targets behind shared connection pools: picks a
+ * target, forwards the request, retries connect failures elsewhere, and keeps
+ * passive and active health. One per upstream node; `close()` when retired.
+ */
+export class UpstreamPool {
+  readonly #targets: readonly Target[];
+  readonly #balancer: Balancer;
+  readonly #limits: ExchangeLimits;
+  readonly #retries: number;
+  readonly #passHost: PassHost;
+  readonly #upstreamHost: string;
+  readonly #logger: Logger;
+  readonly #where: Readonly<Record<string, string>>;
+  readonly #leases: PoolLease[] = [];
+  readonly #checker: ActiveHealthChecker | null;
+
+  constructor(options: UpstreamPoolOptions) {
+    const log = new HealthLog(options.logger, options.where, options.passive.failTimeoutMs);
+    this.#targets = options.targets.map((spec, i) => {
+      const lease = acquirePool({
+        origin: `${options.scheme}://${formatAddress(spec.host, spec.port)}`,
+        tls: options.tls,
+        connectTimeoutMs: options.limits.deadlineMs,
+      });
+      this.#leases.push(lease);
+      return new Target(i, spec, lease.pool, options.passive, log);
+    });
+    this.#balancer = createBalancer(options.balancer, this.#targets, options.hashKey);
+    this.#limits = options.limits;
+    this.#retries = options.retries;
+    this.#passHost = options.passHost;
+    this.#upstreamHost = options.upstreamHost;
+    this.#logger = options.logger;
+    this.#where = options.where;
+    if (options.active === null) this.#checker = null;
+    else {
+      const probeHosts = this.#targets.map((t) =>
+        options.passHost === 'rewrite' ? options.upstreamHost : t.address,
+      );
+      this.#checker = new ActiveHealthChecker(this.#targets, options.active, probeHosts);
+      this.#checker.start();
+    }
+  }
+
+  /**
+   * Proxies `ctx.request` and fills `ctx.response` (status, headers, and the
+   * body or, in streaming mode, the flowing stream); resolves to `result`.
+   * Throws a NodeError with metadata `{target}` when no answer was obtained.
+   */
+  async forward<R>(ctx: Context, result: R): Promise<R> {
+    const request = ctx.request;
+    const headers = buildRequestHeaders(request, '');
+    const outbound: ExchangeRequest = {
+      method: request.method,
+      path: request.url,
+      headers,
+      body: request.body,
+    };
+    const signal = ctx.signal;
+    let tried: Target[] | null = null;
+    for (let attempt = 0; ; attempt++) {
+      const target = selectTarget(this.#balancer, ctx, tried);
+      headers[HOST_VALUE_INDEX] = this.#hostFor(target, request);
+      try {
+        const res = await exchange(target.pool, outbound, this.#limits, signal, target);
+        const response = ctx.response;
+        if (response.stream !== null) response.discardStream();
+        response.status = res.status;
+        response.headers = cleanResponseHeaders(res.headers);
+        response.body = res.body;
+        response.stream = res.stream;
+        return result;
+      } catch (err) {
+        const failure = classifyFailure(err);
+        if (failure.retryable && attempt < this.#retries && !signal.aborted) {
+          this.#logger.warn(
+            { ...this.#where, target: target.address, reason: failure.reason, attempt: attempt + 1 },
+            'upstream connect failed; retrying on another target',
+          );
+          (tried ??= []).push(target);
+          continue;
+        }
+        throw new NodeError(failure.code, `upstream ${target.address}: ${failure.reason}`, {
+          metadata: { target: target.address },
+          cause: err,
+        });
+      }
+    }
+  }
+
+  targetStates(): UpstreamTargetState[] {
+    const now = Date.now();
+    return this.#targets.map((t) => ({
+      address: t.address,
+      weight: t.weight,
+      available: t.isAvailable(now),
+      ejectedUntil: t.passive.ejectedUntil,
+      consecutiveFailures: t.passive.consecutiveFailures,
+      probeUp: t.probeUp,
+      active: t.active,
+    }));
+  }
+
+  /** Stops active checks and releases the shared pools (they stay warm for a successor). Idempotent. */
+  close(): void {
+    this.#checker?.close();
+    for (const lease of this.#leases.splice(0)) lease.release();
+  }
+
+  #hostFor(target: Target, request: RequestPart): string {
+    switch (this.#passHost) {
+      case 'node':
+        return target.address;
+      case 'rewrite':
+        return this.#upstreamHost;
+      case 'pass': {
+        const host = firstHeader(request.headers, 'host') ?? request.host;
+        return host === '' ? target.address : host;
+      }
+    }
+  }
+}
+
+/** Logs targets leaving and rejoining the rotation. */
+class HealthLog implements HealthListener {
+  readonly #logger: Logger;
+  readonly #where: Readonly<Record<string, string>>;
+  readonly #ejectMs: number;
+
+  constructor(logger: Logger, where: Readonly<Record<string, string>>, ejectMs: number) {
+    this.#logger = logger;
+    this.#where = where;
+    this.#ejectMs = ejectMs;
+  }
+
+  targetHealthChanged(target: Target, up: boolean, check: 'passive' | 'active', reason: string): void {
+    const fields = { ...this.#where, target: target.address, check, reason };
+    if (up) this.#logger.info(fields, 'upstream target back in rotation');
+    else if (check === 'passive')
+      this.#logger.warn({ ...fields, ejected_ms: this.#ejectMs }, 'upstream target ejected');
+    else this.#logger.warn(fields, 'upstream target marked down');
+  }
+}
