@@ -7,6 +7,7 @@ import { proxyRewrite } from './core/proxy-rewrite.js';
 import { realIp } from './core/real-ip.js';
 import { requestId } from './core/request-id.js';
 import { errorHandler } from './errors/error-handler.js';
+import { authPlugins } from './auth/index.js';
 import { securityPlugins } from './security/index.js';
 import { faasPlugins } from './faas/index.js';
 import { redirect } from './core/redirect.js';
@@ -26,6 +27,7 @@ const families: readonly (readonly unknown[])[] = [
   [errorHandler],
   securityPlugins,
   faasPlugins,
+  authPlugins,
   [responseRewrite, redirect, setVars],
 ];
 
