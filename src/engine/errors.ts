@@ -11,6 +11,13 @@ export const ERROR_CODES = {
   /** The client went away before the upstream answered; nginx's 499, never seen by that client. */
   UPSTREAM_CLIENT_ABORTED: { status: 499, error: 'client_closed_request' },
   PLUGIN_ERROR: { status: 500, error: 'internal_error' },
+  /** body-transformer: the body is not valid JSON/XML (400 request side, 502 response side). */
+  BODY_DECODE_FAILED: { status: 400, error: 'body_decode_failed' },
+  /** degraphql: only GET and POST can carry the GraphQL variables. */
+  METHOD_NOT_ALLOWED: { status: 405, error: 'method_not_allowed' },
+  /** degraphql: the request body is needed for variables and is not JSON. */
+  INVALID_REQUEST_BODY: { status: 400, error: 'invalid_request_body' },
+  TRAFFIC_SPLIT_UPSTREAM_ERROR: { status: 502, error: 'bad_gateway' },
   /** forward-auth: the auth service was unreachable or too slow (a provider failure, not a denial). */
   FORWARD_AUTH_ERROR: { status: 502, error: 'provider_error' },
   /** Function-as-a-service callouts: 504 past `timeout`, 503 connect/exchange failure (the default), 502 unbuildable request. */

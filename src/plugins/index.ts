@@ -10,6 +10,10 @@ import { errorHandler } from './errors/error-handler.js';
 import { authPlugins } from './auth/index.js';
 import { securityPlugins } from './security/index.js';
 import { faasPlugins } from './faas/index.js';
+import { bodyTransformer } from './core/body-transformer/index.js';
+import { brotli } from './core/brotli.js';
+import { degraphql } from './core/degraphql.js';
+import { gzip } from './core/gzip.js';
 import { redirect } from './core/redirect.js';
 import { responseRewrite } from './core/response-rewrite.js';
 import { setVars } from './core/set-vars.js';
@@ -28,7 +32,7 @@ const families: readonly (readonly unknown[])[] = [
   securityPlugins,
   faasPlugins,
   authPlugins,
-  [responseRewrite, redirect, setVars],
+  [responseRewrite, redirect, setVars, bodyTransformer, degraphql, gzip, brotli],
 ];
 
 const definitions = families.flat() as AnyPlugin[];
