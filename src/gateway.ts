@@ -1,5 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { compileGateway, type Runtime } from './engine/compile.js';
 import { parseGatewayConfig, type GatewayConfig } from './config/gateway.js';
 import { ConfigRejected, type ConfigIssue } from './config/schema-validate.js';
@@ -59,7 +60,7 @@ export class Gateway {
       text = readGatewayText(options.gatewayPath);
       config = parseGatewayConfig(text);
     }
-    const runtime = compileWith(config, options.logger, options.env ?? process.env);
+    const runtime = compileWith(config, options.logger, options.env ?? process.env, options.gatewayPath);
     for (const warning of runtime.warnings) options.logger.warn(warning);
     const gateway = new Gateway(options, runtime);
     gateway.#lastAppliedText = text;
@@ -78,7 +79,7 @@ export class Gateway {
 
   /** Compiles without swapping: the dry run behind validate endpoints. */
   compile(config: GatewayConfig): Runtime {
-    return compileWith(config, this.logger, this.env);
+    return compileWith(config, this.logger, this.env, this.gatewayPath);
   }
 
   /**
@@ -155,7 +156,7 @@ export class Gateway {
 
   /** Starts the data-plane listener (and the file watcher when a path is known). */
   async listen(): Promise<AddressInfo> {
-    const handler = createDataPlaneHandler({
+    const dataPlane = createDataPlaneHandler({
       current: () => this.#slot,
       maxBodyBytes: this.system.listener.max_request_body_bytes,
       hooks: { logger: this.logger, nodeError: this.metrics.nodeError },
@@ -171,7 +172,8 @@ export class Gateway {
         timeouts: this.system.timeouts,
         logger: this.logger,
       },
-      handler,
+      dataPlane.handle,
+      dataPlane.handleUpgrade,
     );
     this.#listener = listener;
     const address = listener.address;
@@ -217,8 +219,15 @@ function readGatewayText(path: string): string {
   }
 }
 
-export function compileWith(config: GatewayConfig, logger: Logger, env: NodeJS.ProcessEnv): Runtime {
-  return compileGateway(config, { registry, logger, env, templateFactory: templateFactory(env) });
+/** `gatewayPath` locates files beside the config (the `plugins/` folder of script nodes). */
+export function compileWith(
+  config: GatewayConfig,
+  logger: Logger,
+  env: NodeJS.ProcessEnv,
+  gatewayPath?: string,
+): Runtime {
+  const configDir = gatewayPath === undefined ? undefined : dirname(resolve(gatewayPath));
+  return compileGateway(config, { registry, logger, env, templateFactory: templateFactory(env), configDir });
 }
 
 export type { ConfigIssue };

@@ -8,6 +8,8 @@ import type { RouteTarget } from '../engine/compile.js';
 import { BodyTooLarge, hasBody, readBody } from './request-body.js';
 import { clientCertIdentity } from './client-cert.js';
 import { peerOf } from './listener.js';
+import { answerUpgrade, attachUpgrade, isRelayed } from './websocket.js';
+import type { Duplex } from 'node:stream';
 import { sendJson, sendResponse } from './respond.js';
 import type { RuntimeSlot } from './runtime-slot.js';
 
@@ -20,7 +22,7 @@ export interface DataPlaneOptions {
   maxBodyBytes: number;
   hooks: RunHooks;
   /** Called once per finished request with route ('' when unrouted) and status; metrics. */
-  onFinished?: (route: string, status: number, startedAt: number) => void;
+  onFinished?: (route: string, status: number, startedAt: number, nodeErrors?: number) => void;
 }
 
 /** HTTP/2 carries the authority and request line as pseudo-headers; policies see plain headers with `host`. */
@@ -51,19 +53,23 @@ function originForm(url: string): string | undefined {
   return undefined;
 }
 
-/** The data-plane request handler: route, buffer the body, run the policy graph, answer. */
+interface Prepared {
+  slot: RuntimeSlot;
+  target: RouteTarget;
+  url: string;
+}
+
+/** The data-plane handlers: route, buffer the body, run the policy graph, answer (or relay a WebSocket). */
 export function createDataPlaneHandler(options: DataPlaneOptions) {
   const { hooks, maxBodyBytes, onFinished } = options;
 
-  const execute = (
-    slot: RuntimeSlot,
-    target: RouteTarget,
+  const buildContext = (
     req: ServerRequest,
-    res: ServerReply,
-    url: string,
+    { target, url }: Prepared,
     body: Buffer | null,
-    startedAt: number,
-  ) => {
+    websocket: boolean,
+    signal: () => AbortSignal,
+  ): Context => {
     const socket = req.socket;
     const tls = (socket as TLSSocket).encrypted === true;
     const h2 = req.httpVersionMajor === 2;
@@ -71,39 +77,26 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
     const headers = h2 ? http2Headers(req.headers) : req.headers;
     const ctx = new Context(
       {
-        method: req.method ?? 'GET',
+        method: websocket ? 'GET' : (req.method ?? 'GET'),
         url,
         host: headers.host ?? '',
         scheme: tls ? 'https' : 'http',
-        protocol: h2 ? 'http2' : 'http1',
+        protocol: websocket ? 'websocket' : h2 ? 'http2' : 'http1',
         headers,
         remoteAddress: peer.address,
         remotePort: peer.port,
         body,
       },
-      () => {
-        const controller = new AbortController();
-        res.once('close', () => {
-          if (!res.writableFinished) controller.abort();
-        });
-        return controller.signal;
-      },
+      signal,
     );
     ctx.route = target.route;
     ctx.policy = target.policy.name;
     if (tls) exposeClientCert(ctx, socket);
-    const finish = () => {
-      slot.release();
-      onFinished?.(target.route, res.statusCode, startedAt);
-    };
-    const fail = (err: unknown) => {
-      hooks.logger.error({ err, route: target.route }, 'policy run failed unexpectedly');
-      ctx.response.discardStream();
-      if (!res.headersSent)
-        sendJson(res, 500, { error: 'internal_error', message: 'Unhandled error in routing policy' });
-      else res.destroy();
-      finish();
-    };
+    return ctx;
+  };
+
+  /** Runs the policy, then `answer` (sync when every node was sync); `fail` on an unexpected throw. */
+  const run = (ctx: Context, target: RouteTarget, answer: () => void, fail: (err: unknown) => void): void => {
     let result: void | Promise<void>;
     try {
       result = runPolicy(target.policy, ctx, hooks);
@@ -111,22 +104,64 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
       fail(err);
       return;
     }
-    if (result === undefined) sendResponse(res, ctx, finish);
-    else result.then(() => sendResponse(res, ctx, finish), fail);
+    if (result === undefined) answer();
+    else result.then(answer, fail);
   };
 
-  return function handle(req: ServerRequest, res: ServerReply): void {
-    const startedAt = performance.now();
+  const execute = (
+    req: ServerRequest,
+    res: ServerReply,
+    prepared: Prepared,
+    body: Buffer | null,
+    startedAt: number,
+  ) => {
+    const { slot, target } = prepared;
+    const websocket = isExtendedConnect(req);
+    const ctx = buildContext(req, prepared, body, websocket, () => {
+      const controller = new AbortController();
+      res.once('close', () => {
+        if (!res.writableFinished) controller.abort();
+      });
+      return controller.signal;
+    });
+    if (websocket) attachUpgrade(ctx, { kind: 'http2', stream: (req as Http2ServerRequest).stream });
+    const finish = () => {
+      slot.release();
+      onFinished?.(target.route, res.statusCode, startedAt, ctx.errors.length);
+    };
+    run(
+      ctx,
+      target,
+      () => {
+        if (isRelayed(ctx)) finish();
+        else sendResponse(res, ctx, finish);
+      },
+      (err) => {
+        hooks.logger.error({ err, route: target.route }, 'policy run failed unexpectedly');
+        ctx.response.discardStream();
+        if (!res.headersSent) sendJson(res, 500, UNHANDLED);
+        else res.destroy();
+        finish();
+      },
+    );
+  };
+
+  /** Routes a request; answers 400/404 itself and returns undefined when the graph must not run. */
+  const prepare = (
+    req: ServerRequest,
+    method: string,
+    startedAt: number,
+    reject: (status: number, body: unknown) => void,
+  ): Prepared | undefined => {
     const url = originForm(req.url ?? '');
     if (url === undefined) {
-      sendJson(res, 400, { error: 'bad_request', message: 'request target must be a path' });
+      reject(400, { error: 'bad_request', message: 'request target must be a path' });
       onFinished?.('', 400, startedAt);
-      return;
+      return undefined;
     }
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);
     const slot = options.current();
-    const method = req.method ?? 'GET';
     const found = slot.runtime.router.match(
       method,
       req.headers.host ?? (req.headers[':authority'] as string | undefined),
@@ -134,27 +169,105 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
       req.headers,
     );
     if (found === undefined) {
-      sendJson(res, 404, NO_ROUTE_BODY);
-      req.resume();
+      reject(404, NO_ROUTE_BODY);
       onFinished?.('', 404, startedAt);
-      return;
+      return undefined;
     }
     slot.acquire();
+    return { slot, target: found.target, url };
+  };
+
+  function handle(req: ServerRequest, res: ServerReply): void {
+    const startedAt = performance.now();
+    const method = isExtendedConnect(req) ? 'GET' : (req.method ?? 'GET');
+    const prepared = prepare(req, method, startedAt, (status, body) => {
+      sendJson(res, status, body);
+      req.resume();
+    });
+    if (prepared === undefined) return;
     if (!hasBody(req)) {
-      execute(slot, found.target, req, res, url, null, startedAt);
+      execute(req, res, prepared, null, startedAt);
       return;
     }
     readBody(req, maxBodyBytes).then(
-      (body) => execute(slot, found.target, req, res, url, body, startedAt),
+      (body) => execute(req, res, prepared, body, startedAt),
       (err: unknown) => {
-        slot.release();
+        prepared.slot.release();
         if (err instanceof BodyTooLarge) {
           sendJson(res, 413, { error: 'payload_too_large', message: err.message }, { connection: 'close' });
-          onFinished?.(found.target.route, 413, startedAt);
+          onFinished?.(prepared.target.route, 413, startedAt);
         } else {
           res.destroy();
         }
       },
     );
-  };
+  }
+
+  /** HTTP/1.1 `Upgrade: websocket`: the graph runs as for any request; the upstream node relays the tunnel. */
+  function handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    const startedAt = performance.now();
+    socket.on('error', () => socket.destroy());
+    if (String(req.headers.upgrade).toLowerCase() !== 'websocket') {
+      answerUpgrade(
+        socket,
+        400,
+        {},
+        Buffer.from('{"error":"bad_request","message":"only websocket upgrades are supported"}'),
+      );
+      return;
+    }
+    const prepared = prepare(req, 'GET', startedAt, (status, body) =>
+      answerUpgrade(
+        socket,
+        status,
+        { 'content-type': 'application/json' },
+        Buffer.from(JSON.stringify(body)),
+      ),
+    );
+    if (prepared === undefined) return;
+    const ctx = buildContext(req, prepared, null, true, () => {
+      const controller = new AbortController();
+      socket.once('close', () => controller.abort());
+      return controller.signal;
+    });
+    attachUpgrade(ctx, { kind: 'http1', socket, head });
+    const finish = (status: number) => {
+      prepared.slot.release();
+      onFinished?.(prepared.target.route, status, startedAt, ctx.errors.length);
+    };
+    run(
+      ctx,
+      prepared.target,
+      () => {
+        if (isRelayed(ctx)) {
+          finish(101);
+          return;
+        }
+        const r = ctx.response;
+        r.discardStream();
+        const status = r.status === 0 ? 200 : r.status;
+        answerUpgrade(socket, status, r.headers, r.body);
+        finish(status);
+      },
+      (err) => {
+        hooks.logger.error({ err, route: prepared.target.route }, 'policy run failed unexpectedly');
+        answerUpgrade(
+          socket,
+          500,
+          { 'content-type': 'application/json' },
+          Buffer.from(JSON.stringify(UNHANDLED)),
+        );
+        finish(500);
+      },
+    );
+  }
+
+  return { handle, handleUpgrade };
+}
+
+const UNHANDLED = { error: 'internal_error', message: 'Unhandled error in routing policy' };
+
+/** RFC 8441: an HTTP/2 CONNECT with `:protocol: websocket`. */
+function isExtendedConnect(req: ServerRequest): boolean {
+  return req.method === 'CONNECT' && req.headers[':protocol'] === 'websocket';
 }
