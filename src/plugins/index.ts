@@ -13,6 +13,8 @@ import { faasPlugins } from './faas/index.js';
 import { bodyTransformer } from './core/body-transformer/index.js';
 import { brotli } from './core/brotli.js';
 import { degraphql } from './core/degraphql.js';
+import { errorPage } from './errors/error-page.js';
+import { exitTransformer } from './errors/exit-transformer.js';
 import { gzip } from './core/gzip.js';
 import { redirect } from './core/redirect.js';
 import { responseRewrite } from './core/response-rewrite.js';
@@ -33,6 +35,7 @@ const families: readonly (readonly unknown[])[] = [
   faasPlugins,
   authPlugins,
   [responseRewrite, redirect, setVars, bodyTransformer, degraphql, gzip, brotli],
+  [exitTransformer, errorPage],
 ];
 
 const definitions = families.flat() as AnyPlugin[];

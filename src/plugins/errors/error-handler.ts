@@ -56,8 +56,11 @@ export const errorHandler = definePlugin({
         refs.forEach((ref, i) => {
           body += escapeJson(last[ref]) + (parts[i + 1] ?? '');
         });
-        ctx.response.status = status;
-        ctx.response.setBody(body, 'application/json');
+        const res = ctx.response;
+        res.status = status;
+        // The rendered template is plain JSON whatever the upstream had encoded.
+        res.setBody(body, 'application/json');
+        delete res.headers['content-encoding'];
         return 'success';
       },
     };
