@@ -34,6 +34,7 @@ function sourceReader(source: string): SourceReader {
 /** `ip`, `ip:port`, `[v6]` or `[v6]:port`; undefined when it holds no valid address (or port 0). */
 export function parseAddress(text: string): { ip: string; port?: number } | undefined {
   const value = text.trim();
+  if (value.charCodeAt(0) !== 91 /* [ */ && parseIp(value) !== null) return { ip: value };
   let ip = value;
   let port: string | undefined;
   if (value.startsWith('[')) {
@@ -45,7 +46,7 @@ export function parseAddress(text: string): { ip: string; port?: number } | unde
       if (!rest.startsWith(':')) return undefined;
       port = rest.slice(1);
     }
-  } else if (parseIp(value) === null) {
+  } else {
     const colon = value.lastIndexOf(':');
     // An unbracketed IPv6 address with a port is ambiguous.
     if (colon === -1 || value.indexOf(':') !== colon) return undefined;
