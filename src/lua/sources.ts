@@ -1,0 +1,54 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { basename, dirname, extname, isAbsolute, join, relative, sep } from 'node:path';
+
+/**
+ * The scripts folder: `plugins/` beside the folder that holds gateway.yaml
+ * (`config/gateway.yaml` → `plugins/`). Undefined without a config path.
+ */
+export function pluginsDir(configDir: string | undefined): string | undefined {
+  return configDir === undefined ? undefined : join(dirname(configDir), 'plugins');
+}
+
+/** A script file as given: absolute as is, relative against the plugins folder. */
+export function resolveScriptPath(source: string, configDir: string | undefined): string | undefined {
+  if (isAbsolute(source)) return source;
+  const dir = pluginsDir(configDir);
+  return dir === undefined ? undefined : join(dir, source);
+}
+
+/** Reads a script file; throws an Error whose message names the path and the reason. */
+export function readScript(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    throw new Error(`cannot read ${path}${code === undefined ? '' : ` (${code})`}`);
+  }
+}
+
+export interface ScriptListing {
+  scripts: { name: string; file: string; runtime: 'lua' }[];
+}
+
+/**
+ * The body of `GET /api/scripts`: every `.lua` file under the plugins
+ * folder. `file` is relative to that folder, so it works as a script node's
+ * `source` as is; `name` is the file name without `.lua`. An absent folder
+ * lists nothing.
+ */
+export function listScripts(configDir: string | undefined): ScriptListing {
+  const root = pluginsDir(configDir);
+  if (root === undefined) return { scripts: [] };
+  let entries: string[];
+  try {
+    entries = readdirSync(root, { recursive: true, encoding: 'utf8' });
+  } catch {
+    return { scripts: [] };
+  }
+  const scripts = entries
+    .filter((entry) => extname(entry) === '.lua')
+    .map((entry) => relative(root, join(root, entry)).split(sep).join('/'))
+    .sort()
+    .map((file) => ({ name: basename(file, '.lua'), file, runtime: 'lua' as const }));
+  return { scripts };
+}
