@@ -3,7 +3,7 @@ import { isHeaderName } from '../../template/readers.js';
 import { ConfigError, definePlugin, type PluginEnv, type Template } from '../define.js';
 import { compileRegex } from '../shared-regex.js';
 import { headerListSchema, headerPairs, type HeaderListConfig } from '../shared-schemas.js';
-import { referencesResponseBody } from '../shared-templates.js';
+import { mentionsResponseBody } from '../response-body-refs.js';
 
 interface HeaderActions {
   add?: HeaderListConfig;
@@ -125,7 +125,7 @@ export const proxyRewrite = definePlugin({
   templated: ['uri', 'host', 'add_path_prefix', 'add_headers.*', 'headers.add.*', 'headers.set.*'],
   // SPEC "Streaming": only response-phase header values that render the response body read it.
   readsResponseBody: (config: ProxyRewriteConfig) =>
-    config.phase === 'response' && headerValues(config).some((v) => referencesResponseBody(v)),
+    config.phase === 'response' && headerValues(config).some((v) => mentionsResponseBody(v, false)),
   create(config: ProxyRewriteConfig, env) {
     if (config.phase !== 'request' && config.phase !== 'response') {
       env.warn('phase', `'${config.phase}' is not request or response; treated as request`);

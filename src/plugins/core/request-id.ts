@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Context } from '../../engine/context.js';
 import { ConfigError, definePlugin } from '../define.js';
-import { referencesResponseBody } from '../shared-templates.js';
+import { mentionsResponseBody } from '../response-body-refs.js';
 
 interface RequestIdConfig {
   header_name: string;
@@ -103,7 +103,7 @@ export const requestId = definePlugin({
   outputs: { success: { kind: 'success' } },
   templated: ['header_name'],
   // SPEC "Streaming": only a header name that renders the response body makes this node read it.
-  readsResponseBody: (config: RequestIdConfig) => referencesResponseBody(config.header_name),
+  readsResponseBody: (config: RequestIdConfig) => mentionsResponseBody(config.header_name, false),
   create(config: RequestIdConfig, env) {
     const template = env.template(config.header_name, 'header_name', { phase: 'response' });
     let fixedName: string | undefined;
