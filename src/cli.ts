@@ -53,7 +53,12 @@ function validate(args: CliArgs): number {
     problems.push(...err.issues.map((i) => `${args.systemPath}: ${i.path ? `${i.path}: ` : ''}${i.message}`));
   }
   try {
-    const runtime = compileWith(loadGatewayConfig(args.gatewayPath), silentLogger, process.env);
+    const runtime = compileWith(
+      loadGatewayConfig(args.gatewayPath),
+      silentLogger,
+      process.env,
+      args.gatewayPath,
+    );
     for (const warning of runtime.warnings) process.stdout.write(`warning: ${warning}\n`);
     void runtime.close();
   } catch (err) {

@@ -23,6 +23,8 @@ export interface CompileContext {
   logger: Logger;
   warnings: string[];
   consumers: ConsumerIndex;
+  /** Directory of gateway.yaml, handed to nodes that read files beside it (scripts). */
+  configDir?: string | undefined;
   templateFactory: (
     where: { policy: string; node: string },
     warn: (message: string) => void,
@@ -102,6 +104,7 @@ export function compilePolicy(
       template: (text: string, key: string, options?: TemplateOptions): Template =>
         template(text, key, options),
       consumers: cc.consumers,
+      configDir: cc.configDir,
     };
     try {
       const instance = def.create(config as never, env);

@@ -35,6 +35,8 @@ export interface CompileOptions {
   logger: Logger;
   env?: NodeJS.ProcessEnv;
   templateFactory: CompileContext['templateFactory'];
+  /** Directory of gateway.yaml, when the config came from a file. */
+  configDir?: string | undefined;
 }
 
 function uniqueByName<T extends { name: string }>(
@@ -95,6 +97,7 @@ export function compileGateway(config: GatewayConfig, options: CompileOptions): 
     warnings,
     consumers,
     templateFactory: options.templateFactory,
+    configDir: options.configDir,
   };
   const policies = new Map<string, CompiledPolicy>();
   for (const [name, { item, index }] of uniqueByName(config.policies, 'policies', issues)) {

@@ -26,6 +26,14 @@ export const ERROR_CODES = {
   AZURE_FUNCTIONS_CALLOUT_ERROR: { status: 503, error: 'service_unavailable' },
   OPENWHISK_CALLOUT_ERROR: { status: 503, error: 'service_unavailable' },
   OPENFUNCTION_CALLOUT_ERROR: { status: 503, error: 'service_unavailable' },
+  /** Lua script nodes (script, serverless-*); SPEC leaves the status open, so they are plain 500s. */
+  LUA_LOAD_ERROR: { status: 500, error: 'internal_error' },
+  LUA_MARSHAL_ERROR: { status: 500, error: 'internal_error' },
+  LUA_MISSING_EXECUTE: { status: 500, error: 'internal_error' },
+  LUA_EXECUTION_ERROR: { status: 500, error: 'internal_error' },
+  LUA_UNMARSHAL_ERROR: { status: 500, error: 'internal_error' },
+  LUA_BAD_PORT: { status: 500, error: 'internal_error' },
+  LUA_TIMEOUT: { status: 500, error: 'internal_error' },
 } as const satisfies Record<string, { status: number; error: string }>;
 
 export type KnownErrorCode = keyof typeof ERROR_CODES;

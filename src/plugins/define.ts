@@ -49,6 +49,8 @@ export interface PluginEnv {
   template(text: string, key: string, options?: TemplateOptions): Template;
   /** The configuration's `consumers:` section, for auth nodes with `use_consumers: true`. */
   readonly consumers: ConsumerIndex;
+  /** Directory of gateway.yaml; undefined when the config did not come from a file. */
+  readonly configDir: string | undefined;
 }
 
 export type { ConsumerIndex, ConsumerRecord } from '../config/consumers.js';

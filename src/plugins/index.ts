@@ -19,6 +19,7 @@ import { gzip } from './core/gzip.js';
 import { redirect } from './core/redirect.js';
 import { responseRewrite } from './core/response-rewrite.js';
 import { setVars } from './core/set-vars.js';
+import { scriptingPlugins } from './scripting/index.js';
 
 type AnyPlugin = PluginDefinition<never, string>;
 
@@ -36,6 +37,7 @@ const families: readonly (readonly unknown[])[] = [
   authPlugins,
   [responseRewrite, redirect, setVars, bodyTransformer, degraphql, gzip, brotli],
   [exitTransformer, errorPage],
+  scriptingPlugins,
 ];
 
 const definitions = families.flat() as AnyPlugin[];

@@ -18,6 +18,8 @@ export interface TestEnvOptions {
   logger?: Logger;
   /** Defaults to an empty index; build one with `buildConsumerIndex` from src/config/consumers.ts. */
   consumers?: ConsumerIndex;
+  /** Directory of gateway.yaml as the compiler would pass it; undefined by default. */
+  configDir?: string;
 }
 
 /** The env a compiler would hand to a node; templates are static stubs. */
@@ -35,6 +37,7 @@ export function pluginEnv(options: TestEnvOptions = {}): TestPluginEnv {
     template(source): Template {
       return { source, isStatic: true, render: () => source };
     },
+    configDir: options.configDir,
     consumers: options.consumers ?? EMPTY_CONSUMER_INDEX,
   };
 }
