@@ -19,6 +19,13 @@ import { gzip } from './core/gzip.js';
 import { redirect } from './core/redirect.js';
 import { responseRewrite } from './core/response-rewrite.js';
 import { setVars } from './core/set-vars.js';
+import { apiBreaker } from './traffic/api-breaker.js';
+import { condition } from './flow/condition.js';
+import { dataMask } from './security/data-mask.js';
+import { faultInjection } from './traffic/fault-injection.js';
+import { proxyMirror } from './traffic/proxy-mirror.js';
+import { trafficLabel } from './traffic/traffic-label.js';
+import { trafficSplit } from './traffic/traffic-split.js';
 import { scriptingPlugins } from './scripting/index.js';
 
 type AnyPlugin = PluginDefinition<never, string>;
@@ -37,6 +44,9 @@ const families: readonly (readonly unknown[])[] = [
   authPlugins,
   [responseRewrite, redirect, setVars, bodyTransformer, degraphql, gzip, brotli],
   [exitTransformer, errorPage],
+  [condition],
+  [faultInjection, trafficLabel, trafficSplit, apiBreaker, proxyMirror],
+  [dataMask],
   scriptingPlugins,
 ];
 
