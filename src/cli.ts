@@ -4,6 +4,7 @@ import { loadSystemConfig } from './config/system.js';
 import { loadGatewayConfig } from './config/gateway.js';
 import { createLogger, silentLogger } from './observability/logger.js';
 import { Gateway, compileWith } from './gateway.js';
+import { closeAllPools } from './outbound/pool-registry.js';
 import { startAdminServer, type AdminServer } from './admin/server.js';
 
 const USAGE = `Usage:
@@ -122,6 +123,7 @@ async function run(args: CliArgs): Promise<number> {
     process.once('SIGINT', stop);
   });
   await Promise.all([gateway.shutdown(), admin?.close()]);
+  await closeAllPools();
   logger.info('stopped');
   return 0;
 }

@@ -9,6 +9,7 @@ import type { Logger } from './observability/logger.js';
 import { registry } from './plugins/index.js';
 import { createDataPlaneHandler } from './server/data-plane.js';
 import { startListener, type Listener } from './server/listener.js';
+import { closeTunnels } from './server/websocket.js';
 import { RuntimeSlot } from './server/runtime-slot.js';
 import { watchConfigFile, type ConfigWatcher } from './config/watch.js';
 import { templateFactory } from './engine/templates.js';
@@ -171,6 +172,7 @@ export class Gateway {
         http2: this.system.http2.enabled,
         timeouts: this.system.timeouts,
         logger: this.logger,
+        beforeCut: closeTunnels,
       },
       dataPlane.handle,
       dataPlane.handleUpgrade,

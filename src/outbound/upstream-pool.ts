@@ -4,6 +4,8 @@ import type { Logger } from '../observability/logger.js';
 import { createBalancer, type BalancerKind } from './balancer/index.js';
 import type { HashKey } from './balancer/chash.js';
 import { selectTarget } from './balancer/select.js';
+import { relayWebSocket } from '../server/websocket.js';
+import { isIP } from 'node:net';
 import type { Balancer } from './balancer/types.js';
 import { classifyFailure } from './classify.js';
 import { exchange, type ExchangeLimits, type ExchangeRequest } from './exchange.js';
@@ -68,6 +70,8 @@ export class UpstreamPool {
   readonly #where: Readonly<Record<string, string>>;
   readonly #leases: PoolLease[] = [];
   readonly #checker: ActiveHealthChecker | null;
+  readonly #scheme: 'http' | 'https';
+  readonly #tls: TlsMaterial | null;
 
   constructor(options: UpstreamPoolOptions) {
     const log = new HealthLog(options.logger, options.where, options.passive.failTimeoutMs);
@@ -82,6 +86,8 @@ export class UpstreamPool {
     });
     this.#balancer = createBalancer(options.balancer, this.#targets, options.hashKey);
     this.#limits = options.limits;
+    this.#scheme = options.scheme;
+    this.#tls = options.tls;
     this.#retries = options.retries;
     this.#passHost = options.passHost;
     this.#upstreamHost = options.upstreamHost;
@@ -143,6 +149,51 @@ export class UpstreamPool {
     }
   }
 
+  /**
+   * WebSocket: opens the upstream leg to a target (ws, or wss when the pool is
+   * https) and splices it to the client; a refused upgrade fills `ctx.response`.
+   * Connect failures are retried on another target like `forward`.
+   */
+  async relay<R>(ctx: Context, result: R): Promise<R> {
+    let tried: Target[] | null = null;
+    for (let attempt = 0; ; attempt++) {
+      const target = selectTarget(this.#balancer, ctx, tried);
+      const tls = this.#tls;
+      const hostHeader = this.#hostFor(target, ctx.request);
+      try {
+        await relayWebSocket(ctx, {
+          host: target.host,
+          port: target.port,
+          tls: this.#scheme === 'https',
+          hostHeader,
+          timeoutMs: this.#limits.deadlineMs,
+          ...(tls === null
+            ? {}
+            : {
+                tlsOptions: {
+                  rejectUnauthorized: tls.rejectUnauthorized,
+                  ...servernameFor(hostHeader),
+                  ...(tls.ca === undefined ? {} : { ca: tls.ca }),
+                  ...(tls.cert === undefined ? {} : { cert: tls.cert }),
+                  ...(tls.key === undefined ? {} : { key: tls.key }),
+                },
+              }),
+        });
+        return result;
+      } catch (err) {
+        const failure = classifyFailure(err);
+        if (failure.retryable && attempt < this.#retries) {
+          (tried ??= []).push(target);
+          continue;
+        }
+        throw new NodeError(failure.code, `upstream ${target.address}: ${failure.reason}`, {
+          metadata: { target: target.address },
+          cause: err,
+        });
+      }
+    }
+  }
+
   targetStates(): UpstreamTargetState[] {
     const now = Date.now();
     return this.#targets.map((t) => ({
@@ -174,6 +225,12 @@ export class UpstreamPool {
       }
     }
   }
+}
+
+/** TLS SNI for the Host sent upstream: its name without port; none for IP literals (RFC 6066). */
+function servernameFor(hostHeader: string): { servername?: string } {
+  const name = hostHeader.replace(/:\d+$/, '').replace(/^\[|\]$/g, '');
+  return isIP(name) === 0 ? { servername: name } : {};
 }
 
 /** Logs targets leaving and rejoining the rotation. */

@@ -32,6 +32,8 @@ export interface ListenerSpec {
   http2: boolean;
   timeouts: SystemConfig['timeouts'];
   logger: Logger;
+  /** Runs when the drain window ends, before connections are cut (WebSocket tunnels get their 1001). */
+  beforeCut?: () => void;
 }
 
 export interface Listener {
@@ -89,6 +91,8 @@ export async function startListener(
   // h2c connections reach nghttp2 through a JS duplex that has no peer address: 'session' fires
   // synchronously inside emit('connection'), so the address noted just before is this session's.
   let pendingPeer: { address: string; port: number } | undefined;
+  // The compatibility layer sends CONNECT (RFC 8441 WebSocket) to 'connect', and answers 405 without a listener.
+  http2?.on('connect', onRequest);
   http2?.on('session', (session: Http2Session) => {
     if (pendingPeer !== undefined) sessionPeers.set(session, pendingPeer);
     pendingPeer = undefined;
@@ -181,8 +185,13 @@ export async function startListener(
         while (sockets.size > 0 || sessions.size > 0) await new Promise((r) => setTimeout(r, 50));
       })();
       await Promise.race([drained, deadline]);
-      clearInterval(sweep);
       clearTimeout(timer);
+      if (sockets.size > 0 && spec.beforeCut !== undefined) {
+        spec.beforeCut();
+        // Let the close frames flush before the remaining sockets are cut.
+        await Promise.race([drained, new Promise((r) => setTimeout(r, 500))]);
+      }
+      clearInterval(sweep);
       for (const session of sessions) session.destroy();
       for (const socket of sockets) socket.destroy();
     },

@@ -367,6 +367,7 @@ export class UpstreamNode implements NodeInstance<'success'> {
   }
 
   run(ctx: Context): Promise<'success'> {
+    if (ctx.request.protocol === 'websocket') return this.#pool.relay(ctx, 'success' as const);
     return this.#pool.forward(ctx, 'success' as const);
   }
 
