@@ -112,6 +112,9 @@ export function createCompression(config: CompressionConfig, codec: Codec): Node
       }
       delete res.headers['content-length'];
       res.headers['content-encoding'] = codec.token;
+      // The bytes changed, so a strong validator no longer holds; a weak one does (as nginx does).
+      const etag = res.header('etag');
+      if (etag !== undefined && !etag.startsWith('W/')) res.headers.etag = `W/${etag}`;
       if (vary) addVary(ctx);
       return 'success';
     },

@@ -120,7 +120,7 @@ export const redirect = definePlugin({
         run(ctx): RedirectPort {
           const req = ctx.request;
           // An outer proxy that terminated TLS says so in X-Forwarded-Proto.
-          const scheme = req.header('x-forwarded-proto')?.trim().toLowerCase() ?? req.scheme;
+          const scheme = req.header('x-forwarded-proto')?.split(',')[0]?.trim().toLowerCase() ?? req.scheme;
           if (scheme === 'https') return 'success';
           const host = req.header('host') ?? req.host;
           const code = req.method === 'GET' || req.method === 'HEAD' ? 301 : 308;

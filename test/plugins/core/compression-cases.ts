@@ -35,6 +35,13 @@ export function compressionCases(
     assert.equal(ctx.response.headers.vary, undefined);
   });
 
+  test(`${type}: a strong ETag becomes weak once the bytes are compressed`, () => {
+    const ctx = response(html);
+    ctx.response.headers.etag = '"v1"';
+    runNow(instantiate(plugin, {}), ctx);
+    assert.equal(ctx.response.headers.etag, 'W/"v1"');
+  });
+
   test(`${type}: vary adds Vary: Accept-Encoding once`, () => {
     const ctx = response(html);
     ctx.response.headers.vary = 'Origin';

@@ -52,7 +52,7 @@ test('redirect: http_to_https gives 301 for GET, 308 for POST; https requests pa
   const secure = requestContext({ scheme: 'https' });
   assert.equal(runNow(node, secure), 'success');
   assert.equal(secure.response.status, 0);
-  const forwarded = requestContext({ headers: { host: 'x', 'x-forwarded-proto': 'https' } });
+  const forwarded = requestContext({ headers: { host: 'x', 'x-forwarded-proto': 'https, http' } });
   assert.equal(runNow(node, forwarded), 'success');
 });
 
