@@ -4,6 +4,7 @@ import type { Logger } from '../observability/logger.js';
 import { createBalancer, type BalancerKind } from './balancer/index.js';
 import type { HashKey } from './balancer/chash.js';
 import { selectTarget } from './balancer/select.js';
+import type { HeaderMap } from '../engine/context.js';
 import { relayWebSocket } from '../server/websocket.js';
 import { isIP } from 'node:net';
 import type { Balancer } from './balancer/types.js';
@@ -127,7 +128,7 @@ export class UpstreamPool {
         const response = ctx.response;
         if (response.stream !== null) response.discardStream();
         response.status = res.status;
-        response.headers = cleanResponseHeaders(res.headers);
+        response.headers = withEarlierHeaders(cleanResponseHeaders(res.headers), response.headers);
         response.body = res.body;
         response.stream = res.stream;
         return result;
@@ -225,6 +226,17 @@ export class UpstreamPool {
       }
     }
   }
+}
+
+/**
+ * Response headers set by nodes before the upstream (CORS, request id, a
+ * cookie) survive the backend's response unless the backend sets the same name.
+ */
+function withEarlierHeaders(backend: HeaderMap, earlier: HeaderMap): HeaderMap {
+  for (const name in earlier) {
+    if (backend[name] === undefined && earlier[name] !== undefined) backend[name] = earlier[name];
+  }
+  return backend;
 }
 
 /** TLS SNI for the Host sent upstream: its name without port; none for IP literals (RFC 6066). */

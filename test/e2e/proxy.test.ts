@@ -56,7 +56,18 @@ routes:
   - { name: api, match: { path: /api/* }, policy: api }
   - { name: dead, match: { path: /dead/* }, policy: dead }
   - { name: tight, match: { path: /tight/* }, policy: tight }
+  - { name: pre, match: { path: /pre/* }, policy: pre }
 policies:
+  - name: pre
+    nodes:
+      - { id: in, type: listener }
+      - { id: tag, type: echo, config: { headers: { x-pre: yes, x-origin: from-gateway } } }
+      - { id: up, type: upstream, config: { targets: [{ host: 127.0.0.1, port: ${originPort} }] } }
+      - { id: out, type: client }
+    edges:
+      - { from: in.out, to: tag.in }
+      - { from: tag.success, to: up.in }
+      - { from: up.success, to: out.in }
 ${policy('api', originPort)}
 ${policy('dead', deadPort)}
 ${policy('tight', originPort, 300)}
@@ -143,4 +154,11 @@ test('proxy: a streaming origin reaches the client chunk by chunk (E2E-STREAM-01
     rest += new TextDecoder().decode(value);
   }
   assert.match(rest, /data: last/);
+});
+
+test('proxy: response headers set before the upstream survive unless the backend sets them too', async () => {
+  const res = await fetch(`${gw.url}/pre/x`);
+  assert.equal(res.status, 200);
+  assert.equal(res.headers.get('x-pre'), 'yes');
+  assert.equal(res.headers.get('x-origin'), 'yes');
 });

@@ -47,7 +47,21 @@ const gatewayYaml = () => `
 routes:
   - { name: proxied, match: { path: /proxy/* }, policy: proxied }
   - { name: who, match: { path: /whoami }, policy: who }
+  - { name: admins, match: { path: /admins-only }, policy: by-cn }
 policies:
+  - name: by-cn
+    nodes:
+      - { id: in, type: listener }
+      - { id: is-alice, type: condition, config: { conditions: [[msg___client_cert_subject_cn, "==", alice]] } }
+      - { id: welcome, type: mocking, config: { response_example: welcome, content_type: text/plain } }
+      - { id: refuse, type: mocking, config: { response_example: refused, content_type: text/plain, response_status: 403 } }
+      - { id: out, type: client }
+    edges:
+      - { from: in.out, to: is-alice.in }
+      - { from: is-alice.true, to: welcome.in }
+      - { from: is-alice.false, to: refuse.in }
+      - { from: welcome.success, to: out.in }
+      - { from: refuse.success, to: out.in }
   - name: proxied
     nodes:
       - { id: in, type: listener }
@@ -208,6 +222,21 @@ test('mtls: optional accepts both, exposes identity only when sent, still verifi
   );
 });
 
+test('mtls: a policy routes on the client certificate CN', async () => {
+  const bob = ca.issue('bob', { cn: 'bob', client: true });
+  await withGateway(
+    basicTls() + `  client_ca_path: ${ca.cert}\n  client_cert_required: false\n`,
+    async (gw) => {
+      assert.deepEqual(await httpsGet(gw.port, '/admins-only', certs.alice), {
+        status: 200,
+        body: 'welcome',
+      });
+      assert.deepEqual(await httpsGet(gw.port, '/admins-only', bob), { status: 403, body: 'refused' });
+      assert.deepEqual(await httpsGet(gw.port, '/admins-only'), { status: 403, body: 'refused' });
+    },
+  );
+});
+
 test('h2: HTTP/2 over TLS (ALPN) and HTTP/1.1 on the same port are both proxied', async () => {
   await withGateway(basicTls(), async (gw) => {
     const session = h2Connect(`https://127.0.0.1:${gw.port}`, { ca: ca.certPem });
@@ -259,5 +288,39 @@ test('h2: http2.enabled false serves only HTTP/1.1 over TLS', async () => {
     socket.end();
   } finally {
     await gw.stop();
+  }
+});
+
+test('h2: the outbound client offers h2 to TLS upstreams (ALPN) and falls back to HTTP/1.1', async () => {
+  const { createSecureServer } = await import('node:http2');
+  const pair = ca.issue('h2-origin', { dns: ['localhost'], ips: ['127.0.0.1'] });
+  const h2origin = createSecureServer(
+    { cert: pair.certPem, key: pair.keyPem, allowHTTP1: true },
+    (req, res) => {
+      res.end(`origin http/${req.httpVersion}`);
+    },
+  );
+  h2origin.listen(0, '127.0.0.1');
+  await once(h2origin, 'listening');
+  const port = (h2origin.address() as AddressInfo).port;
+  const gw = await startGateway(`
+routes:
+  - { name: r, match: { path: /x }, policy: p }
+policies:
+  - name: p
+    nodes:
+      - { id: in, type: listener }
+      - { id: up, type: upstream, config: { targets: [{ host: 127.0.0.1, port: ${port} }], tls: true, ca_cert_path: ${ca.cert} } }
+      - { id: out, type: client }
+    edges:
+      - { from: in.out, to: up.in }
+      - { from: up.success, to: out.in }
+`);
+  try {
+    const res = await fetch(`${gw.url}/x`);
+    assert.equal(await res.text(), 'origin http/2.0');
+  } finally {
+    await gw.stop();
+    h2origin.close();
   }
 });
