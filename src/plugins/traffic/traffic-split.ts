@@ -1,15 +1,8 @@
 import { compileCondition, type Condition } from '../../conditions/index.js';
 import type { Context } from '../../engine/context.js';
 import { NodeError } from '../../engine/errors.js';
-import { createBalancer } from '../../outbound/balancer/index.js';
-import { selectTarget } from '../../outbound/balancer/select.js';
-import type { Balancer } from '../../outbound/balancer/types.js';
-import { classifyFailure } from '../../outbound/classify.js';
-import { exchange, type ExchangeLimits } from '../../outbound/exchange.js';
-import { acquirePool, type PoolLease } from '../../outbound/pool-registry.js';
-import { buildRequestHeaders, cleanResponseHeaders } from '../../outbound/proxy-headers.js';
-import { formatAddress, Target } from '../../outbound/target.js';
-import { definePlugin, ConfigError, type NodeInstance } from '../define.js';
+import { UpstreamPool } from '../../outbound/upstream-pool.js';
+import { ConfigError, definePlugin, type NodeInstance, type PluginEnv } from '../define.js';
 
 interface TargetConfig {
   host: string;
@@ -32,7 +25,7 @@ type SplitPort = 'success' | 'routed';
 interface Slot {
   weight: number;
   /** Null for the default slot: the request continues to the policy's own upstream. */
-  balancer: Balancer | null;
+  pool: UpstreamPool | null;
 }
 
 interface Rule {
@@ -46,6 +39,8 @@ interface Rule {
 const NO_PASSIVE = { maxFails: 0, failTimeoutMs: 0 };
 
 const clientIp = (ctx: Context): string => ctx.request.remoteAddress;
+
+type SplitTargets = NonNullable<SlotConfig['upstream']>['targets'];
 
 /**
  * Weighted or conditional steering: the first matching rule picks a slot by
@@ -135,42 +130,38 @@ export const trafficSplit = definePlugin({
     },
   },
   readsResponseBody: () => false,
-  create(config: TrafficSplitConfig) {
-    return new TrafficSplitNode(config);
+  create(config: TrafficSplitConfig, env) {
+    return new TrafficSplitNode(config, env);
   },
 });
 
 class TrafficSplitNode implements NodeInstance<SplitPort> {
   readonly #rules: Rule[];
-  readonly #leases: PoolLease[] = [];
-  readonly #limits: ExchangeLimits;
+  readonly #pools: UpstreamPool[] = [];
 
-  constructor(config: TrafficSplitConfig) {
-    this.#limits = { deadlineMs: config.timeout_ms, idleMs: config.timeout_ms, streaming: false };
+  constructor(config: TrafficSplitConfig, env: PluginEnv) {
     try {
-      this.#rules = config.rules.map((rule, i) => this.#compileRule(rule, i, config.timeout_ms));
+      this.#rules = config.rules.map((rule, i) => this.#compileRule(rule, i, config.timeout_ms, env));
     } catch (err) {
       this.close();
       throw err;
     }
   }
 
-  #compileRule(rule: TrafficSplitConfig['rules'][number], i: number, timeoutMs: number): Rule {
+  #compileRule(
+    rule: TrafficSplitConfig['rules'][number],
+    i: number,
+    timeoutMs: number,
+    env: PluginEnv,
+  ): Rule {
     const match = rule.match === undefined ? undefined : compileCondition(rule.match, `rules[${i}].match`);
-    const slots = rule.weighted_upstreams.map((slot): Slot => {
-      if (slot.upstream === undefined) return { weight: slot.weight, balancer: null };
-      const targets = slot.upstream.targets.map((t, k) => {
-        const host = t.host.startsWith('[') ? t.host.slice(1, -1) : t.host;
-        const lease = acquirePool({
-          origin: `http://${formatAddress(host, t.port)}`,
-          tls: null,
-          connectTimeoutMs: timeoutMs,
-        });
-        this.#leases.push(lease);
-        return new Target(k, { host, port: t.port, weight: t.weight }, lease.pool, NO_PASSIVE, null);
-      });
-      return { weight: slot.weight, balancer: createBalancer('round_robin', targets, clientIp) };
-    });
+    const slots = rule.weighted_upstreams.map((slot, j): Slot => ({
+      weight: slot.weight,
+      pool:
+        slot.upstream === undefined
+          ? null
+          : this.#pool(slot.upstream.targets, timeoutMs, env, `rules[${i}].weighted_upstreams[${j}]`),
+    }));
     const totalWeight = slots.reduce((sum, s) => sum + s.weight, 0);
     if (totalWeight === 0) {
       throw new ConfigError(`rules[${i}].weighted_upstreams`, 'needs at least one slot with weight > 0');
@@ -178,41 +169,58 @@ class TrafficSplitNode implements NodeInstance<SplitPort> {
     return { match, slots, totalWeight, cursor: 0 };
   }
 
+  /** One shared-pool upstream per target slot: round-robin, connect failures retried on the slot's other targets. */
+  #pool(targets: SplitTargets, timeoutMs: number, env: PluginEnv, slot: string): UpstreamPool {
+    const pool = new UpstreamPool({
+      targets: targets.map((t) => ({
+        host: t.host.startsWith('[') ? t.host.slice(1, -1) : t.host,
+        port: t.port,
+        weight: t.weight,
+      })),
+      balancer: 'round_robin',
+      hashKey: clientIp,
+      scheme: 'http',
+      tls: null,
+      limits: { deadlineMs: timeoutMs, idleMs: timeoutMs, streaming: false },
+      retries: targets.length - 1,
+      passive: NO_PASSIVE,
+      active: null,
+      passHost: 'node',
+      upstreamHost: '',
+      logger: env.logger,
+      where: { policy: env.policy, node: env.nodeId, slot },
+    });
+    this.#pools.push(pool);
+    return pool;
+  }
+
   run(ctx: Context): SplitPort | Promise<SplitPort> {
     const rule = this.#rules.find((r) => r.match === undefined || r.match.evaluate(ctx));
     if (rule === undefined) return 'success';
     const slot = pick(rule);
-    if (slot.balancer === null) return 'success';
-    return this.#proxy(ctx, selectTarget(slot.balancer, ctx, null));
-  }
-
-  async #proxy(ctx: Context, target: Target): Promise<'routed'> {
-    const req = ctx.request;
-    const outbound = {
-      method: req.method,
-      path: req.url,
-      headers: buildRequestHeaders(req, target.address),
-      body: req.body,
-    };
-    try {
-      const res = await exchange(target.pool, outbound, this.#limits, ctx.signal, target);
-      const response = ctx.response;
-      response.discardStream();
-      response.status = res.status;
-      response.headers = cleanResponseHeaders(res.headers);
-      response.body = res.body;
-      return 'routed';
-    } catch (err) {
-      const failure = classifyFailure(err);
-      throw new NodeError('TRAFFIC_SPLIT_UPSTREAM_ERROR', 'traffic-split target unreachable', {
-        metadata: { target: target.address, reason: failure.reason },
-        cause: err,
-      });
-    }
+    if (slot.pool === null) return 'success';
+    return forward(slot.pool, ctx);
   }
 
   close(): void {
-    for (const lease of this.#leases.splice(0)) lease.release();
+    for (const pool of this.#pools.splice(0)) pool.close();
+  }
+}
+
+/** Proxies through the slot's pool; any failure becomes the plugin's own code, with the outbound cause kept. */
+async function forward(pool: UpstreamPool, ctx: Context): Promise<'routed'> {
+  try {
+    return await pool.forward(ctx, 'routed');
+  } catch (err) {
+    const failure = err instanceof NodeError ? err : null;
+    throw new NodeError('TRAFFIC_SPLIT_UPSTREAM_ERROR', 'traffic-split target unreachable', {
+      metadata: {
+        ...failure?.metadata,
+        upstream_code: failure?.code ?? 'PLUGIN_ERROR',
+        reason: failure?.message ?? String(err),
+      },
+      cause: err,
+    });
   }
 }
 

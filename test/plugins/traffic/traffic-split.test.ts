@@ -96,6 +96,19 @@ test('traffic-split: targets of one slot are used round-robin', async () => {
   assert.equal(b.requests.length, 2);
 });
 
+test("traffic-split: a refused connection is retried on the slot's other target", async () => {
+  const live = await origin('live');
+  const port = await deadPort();
+  const node = split({
+    rules: [{ weighted_upstreams: [{ upstream: { targets: [{ host: '127.0.0.1', port }, live.target] } }] }],
+  });
+  for (let i = 0; i < 2; i++) {
+    const ctx = requestContext();
+    assert.equal(await node.run(ctx), 'routed');
+    assert.equal(ctx.response.headers['x-origin'], 'live');
+  }
+});
+
 test('traffic-split: an unreachable target → 502 TRAFFIC_SPLIT_UPSTREAM_ERROR', async () => {
   const port = await deadPort();
   const node = split({
@@ -105,6 +118,7 @@ test('traffic-split: an unreachable target → 502 TRAFFIC_SPLIT_UPSTREAM_ERROR'
   assert.equal(err.error, 'bad_gateway');
   assert.equal(err.message, 'traffic-split target unreachable');
   assert.equal(err.metadata.target, `127.0.0.1:${port}`);
+  assert.equal(err.metadata.upstream_code, 'UPSTREAM_CONNECTION_ERROR');
 });
 
 test('traffic-split: config rejections', () => {
