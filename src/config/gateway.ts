@@ -62,8 +62,9 @@ export interface StoreConfig {
   key_prefix?: string;
   topology?: string;
   urls?: string[];
-  connect_timeout_ms?: number;
-  connect_budget_ms?: number;
+  /** A number, or a string with `${ENV}` placeholders resolved at compile time. */
+  connect_timeout_ms?: number | string;
+  connect_budget_ms?: number | string;
   tls?: { ca_cert_path?: string };
 }
 

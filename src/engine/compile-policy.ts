@@ -12,6 +12,7 @@ import type { Logger } from '../observability/logger.js';
 import { flattenPolicy, type FlatEdge, type FlatGraph, type FlatNode } from './flat-graph.js';
 import type { BufferingReport, CompiledNode, CompiledPolicy } from './graph-types.js';
 import { resolveNodeConfig } from './node-config.js';
+import type { StoreLookup } from '../stores/index.js';
 
 type AnyDefinition = PluginDefinition<never, string>;
 
@@ -25,6 +26,8 @@ export interface CompileContext {
   consumers: ConsumerIndex;
   /** Directory of gateway.yaml, handed to nodes that read files beside it (scripts). */
   configDir?: string | undefined;
+  /** Stores resolved from the configuration's `stores:` section. */
+  stores: StoreLookup;
   templateFactory: (
     where: { policy: string; node: string },
     warn: (message: string) => void,
@@ -105,6 +108,7 @@ export function compilePolicy(
         template(text, key, options),
       consumers: cc.consumers,
       configDir: cc.configDir,
+      stores: cc.stores,
     };
     try {
       const instance = def.create(config as never, env);

@@ -14,6 +14,7 @@ import {
 import { compilePolicy, type CompileContext } from './compile-policy.js';
 import type { CompiledPolicy } from './graph-types.js';
 import { checkSupernodeDefinition } from './supernode-rules.js';
+import { openStores, type StoreSet } from '../stores/index.js';
 
 export interface RouteTarget {
   route: string;
@@ -26,6 +27,8 @@ export interface Runtime {
   readonly router: Router<RouteTarget>;
   readonly policies: ReadonlyMap<string, CompiledPolicy>;
   readonly warnings: readonly string[];
+  /** The `stores:` of this configuration; connections are shared with other runtimes by resolved config. */
+  readonly stores: StoreSet;
   /** Releases node resources (timers, health checkers) once no request uses this runtime. */
   close(): Promise<void>;
 }
@@ -85,6 +88,7 @@ export function compileGateway(config: GatewayConfig, options: CompileOptions): 
     issues.push(...checkSupernodeDefinition(item, `supernodes[${index}]`, options.registry));
   }
   uniqueByName(config.stores, 'stores', issues);
+  const stores = openStores(config.stores, { env, configDir: options.configDir }, issues);
   uniqueByName(config.consumers, 'consumers', issues);
   const consumers = buildConsumerIndex(config.consumers, env, issues);
 
@@ -98,6 +102,7 @@ export function compileGateway(config: GatewayConfig, options: CompileOptions): 
     consumers,
     templateFactory: options.templateFactory,
     configDir: options.configDir,
+    stores,
   };
   const policies = new Map<string, CompiledPolicy>();
   for (const [name, { item, index }] of uniqueByName(config.policies, 'policies', issues)) {
@@ -130,10 +135,11 @@ export function compileGateway(config: GatewayConfig, options: CompileOptions): 
       }
     }
     await Promise.allSettled(closing);
+    stores.release();
   };
   if (issues.length > 0) {
     void closeAll();
     throw new ConfigRejected(issues);
   }
-  return { config, router: compileRouter(entries), policies, warnings, close: closeAll };
+  return { config, router: compileRouter(entries), policies, warnings, stores, close: closeAll };
 }

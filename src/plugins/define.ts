@@ -1,6 +1,7 @@
 import type { Context } from '../engine/context.js';
 import type { ConsumerIndex } from '../config/consumers.js';
 import type { Logger } from '../observability/logger.js';
+import type { StoreLookup } from '../stores/index.js';
 
 export type JsonSchema = Record<string, unknown>;
 
@@ -51,6 +52,8 @@ export interface PluginEnv {
   readonly consumers: ConsumerIndex;
   /** Directory of gateway.yaml; undefined when the config did not come from a file. */
   readonly configDir: string | undefined;
+  /** The configuration's `stores:`, resolved at compile time; an unknown name is a ConfigError in `create`. */
+  readonly stores: StoreLookup;
 }
 
 export type { ConsumerIndex, ConsumerRecord } from '../config/consumers.js';

@@ -4,6 +4,7 @@ import { EMPTY_CONSUMER_INDEX, type ConsumerIndex } from '../../src/config/consu
 import { ConfigRejected, validateAgainst } from '../../src/config/schema-validate.js';
 import { Context, type RequestInit } from '../../src/engine/context.js';
 import { silentLogger, type Logger } from '../../src/observability/logger.js';
+import { NO_STORES, type StoreLookup } from '../../src/stores/index.js';
 import type { NodeInstance, PluginDefinition, PluginEnv, Template } from '../../src/plugins/define.js';
 
 /** A PluginEnv built by hand, with the load warnings it collected. */
@@ -20,6 +21,8 @@ export interface TestEnvOptions {
   consumers?: ConsumerIndex;
   /** Directory of gateway.yaml as the compiler would pass it; undefined by default. */
   configDir?: string;
+  /** Stores the node may look up by name (`env.stores`); none by default. */
+  stores?: StoreLookup;
 }
 
 /** The env a compiler would hand to a node; templates are static stubs. */
@@ -39,6 +42,7 @@ export function pluginEnv(options: TestEnvOptions = {}): TestPluginEnv {
     },
     configDir: options.configDir,
     consumers: options.consumers ?? EMPTY_CONSUMER_INDEX,
+    stores: options.stores ?? NO_STORES,
   };
 }
 
