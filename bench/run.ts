@@ -49,8 +49,21 @@ function startProcess(
   });
 }
 
-function hasWrk(): boolean {
-  return spawnSync('wrk', ['--version']).error === undefined;
+function has(tool: string): boolean {
+  return spawnSync(tool, ['--version']).error === undefined;
+}
+
+const hasWrk = () => has('wrk');
+
+/** Parses h2load's summary into requests/s and latency percentiles (ms; h2load reports mean and sd, not p50/p99). */
+function parseH2load(text: string): Sample {
+  const rps = Number(/finished in [\d.]+\w+, ([\d.]+) req\/s/.exec(text)?.[1] ?? 0);
+  const failed = Number(/(\d+) failed/.exec(text)?.[1] ?? 0);
+  if (failed > 0) throw new Error(`h2load saw ${failed} failed requests:\n${text}`);
+  const row = /time for request:\s+([\d.]+)(us|ms|s)\s+([\d.]+)(us|ms|s)\s+([\d.]+)(us|ms|s)/.exec(text);
+  const toMs = (v: string | undefined, unit: string | undefined) =>
+    Number(v ?? 0) * (unit === 'us' ? 0.001 : unit === 's' ? 1000 : 1);
+  return { rps, p50: toMs(row?.[5], row?.[6]), p99: toMs(row?.[3], row?.[4]) };
 }
 
 /** Parses wrk's `--latency` output into requests/s and latency percentiles (ms). */
@@ -65,21 +78,39 @@ function parseWrk(text: string): Sample {
   return { rps, p50: toMs(p50?.[1], p50?.[2]), p99: toMs(p99?.[1], p99?.[2]) };
 }
 
-function load(url: string): Sample {
+function load(url: string, headers: Record<string, string> = {}, http2 = false): Sample {
+  const headerArgs = Object.entries(headers).flatMap(([k, v]) => ['-H', `${k}: ${v}`]);
+  if (http2) {
+    const result = spawnSync(
+      'h2load',
+      ['-c', String(Math.min(connections, 16)), '-m', '16', '-D', String(seconds), ...headerArgs, url],
+      { encoding: 'utf8' },
+    );
+    if (result.status !== 0) throw new Error(`h2load failed: ${result.stderr}${result.stdout}`);
+    return parseH2load(result.stdout);
+  }
   if (hasWrk()) {
     const threads = Math.max(1, Math.min(2, cpus().length));
     const result = spawnSync(
       'wrk',
-      ['-t', String(threads), '-c', String(connections), '-d', `${seconds}s`, '--latency', url],
-      {
-        encoding: 'utf8',
-      },
+      [
+        '-t',
+        String(threads),
+        '-c',
+        String(connections),
+        '-d',
+        `${seconds}s`,
+        '--latency',
+        ...headerArgs,
+        url,
+      ],
+      { encoding: 'utf8' },
     );
     if (result.status !== 0) throw new Error(`wrk failed: ${result.stderr}`);
     return parseWrk(result.stdout);
   }
   // Fallback: autocannon in its own process so it does not share the event loop with anything measured.
-  const script = `import ac from 'autocannon';const r=await ac({url:${JSON.stringify(url)},connections:${connections},duration:${seconds}});process.stdout.write(JSON.stringify({rps:r.requests.average,p50:r.latency.p50,p99:r.latency.p99,non2xx:r.non2xx}))`;
+  const script = `import ac from 'autocannon';const r=await ac({url:${JSON.stringify(url)},headers:${JSON.stringify(headers)},connections:${connections},duration:${seconds}});process.stdout.write(JSON.stringify({rps:r.requests.average,p50:r.latency.p50,p99:r.latency.p99,non2xx:r.non2xx}))`;
   const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
     cwd: root,
     encoding: 'utf8',
@@ -87,6 +118,33 @@ function load(url: string): Sample {
   const parsed = JSON.parse(result.stdout) as Sample & { non2xx: number };
   if (parsed.non2xx > 0) throw new Error(`load run saw ${parsed.non2xx} non-2xx responses`);
   return parsed;
+}
+
+/** A throwaway self-signed certificate for the TLS scenarios. */
+function selfSigned(dir: string): { cert: string; key: string } {
+  const cert = join(dir, 'bench.crt');
+  const key = join(dir, 'bench.key');
+  const result = spawnSync('openssl', [
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-days',
+    '1',
+    '-subj',
+    '/CN=localhost',
+    '-addext',
+    'subjectAltName=DNS:localhost,IP:127.0.0.1',
+    '-keyout',
+    key,
+    '-out',
+    cert,
+  ]);
+  if (result.status !== 0) throw new Error(`openssl failed: ${result.stderr.toString()}`);
+  return { cert, key };
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
@@ -98,16 +156,27 @@ async function main(): Promise<void> {
     const reference = await startProcess(['--import', 'tsx', 'bench/reference-proxy.ts'], {
       UPSTREAM_PORT: String(origin.port),
     });
-    const selected = scenarios.filter((s) => only === undefined || only.includes(s.name));
+    const selected = scenarios.filter(
+      (s) => (only === undefined || only.includes(s.name)) && (s.http2 !== true || has('h2load')),
+    );
+    const skipped = scenarios.filter((s) => s.http2 === true && !has('h2load')).map((s) => s.name);
+    if (skipped.length > 0)
+      console.log(`skipping ${skipped.join(', ')}: h2load (nghttp2-client) is not installed`);
+    let tlsFiles: { cert: string; key: string } | undefined;
+    if (selected.some((s) => s.tls === true)) tlsFiles = selfSigned(dir);
     const targets: { name: string; url: string; scenario?: Scenario }[] = [
       { name: 'reference (node:http + undici)', url: `http://127.0.0.1:${reference.port}/bench` },
     ];
     for (const scenario of selected) {
       const system = join(dir, `${scenario.name}-system.yaml`);
       const gateway = join(dir, `${scenario.name}-gateway.yaml`);
+      const tls =
+        scenario.tls === true && tlsFiles !== undefined
+          ? `tls: { cert_path: ${tlsFiles.cert}, key_path: ${tlsFiles.key} }\n`
+          : '';
       writeFileSync(
         system,
-        `listener: { bind: 127.0.0.1, port: 0 }\nlogging: { level: info, format: json }\n`,
+        `listener: { bind: 127.0.0.1, port: 0 }\nlogging: { level: info, format: json }\n${tls}`,
       );
       writeFileSync(gateway, scenario.gatewayYaml(origin.port));
       const gw = await startProcess(
@@ -116,13 +185,19 @@ async function main(): Promise<void> {
           LOG_LEVEL: 'info',
         },
       );
-      targets.push({ name: scenario.title, url: `http://127.0.0.1:${gw.port}${scenario.path}`, scenario });
+      const scheme = scenario.tls === true ? 'https' : 'http';
+      targets.push({
+        name: scenario.title,
+        url: `${scheme}://127.0.0.1:${gw.port}${scenario.path}`,
+        scenario,
+      });
     }
     // Warm-up so the JIT and keep-alive pools are hot before anything is measured.
-    for (const t of targets) load(t.url);
+    const run = (t: (typeof targets)[number]) => load(t.url, t.scenario?.headers, t.scenario?.http2 === true);
+    for (const t of targets) run(t);
     const samples = new Map<string, Sample[]>(targets.map((t) => [t.name, []]));
     for (let round = 0; round < rounds; round++) {
-      for (const t of targets) samples.get(t.name)?.push(load(t.url));
+      for (const t of targets) samples.get(t.name)?.push(run(t));
     }
     const ref = median(samples.get(targets[0]?.name ?? '')?.map((s) => s.rps) ?? []);
     const rows = targets.map((t) => {

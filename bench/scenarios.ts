@@ -7,18 +7,19 @@ export interface Scenario {
   title: string;
   /** Request path sent by the load generator. */
   path: string;
+  /** Request headers sent with every request. */
+  headers?: Record<string, string>;
+  /** Serve the data plane over TLS (a throwaway self-signed certificate). */
+  tls?: boolean;
+  /** Drive the load over HTTP/2 (h2load) instead of HTTP/1.1 (wrk). */
+  http2?: boolean;
   gatewayYaml(originPort: number): string;
 }
 
 const upstream = (port: number) =>
   `{ id: up, type: upstream, config: { targets: [{ host: 127.0.0.1, port: ${port} }] } }`;
 
-export const scenarios: Scenario[] = [
-  {
-    name: 'one-node',
-    title: 'switchyard: listener → upstream → client',
-    path: '/bench',
-    gatewayYaml: (port) => `
+const oneNode = (port: number) => `
 routes:
   - { name: bench, match: { path: /bench }, policy: one-node }
 policies:
@@ -30,7 +31,14 @@ policies:
     edges:
       - { from: in.out, to: up.in }
       - { from: up.success, to: out.in }
-`,
+`;
+
+export const scenarios: Scenario[] = [
+  {
+    name: 'one-node',
+    title: 'switchyard: listener → upstream → client',
+    path: '/bench',
+    gatewayYaml: oneNode,
   },
   {
     name: 'five-node',
@@ -53,5 +61,54 @@ policies:
       - { from: up.success, to: rw-res.in }
       - { from: rw-res.success, to: out.in }
 `,
+  },
+  {
+    name: 'chain',
+    title: 'switchyard: cors → real-ip → ip-restriction → key-auth → request-id → proxy-rewrite → upstream',
+    path: '/chain/bench',
+    headers: { 'x-api-key': 'bench-key', origin: 'https://app.example' },
+    gatewayYaml: (port) => `
+routes:
+  - { name: bench, match: { path: /chain/* }, policy: chain }
+policies:
+  - name: chain
+    nodes:
+      - { id: in, type: listener }
+      - { id: cors, type: cors, config: { allowed_origins: ["https://app.example"] } }
+      - { id: real-ip, type: real-ip, config: { source: http_x_forwarded_for, trusted_addresses: [127.0.0.1/32] } }
+      - { id: allow, type: ip-restriction, config: { allow: [127.0.0.0/8] } }
+      - { id: auth, type: key-auth, config: { keys: [bench-key] } }
+      - { id: rid, type: request-id }
+      - { id: rw, type: proxy-rewrite, config: { strip_path_prefix: /chain } }
+      - ${upstream(port)}
+      - { id: out, type: client }
+    edges:
+      - { from: in.out, to: cors.in }
+      - { from: cors.success, to: real-ip.in }
+      - { from: cors.preflight, to: out.in }
+      - { from: real-ip.success, to: allow.in }
+      - { from: allow.success, to: auth.in }
+      - { from: allow.denied, to: out.in }
+      - { from: auth.success, to: rid.in }
+      - { from: auth.denied, to: out.in }
+      - { from: rid.success, to: rw.in }
+      - { from: rw.success, to: up.in }
+      - { from: up.success, to: out.in }
+`,
+  },
+  {
+    name: 'tls-h1',
+    title: 'switchyard over TLS, HTTP/1.1: listener → upstream → client',
+    path: '/bench',
+    tls: true,
+    gatewayYaml: (port) => oneNode(port),
+  },
+  {
+    name: 'tls-h2',
+    title: 'switchyard over TLS, HTTP/2 (h2load): listener → upstream → client',
+    path: '/bench',
+    tls: true,
+    http2: true,
+    gatewayYaml: (port) => oneNode(port),
   },
 ];

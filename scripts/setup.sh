@@ -8,7 +8,7 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
   npm ci --no-audit --no-fund
 fi
 
-PACKAGES=(redis-server etcd-server etcd-client slapd ldap-utils pebble chromium wrk openssl curl ca-certificates)
+PACKAGES=(redis-server etcd-server etcd-client slapd ldap-utils pebble chromium wrk nghttp2-client openssl curl ca-certificates)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
