@@ -22,7 +22,7 @@ export interface SlowOrigin {
 }
 
 /** How long a buffered relay is given before the origin finishes anyway. */
-const HOLD_MS = 300;
+const HOLD_MS = 1000;
 
 export async function startSlowOrigin(contentType = 'text/event-stream'): Promise<SlowOrigin> {
   let current = gate();
