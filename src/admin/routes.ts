@@ -7,6 +7,7 @@ import { listEnvVarNames, listVars } from '../template/index.js';
 import { pluginCatalog } from './catalog.js';
 import { AdminError, json, readJsonObject } from './http.js';
 import { resourceKinds, resourceRoutes } from './resources.js';
+import { storePingRoute } from './store-ping.js';
 import type { AdminRoute } from './router.js';
 import { validatePolicy } from './validate-policy.js';
 
@@ -42,6 +43,7 @@ export function adminRoutes(gateway: Gateway, startedAt: number = Date.now()): A
       },
     },
     ...resourceKinds(gateway).flatMap((kind) => resourceRoutes(gateway, kind)),
+    storePingRoute(gateway),
     {
       method: 'POST',
       path: '/api/policies/validate',

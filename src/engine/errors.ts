@@ -34,6 +34,16 @@ export const ERROR_CODES = {
   LUA_UNMARSHAL_ERROR: { status: 500, error: 'internal_error' },
   LUA_BAD_PORT: { status: 500, error: 'internal_error' },
   LUA_TIMEOUT: { status: 500, error: 'internal_error' },
+  /** Store nodes: the store was unreachable, too slow or refused the command; never a miss. */
+  STORE_ERROR: { status: 503, error: 'service_unavailable' },
+  /** Store nodes: the templated key rendered empty (every request would share one key). */
+  STORE_KEY_INVALID: { status: 500, error: 'internal_error' },
+  /** Store nodes: the stored value is not JSON (`json: true`) or not an integer (store-incr). */
+  STORE_VALUE_INVALID: { status: 500, error: 'internal_error' },
+  /** cas-auth: CAS unreachable, too slow, or answering other than 200 (SPEC; 401 before 0.8). */
+  CAS_AUTH_PROVIDER_ERROR: { status: 502, error: 'provider_error' },
+  /** Interactive auth with `kvstore` sessions: the session store failed; never a 401 (no login loop). */
+  SESSION_STORE_ERROR: { status: 503, error: 'service_unavailable' },
 } as const satisfies Record<string, { status: number; error: string }>;
 
 export type KnownErrorCode = keyof typeof ERROR_CODES;

@@ -27,6 +27,7 @@ import { proxyMirror } from './traffic/proxy-mirror.js';
 import { trafficLabel } from './traffic/traffic-label.js';
 import { trafficSplit } from './traffic/traffic-split.js';
 import { scriptingPlugins } from './scripting/index.js';
+import { storePlugins } from './stores/index.js';
 
 type AnyPlugin = PluginDefinition<never, string>;
 
@@ -48,6 +49,7 @@ const families: readonly (readonly unknown[])[] = [
   [faultInjection, trafficLabel, trafficSplit, apiBreaker, proxyMirror],
   [dataMask],
   scriptingPlugins,
+  storePlugins,
 ];
 
 const definitions = families.flat() as AnyPlugin[];

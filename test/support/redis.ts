@@ -2,6 +2,9 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
+import type { StoreConfig } from '../../src/config/gateway.js';
+import type { ConfigIssue } from '../../src/config/schema-validate.js';
+import { openStores, type StoreSet } from '../../src/stores/index.js';
 import { freePort } from './free-port.js';
 import { waitFor } from './wait.js';
 
@@ -118,4 +121,24 @@ export async function startRedis(): Promise<RedisServer> {
       await launch();
     },
   };
+}
+
+/**
+ * Stores resolved as the compiler would, for `pluginEnv({ stores })`:
+ * `{ s: redis.url }` or full entries. Throws on a config problem; `release()` when done.
+ */
+export function testStores(entries: Record<string, string | Omit<StoreConfig, 'name'>>): StoreSet {
+  const issues: ConfigIssue[] = [];
+  const set = openStores(
+    Object.entries(entries).map(([name, e]) =>
+      typeof e === 'string' ? { name, type: 'redis', url: e } : { name, ...e },
+    ),
+    { env: {} },
+    issues,
+  );
+  if (issues.length > 0) {
+    set.release();
+    throw new Error(`store config rejected: ${JSON.stringify(issues)}`);
+  }
+  return set;
 }

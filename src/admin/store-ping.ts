@@ -1,0 +1,39 @@
+import type { Gateway } from '../gateway.js';
+import { StoreError } from '../stores/index.js';
+import { AdminError, json, notFound } from './http.js';
+import type { AdminRoute } from './router.js';
+
+/** The Admin answer for a failed store operation: 504 past the budget, 502 otherwise (COMPAT §5). */
+export function storeFailure(err: unknown): AdminError {
+  if (!(err instanceof StoreError)) throw err;
+  const status = err.code === 'STORE_TIMEOUT' ? 504 : 502;
+  return new AdminError(status, {
+    error: err.code === 'STORE_TIMEOUT' ? 'store_timeout' : 'store_unavailable',
+    message: err.message,
+    store: err.store,
+  });
+}
+
+/**
+ * `POST /api/stores/:name/ping`: PING through the running configuration's
+ * connection (resolved placeholders, shared client) and report latency and
+ * the server version; never any connection detail.
+ */
+export function storePingRoute(gateway: Gateway): AdminRoute {
+  return {
+    method: 'POST',
+    path: '/api/stores/:name/ping',
+    auth: true,
+    handler: async ({ params }) => {
+      const name = params.name as string;
+      const store = gateway.runtime.stores.get(name);
+      if (store === undefined) throw notFound();
+      try {
+        const { latency_ms, server_version } = await store.ping();
+        return json(200, { status: 'ok', latency_ms, version: server_version, server_version });
+      } catch (err) {
+        throw storeFailure(err);
+      }
+    },
+  };
+}

@@ -1,0 +1,46 @@
+import { definePlugin } from '../define.js';
+import {
+  compileField,
+  keyProperty,
+  lookupStore,
+  readsBody,
+  renderKey,
+  storeFailure,
+  storeProperty,
+} from './shared.js';
+
+interface StoreDeleteConfig {
+  store: string;
+  key: string;
+}
+
+/** Removes a key; an absent key is a success (no `miss` port to wire for a no-op). */
+export const storeDelete = definePlugin({
+  type: 'store-delete',
+  category: 'stores',
+  description: 'Delete a key from a named store; deleting an absent key succeeds.',
+  schema: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['store', 'key'],
+    properties: { store: storeProperty, key: keyProperty },
+  },
+  outputs: { success: { kind: 'success', description: 'The key is gone (or was never there).' } },
+  templated: ['key'],
+  readsResponseBody: (c: StoreDeleteConfig) => readsBody(c.key),
+  create(config: StoreDeleteConfig, env) {
+    const store = lookupStore(env, config.store);
+    const key = compileField(env, config.key, 'key');
+    return {
+      async run(ctx) {
+        const k = renderKey(key, ctx, store);
+        try {
+          await store.delete(k);
+        } catch (err) {
+          throw storeFailure(err, store, 'delete', k);
+        }
+        return 'success';
+      },
+    };
+  },
+});
