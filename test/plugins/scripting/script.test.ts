@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { ConfigRejected } from '../../../src/config/schema-validate.js';
 import { script } from '../../../src/plugins/scripting/script.js';
 import { request } from '../../support/http.js';
-import { startGateway } from '../../support/in-process.js';
+import { startGateway, type RunningGateway } from '../../support/in-process.js';
 import { echo, startOrigin } from '../../support/origins.js';
 import { instantiate, pluginEnv, requestContext } from '../../support/plugin-env.js';
 import { assertConfigError, compileIssues, deployment, nodeError } from './helpers.js';
@@ -157,7 +157,9 @@ function execute(ctx)
   ctx.request.headers["x-checked"] = { "yes" }
   return ctx
 end`;
-  const gw = await startGateway(`
+  let gw: RunningGateway | undefined;
+  try {
+    gw = await startGateway(`
 routes:
   - { name: r, match: { path: /x }, policy: p }
 policies:
@@ -173,7 +175,6 @@ policies:
       - { from: bots.success, to: up.in }
       - { from: up.success, to: out.in }
 `);
-  try {
     const blocked = await request(`${gw.url}/x`, { headers: { 'user-agent': 'Scrapy/2.0' } });
     assert.equal(blocked.status, 403);
     assert.deepEqual(JSON.parse(blocked.body), { error: 'forbidden' });
@@ -184,7 +185,7 @@ policies:
     assert.equal(origin.requests.length, 1);
     assert.equal(origin.requests[0]?.headers['x-checked'], 'yes');
   } finally {
-    await gw.stop();
+    await gw?.stop();
     await origin.close();
   }
 });

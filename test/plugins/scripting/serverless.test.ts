@@ -4,7 +4,7 @@ import { ConfigRejected } from '../../../src/config/schema-validate.js';
 import { serverlessPostFunction } from '../../../src/plugins/scripting/serverless-post-function.js';
 import { serverlessPreFunction } from '../../../src/plugins/scripting/serverless-pre-function.js';
 import { request } from '../../support/http.js';
-import { startGateway } from '../../support/in-process.js';
+import { startGateway, type RunningGateway } from '../../support/in-process.js';
 import { echo, startOrigin } from '../../support/origins.js';
 import { instantiate, pluginEnv, requestContext } from '../../support/plugin-env.js';
 import { assertConfigError, deployment, nodeError } from './helpers.js';
@@ -104,7 +104,9 @@ test('serverless: pre and post functions around an upstream change the request a
   const pre = 'function execute(ctx) ctx.request.headers["x-pre"] = { "1" } return ctx end';
   const post =
     'function execute(ctx) ctx.response.headers["x-post"] = { tostring(#ctx.response.body) } return ctx end';
-  const gw = await startGateway(`
+  let gw: RunningGateway | undefined;
+  try {
+    gw = await startGateway(`
 routes:
   - { name: r, match: { path: /x }, policy: p }
 policies:
@@ -121,13 +123,12 @@ policies:
       - { from: up.success, to: post.in }
       - { from: post.success, to: out.in }
 `);
-  try {
     const res = await request(`${gw.url}/x`);
     assert.equal(res.status, 200);
     assert.equal(origin.requests[0]?.headers['x-pre'], '1');
     assert.equal(res.headers['x-post'], String(Buffer.byteLength(res.body)));
   } finally {
-    await gw.stop();
+    await gw?.stop();
     await origin.close();
   }
 });

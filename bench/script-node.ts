@@ -1,0 +1,254 @@
+/**
+ * Cost of a Lua script node. Run: node --import tsx bench/script-node.ts
+ *
+ * 1. µs per script node execution, measured on the node itself (CPU time of
+ *    this process, best of several rounds, so a busy machine skews it less):
+ *    a script that only returns ctx, and the reference bench script that
+ *    reads a header and sets another. The raw fengari call of STACK.md §2 is
+ *    measured beside them as the yardstick of this machine.
+ * 2. requests/s through a real gateway: listener → upstream beside
+ *    listener → script (sets a header) → upstream, same origin, same load,
+ *    interleaved; with the gateway's CPU time per request (from /proc), whose
+ *    difference is the script's cost per request even on a busy machine.
+ *
+ * Environment: BENCH_SECONDS (per load run, default 5), BENCH_ROUNDS (default
+ * 3), BENCH_CONNECTIONS (default 32), BENCH_SKIP_LOAD=1 for part 1 only.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { lauxlib, lua, lualib, to_luastring } from 'fengari';
+import { Context } from '../src/engine/context.js';
+import type { NodeInstance } from '../src/plugins/define.js';
+import { script } from '../src/plugins/scripting/script.js';
+import { pluginEnv } from '../test/support/plugin-env.js';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const seconds = Number(process.env.BENCH_SECONDS ?? 5);
+const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
+const connections = Number(process.env.BENCH_CONNECTIONS ?? 32);
+
+/** The inline script of the reference's bench/gateways/featherbit/script/gateway.yaml. */
+const HEADER_SCRIPT = `function execute(ctx)
+  local v = ctx.request.headers["x-bench-in"]
+  v = v and v[1] or ""
+  ctx.request.headers["x-bench-script"] = string.upper(v) .. "-" .. #v
+  return ctx
+end`;
+
+const env = pluginEnv({ policy: 'bench', nodeId: 'script' });
+
+const signal = new AbortController().signal;
+function context(): Context {
+  return new Context(
+    {
+      method: 'GET',
+      url: '/bench/items?page=2',
+      host: 'gateway.bench',
+      scheme: 'http',
+      protocol: 'http1',
+      headers: {
+        host: 'gateway.bench',
+        'user-agent': 'bench/1.0',
+        accept: '*/*',
+        'x-bench-in': 'hello',
+      },
+      remoteAddress: '127.0.0.1',
+      remotePort: 40000,
+    },
+    signal,
+  );
+}
+
+/** CPU µs per call of `f`, best of `tries` batches. */
+function cpuMicros(f: () => void, batch = 5000, tries = 8): number {
+  for (let i = 0; i < 2000; i++) f();
+  let best = Infinity;
+  for (let t = 0; t < tries; t++) {
+    const start = process.cpuUsage();
+    for (let i = 0; i < batch; i++) f();
+    const used = process.cpuUsage(start);
+    best = Math.min(best, (used.user + used.system) / batch);
+  }
+  return best;
+}
+
+function node(inline: string): NodeInstance<string> {
+  return script.create({ runtime: 'lua', inline, timeout_ms: 5000 }, env);
+}
+
+function micro(): void {
+  const noop = node('function execute(ctx) return ctx end');
+  const header = node(HEADER_SCRIPT);
+  const check = context();
+  if (header.run(check) !== 'success' || check.request.headers['x-bench-script'] !== 'HELLO-5')
+    throw new Error('the bench script did not set its header');
+
+  // STACK.md §2 workload: build a table, pcall a handler, read two fields back.
+  const L = lauxlib.luaL_newstate();
+  lauxlib.luaL_requiref(L, '_G', lualib.luaopen_base, 1);
+  lua.lua_settop(L, 0);
+  const chunk = to_luastring(
+    'function handler(req) return { status = 200, path = req.path, n = req.n + 1 } end',
+  );
+  let done = false;
+  lua.lua_load(L, () => (done ? null : ((done = true), chunk)), null, '=stack', 't');
+  lua.lua_pcall(L, 0, 0, 0);
+  const raw = () => {
+    lua.lua_rawgeti(L, lua.LUA_REGISTRYINDEX, 2);
+    lua.lua_getfield(L, -1, 'handler');
+    lua.lua_createtable(L, 0, 2);
+    lua.lua_pushstring(L, '/x');
+    lua.lua_setfield(L, -2, 'path');
+    lua.lua_pushinteger(L, 1);
+    lua.lua_setfield(L, -2, 'n');
+    lua.lua_pcall(L, 1, 1, 0);
+    lua.lua_getfield(L, -1, 'status');
+    lua.lua_getfield(L, -2, 'path');
+    lua.lua_settop(L, 0);
+  };
+
+  const rows: [string, number][] = [
+    ['raw fengari call (STACK.md §2 measured 8.4 µs)', cpuMicros(raw)],
+    ['script node: return ctx', cpuMicros(() => void noop.run(context()))],
+    ['script node: read a header, set a header', cpuMicros(() => void header.run(context()))],
+    ['building the Context alone (included above)', cpuMicros(() => void context())],
+  ];
+  console.log('\nµs of CPU per execution (best of 8 batches of 5000):');
+  for (const [name, us] of rows) console.log(`  ${name.padEnd(50)} ${us.toFixed(1).padStart(7)} µs`);
+  const verdict = (rows[2]?.[1] ?? Infinity) < 50 ? 'under' : 'OVER';
+  console.log(`  → the header script node is ${verdict} the 50 µs target`);
+}
+
+const children: ChildProcess[] = [];
+process.on('exit', () => children.forEach((c) => c.kill('SIGKILL')));
+
+function startProcess(
+  args: string[],
+  extraEnv: NodeJS.ProcessEnv = {},
+): Promise<{ port: number; pid: number }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, {
+      cwd: root,
+      env: { ...process.env, ...extraEnv },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    children.push(child);
+    let out = '';
+    child.stdout?.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /listening (\d+)/.exec(out) ?? /"port":(\d+)/.exec(out);
+      if (m) resolve({ port: Number(m[1]), pid: child.pid ?? 0 });
+    });
+    child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}: ${out}`)));
+  });
+}
+
+/** CPU time (user + system) a process has used so far, in µs, from /proc. */
+function cpuOf(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  return (ticks * 1e6) / CLOCK_TICKS;
+}
+const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim() || 100);
+
+interface Sample {
+  rps: number;
+  /** Gateway CPU per request: robust to other load on the machine, unlike requests/s. */
+  cpuPerRequest: number;
+}
+
+/** One autocannon run, in its own process so it does not share the measured event loop. */
+function load(url: string, gatewayPid: number): Sample {
+  const code = `import ac from 'autocannon';const r=await ac({url:${JSON.stringify(url)},headers:{'x-bench-in':'hello'},connections:${connections},duration:${seconds}});process.stdout.write(JSON.stringify({rps:r.requests.average,total:r.requests.total,non2xx:r.non2xx}))`;
+  const before = cpuOf(gatewayPid);
+  const result = spawnSync(process.execPath, ['--input-type=module', '-e', code], {
+    cwd: root,
+    encoding: 'utf8',
+  });
+  const used = cpuOf(gatewayPid) - before;
+  const parsed = JSON.parse(result.stdout) as { rps: number; total: number; non2xx: number };
+  if (parsed.non2xx > 0) throw new Error(`${url}: ${parsed.non2xx} non-2xx responses`);
+  return { rps: parsed.rps, cpuPerRequest: used / parsed.total };
+}
+
+function gatewayYaml(originPort: number): string {
+  const upstream = `{ targets: [{ host: 127.0.0.1, port: ${originPort} }] }`;
+  return `routes:
+  - { name: plain, match: { path: /plain/* }, policy: plain }
+  - { name: scripted, match: { path: /script/* }, policy: scripted }
+policies:
+  - name: plain
+    nodes:
+      - { id: listener, type: listener }
+      - { id: backend, type: upstream, config: ${upstream} }
+      - { id: client, type: client }
+    edges:
+      - { from: listener.out, to: backend.in }
+      - { from: backend.success, to: client.in }
+  - name: scripted
+    nodes:
+      - { id: listener, type: listener }
+      - { id: script, type: script, config: { inline: ${JSON.stringify(HEADER_SCRIPT)} } }
+      - { id: backend, type: upstream, config: ${upstream} }
+      - { id: client, type: client }
+    edges:
+      - { from: listener.out, to: script.in }
+      - { from: script.success, to: backend.in }
+      - { from: script.respond, to: client.in }
+      - { from: backend.success, to: client.in }
+`;
+}
+
+async function macro(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'switchyard-script-bench-'));
+  try {
+    const origin = await startProcess(['--import', 'tsx', 'bench/origin.ts']);
+    writeFileSync(
+      join(dir, 'system.yaml'),
+      'listener: { bind: 127.0.0.1, port: 0 }\nlogging: { level: info, format: json }\n',
+    );
+    writeFileSync(join(dir, 'gateway.yaml'), gatewayYaml(origin.port));
+    const gateway = await startProcess([
+      'bin/switchyard.js',
+      '--system-config',
+      join(dir, 'system.yaml'),
+      '--gateway-config',
+      join(dir, 'gateway.yaml'),
+    ]);
+    const base = `http://127.0.0.1:${gateway.port}`;
+    const targets = { plain: `${base}/plain/x`, script: `${base}/script/x` };
+    load(targets.plain, gateway.pid);
+    load(targets.script, gateway.pid);
+    const samples = { plain: [] as Sample[], script: [] as Sample[] };
+    for (let r = 0; r < rounds; r++) {
+      samples.plain.push(load(targets.plain, gateway.pid));
+      samples.script.push(load(targets.script, gateway.pid));
+    }
+    const rps = (xs: Sample[]) => Math.max(...xs.map((x) => x.rps));
+    const cpu = (xs: Sample[]) => Math.min(...xs.map((x) => x.cpuPerRequest));
+    console.log(
+      `\nthrough the gateway (${connections} connections, ${seconds} s × ${rounds} rounds, best round):`,
+    );
+    console.log('                                          requests/s   gateway CPU µs/request');
+    for (const [name, xs] of [
+      ['listener → upstream', samples.plain],
+      ['listener → script → upstream', samples.script],
+    ] as const) {
+      console.log(
+        `  ${name.padEnd(38)} ${rps(xs).toFixed(0).padStart(10)} ${cpu(xs).toFixed(1).padStart(12)}`,
+      );
+    }
+    console.log(
+      `  → the script node adds ${(cpu(samples.script) - cpu(samples.plain)).toFixed(1)} µs of gateway CPU per request`,
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+micro();
+if (process.env.BENCH_SKIP_LOAD !== '1') await macro();
+process.exit(0);
