@@ -14,7 +14,9 @@ import { RuntimeSlot } from './server/runtime-slot.js';
 import { watchConfigFile, type ConfigWatcher } from './config/watch.js';
 import { templateFactory } from './engine/templates.js';
 import { persistGatewayConfig } from './config/persist.js';
-import { GatewayMetrics } from './observability/metrics.js';
+import type { GatewayMetrics } from './observability/metrics.js';
+import type { GatewayScope } from './plugins/define.js';
+import { createGatewayScope } from './engine/gateway-scope.js';
 
 export interface GatewayOptions {
   system: SystemConfig;
@@ -35,7 +37,9 @@ export class Gateway {
   readonly logger: Logger;
   readonly gatewayPath: string | undefined;
   readonly env: NodeJS.ProcessEnv;
-  readonly metrics = new GatewayMetrics();
+  readonly metrics: GatewayMetrics;
+  /** Outlives runtime swaps: local limit counters and the local response cache live here. */
+  readonly scope: GatewayScope;
   #slot: RuntimeSlot;
   #listener: Listener | undefined;
   #watcher: ConfigWatcher | undefined;
@@ -43,7 +47,9 @@ export class Gateway {
   #applying: Promise<unknown> = Promise.resolve();
   #lastAppliedText: string | undefined;
 
-  private constructor(options: GatewayOptions, runtime: Runtime) {
+  private constructor(options: GatewayOptions, runtime: Runtime, scope: GatewayScope) {
+    this.scope = scope;
+    this.metrics = scope.metrics;
     this.system = options.system;
     this.logger = options.logger;
     this.gatewayPath = options.gatewayPath;
@@ -61,9 +67,11 @@ export class Gateway {
       text = readGatewayText(options.gatewayPath);
       config = parseGatewayConfig(text);
     }
-    const runtime = compileWith(config, options.logger, options.env ?? process.env, options.gatewayPath);
+    const scope = createGatewayScope({ cacheMaxEntries: options.system.cache.max_entries });
+    const env = options.env ?? process.env;
+    const runtime = compileWith(config, options.logger, env, options.gatewayPath, scope);
     for (const warning of runtime.warnings) options.logger.warn(warning);
-    const gateway = new Gateway(options, runtime);
+    const gateway = new Gateway(options, runtime, scope);
     gateway.#lastAppliedText = text;
     gateway.metrics.configApplied('startup');
     return gateway;
@@ -80,7 +88,7 @@ export class Gateway {
 
   /** Compiles without swapping: the dry run behind validate endpoints. */
   compile(config: GatewayConfig): Runtime {
-    return compileWith(config, this.logger, this.env, this.gatewayPath);
+    return compileWith(config, this.logger, this.env, this.gatewayPath, this.scope);
   }
 
   /**
@@ -227,9 +235,17 @@ export function compileWith(
   logger: Logger,
   env: NodeJS.ProcessEnv,
   gatewayPath?: string,
+  scope?: GatewayScope,
 ): Runtime {
   const configDir = gatewayPath === undefined ? undefined : dirname(resolve(gatewayPath));
-  return compileGateway(config, { registry, logger, env, templateFactory: templateFactory(env), configDir });
+  return compileGateway(config, {
+    registry,
+    logger,
+    env,
+    templateFactory: templateFactory(env),
+    configDir,
+    scope,
+  });
 }
 
 export type { ConfigIssue };

@@ -3,6 +3,7 @@ import type { ConsumerIndex } from '../config/consumers.js';
 import type { ConfigIssue } from '../config/schema-validate.js';
 import {
   ConfigError,
+  type GatewayScope,
   type PluginDefinition,
   type PluginEnv,
   type Template,
@@ -10,6 +11,7 @@ import {
 } from '../plugins/define.js';
 import type { Logger } from '../observability/logger.js';
 import { flattenPolicy, type FlatEdge, type FlatGraph, type FlatNode } from './flat-graph.js';
+import { checkCachePairs } from './cache-pairs.js';
 import type { BufferingReport, CompiledNode, CompiledPolicy } from './graph-types.js';
 import { resolveNodeConfig } from './node-config.js';
 import type { StoreLookup } from '../stores/index.js';
@@ -28,6 +30,8 @@ export interface CompileContext {
   configDir?: string | undefined;
   /** Stores resolved from the configuration's `stores:` section. */
   stores: StoreLookup;
+  /** The gateway's lifetime scope, handed to every node as `env.scope`. */
+  scope: GatewayScope;
   templateFactory: (
     where: { policy: string; node: string },
     warn: (message: string) => void,
@@ -109,6 +113,7 @@ export function compilePolicy(
       consumers: cc.consumers,
       configDir: cc.configDir,
       stores: cc.stores,
+      scope: cc.scope,
     };
     try {
       const instance = def.create(config as never, env);
@@ -129,6 +134,15 @@ export function compilePolicy(
       });
     }
   }
+  const cachePairs = checkCachePairs(
+    where,
+    [...instances.values()].map((n) => ({
+      node: n.id,
+      path: prepared.get(n.id)?.flat.origin.path ?? policyPath,
+      target: n.instance.cache,
+    })),
+    issues,
+  );
   if (issues.length > before) {
     for (const node of instances.values()) void node.instance.close?.();
     return undefined;
@@ -142,6 +156,7 @@ export function compilePolicy(
     errorHandler: policy.error_handler === undefined ? undefined : instances.get(policy.error_handler),
     nodes: instances,
     buffering,
+    cachePairs,
     streaming: [...streaming],
   };
 }

@@ -3,7 +3,7 @@ import type { GatewayConfig, PluginConfigEntry, SupernodeConfig } from '../confi
 import { interpolateLeaves } from '../config/interpolate.js';
 import { ConfigRejected, type ConfigIssue } from '../config/schema-validate.js';
 import type { Logger } from '../observability/logger.js';
-import type { PluginDefinition } from '../plugins/define.js';
+import type { GatewayScope, PluginDefinition } from '../plugins/define.js';
 import {
   compileRouter,
   validateRouteMatch,
@@ -13,6 +13,7 @@ import {
 } from '../server/router.js';
 import { compilePolicy, type CompileContext } from './compile-policy.js';
 import type { CompiledPolicy } from './graph-types.js';
+import { createGatewayScope } from './gateway-scope.js';
 import { checkSupernodeDefinition } from './supernode-rules.js';
 import { openStores, type StoreSet } from '../stores/index.js';
 
@@ -40,6 +41,8 @@ export interface CompileOptions {
   templateFactory: CompileContext['templateFactory'];
   /** Directory of gateway.yaml, when the config came from a file. */
   configDir?: string | undefined;
+  /** The gateway's lifetime scope; a fresh one (defaults, own metrics) when absent. */
+  scope?: GatewayScope | undefined;
 }
 
 function uniqueByName<T extends { name: string }>(
@@ -103,6 +106,7 @@ export function compileGateway(config: GatewayConfig, options: CompileOptions): 
     templateFactory: options.templateFactory,
     configDir: options.configDir,
     stores,
+    scope: options.scope ?? createGatewayScope(),
   };
   const policies = new Map<string, CompiledPolicy>();
   for (const [name, { item, index }] of uniqueByName(config.policies, 'policies', issues)) {

@@ -44,6 +44,12 @@ export const ERROR_CODES = {
   CAS_AUTH_PROVIDER_ERROR: { status: 502, error: 'provider_error' },
   /** Interactive auth with `kvstore` sessions: the session store failed; never a 401 (no login loop). */
   SESSION_STORE_ERROR: { status: 503, error: 'service_unavailable' },
+  /** limit-count: the counter store failed and `allow_degradation` is off (fail closed). */
+  RATE_LIMIT_UNAVAILABLE: { status: 500, error: 'internal_error' },
+  /** workflow: the store behind a limit-count action failed and `allow_degradation` is off. */
+  RATE_LIMIT_ERROR: { status: 500, error: 'internal_error' },
+  /** proxy-cache `phase: purge`: the backend could not be purged (reads degrade to a miss; purges report). */
+  CACHE_PURGE_FAILED: { status: 502, error: 'cache_purge_failed' },
 } as const satisfies Record<string, { status: number; error: string }>;
 
 export type KnownErrorCode = keyof typeof ERROR_CODES;

@@ -34,6 +34,8 @@ export interface CompiledPolicy {
   readonly errorHandler: CompiledNode | undefined;
   readonly nodes: ReadonlyMap<string, CompiledNode>;
   readonly buffering: readonly BufferingReport[];
+  /** Response-cache halves without their counterpart (SPEC "Proxy cache backend failure"). */
+  readonly cachePairs?: readonly CachePairReport[];
   /** Upstream node ids that relay their response as it arrives. */
   readonly streaming: readonly string[];
 }

@@ -1,6 +1,9 @@
 import { Counter, Histogram, Registry } from 'prom-client';
 
 type CounterChild = ReturnType<Counter<string>['labels']>;
+
+/** What `gateway_cache_events_total` counts (SPEC Events); `invalid_entry` is a stored value that does not parse. */
+export type CacheEvent = 'hit' | 'miss' | 'backend_error' | 'eviction' | 'size_skip' | 'invalid_entry' | 'purge';
 type HistogramChild = ReturnType<Histogram<string>['labels']>;
 
 /** Per-route children, created on a route's first request and reused after. */
@@ -30,6 +33,8 @@ export class GatewayMetrics {
   readonly #nodeDuration: Histogram<'policy' | 'node_id'>;
   readonly #applies: Counter<'source'>;
   readonly #rejections: Counter<'source'>;
+  readonly #cacheEvents: Counter<'backend' | 'store' | 'event'>;
+  readonly #cacheChildren = new Map<string, CounterChild>();
   readonly #routes = new Map<string, RouteChildren>();
   readonly #nodes = new Map<string, CounterChild>();
 
@@ -91,7 +96,24 @@ export class GatewayMetrics {
       labelNames: ['source'],
       registers,
     });
+    this.#cacheEvents = new Counter({
+      name: 'gateway_cache_events_total',
+      help: 'Response-cache events (hit, miss, backend_error, eviction, size_skip, purge), by backend and store.',
+      labelNames: ['backend', 'store', 'event'],
+      registers,
+    });
   }
+
+  /** Counts one response-cache event; `store` is '' for the local backend. */
+  readonly cacheEvent = (backend: string, store: string, event: CacheEvent): void => {
+    const key = `${backend}\u0000${store}\u0000${event}`;
+    let counter = this.#cacheChildren.get(key);
+    if (counter === undefined) {
+      counter = this.#cacheEvents.labels(backend, store, event);
+      this.#cacheChildren.set(key, counter);
+    }
+    counter.inc();
+  };
 
   /**
    * Data-plane `onFinished` hook. `nodeErrors` is the number of error records

@@ -2,6 +2,8 @@ import type { Context } from '../engine/context.js';
 import type { ConsumerIndex } from '../config/consumers.js';
 import type { Logger } from '../observability/logger.js';
 import type { StoreLookup } from '../stores/index.js';
+import type { CacheTarget } from '../engine/cache-pairs.js';
+import type { GatewayScope } from '../engine/gateway-scope.js';
 
 export type JsonSchema = Record<string, unknown>;
 
@@ -20,6 +22,8 @@ export interface NodeInstance<P extends string = string> {
   run(ctx: Context): PortResult<P> | Promise<PortResult<P>>;
   /** Called when the runtime holding this node is retired (pools, timers). */
   close?(): void | Promise<void>;
+  /** Set by response-cache halves: the compiler checks pairs with it, the Admin API purges through it. */
+  readonly cache?: CacheTarget;
 }
 
 /** A string parsed once at compile time; rendering per request only concatenates. */
@@ -54,9 +58,13 @@ export interface PluginEnv {
   readonly configDir: string | undefined;
   /** The configuration's `stores:`, resolved at compile time; an unknown name is a ConfigError in `create`. */
   readonly stores: StoreLookup;
+  /** Gateway-lifetime settings, metrics and shared state (local limit counters, the local cache). */
+  readonly scope: GatewayScope;
 }
 
 export type { ConsumerIndex, ConsumerRecord } from '../config/consumers.js';
+export type { CacheTarget } from '../engine/cache-pairs.js';
+export type { GatewayScope } from '../engine/gateway-scope.js';
 
 /** Raised by `create` for a semantic config problem; `path` is relative to the node's config. */
 export class ConfigError extends Error {

@@ -5,7 +5,14 @@ import { ConfigRejected, validateAgainst } from '../../src/config/schema-validat
 import { Context, type RequestInit } from '../../src/engine/context.js';
 import { silentLogger, type Logger } from '../../src/observability/logger.js';
 import { NO_STORES, type StoreLookup } from '../../src/stores/index.js';
-import type { NodeInstance, PluginDefinition, PluginEnv, Template } from '../../src/plugins/define.js';
+import { createGatewayScope } from '../../src/engine/gateway-scope.js';
+import type {
+  GatewayScope,
+  NodeInstance,
+  PluginDefinition,
+  PluginEnv,
+  Template,
+} from '../../src/plugins/define.js';
 
 /** A PluginEnv built by hand, with the load warnings it collected. */
 export interface TestPluginEnv extends PluginEnv {
@@ -23,6 +30,8 @@ export interface TestEnvOptions {
   configDir?: string;
   /** Stores the node may look up by name (`env.stores`); none by default. */
   stores?: StoreLookup;
+  /** Share one scope between envs to share local counters and caches; a fresh one by default. */
+  scope?: GatewayScope;
 }
 
 /** The env a compiler would hand to a node; templates are static stubs. */
@@ -43,6 +52,7 @@ export function pluginEnv(options: TestEnvOptions = {}): TestPluginEnv {
     configDir: options.configDir,
     consumers: options.consumers ?? EMPTY_CONSUMER_INDEX,
     stores: options.stores ?? NO_STORES,
+    scope: options.scope ?? createGatewayScope(),
   };
 }
 
