@@ -6,6 +6,7 @@ import { mocking } from './core/mocking.js';
 import { proxyRewrite } from './core/proxy-rewrite.js';
 import { realIp } from './core/real-ip.js';
 import { requestId } from './core/request-id.js';
+import { upstream } from './core/upstream.js';
 import { errorHandler } from './errors/error-handler.js';
 import { authPlugins } from './auth/index.js';
 import { securityPlugins } from './security/index.js';
@@ -28,6 +29,7 @@ import { trafficLabel } from './traffic/traffic-label.js';
 import { trafficSplit } from './traffic/traffic-split.js';
 import { scriptingPlugins } from './scripting/index.js';
 import { storePlugins } from './stores/index.js';
+import { limitPlugins } from './limits/index.js';
 
 type AnyPlugin = PluginDefinition<never, string>;
 
@@ -38,7 +40,7 @@ type AnyPlugin = PluginDefinition<never, string>;
  */
 const families: readonly (readonly unknown[])[] = [
   [listener, client],
-  [mocking, echo, proxyRewrite, realIp, requestId],
+  [upstream, mocking, echo, proxyRewrite, realIp, requestId],
   [errorHandler],
   securityPlugins,
   faasPlugins,
@@ -50,6 +52,7 @@ const families: readonly (readonly unknown[])[] = [
   [dataMask],
   scriptingPlugins,
   storePlugins,
+  limitPlugins,
 ];
 
 const definitions = families.flat() as AnyPlugin[];
