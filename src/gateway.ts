@@ -10,6 +10,7 @@ import { registry } from './plugins/index.js';
 import { createDataPlaneHandler } from './server/data-plane.js';
 import { startListener, type Listener } from './server/listener.js';
 import { closeTunnels } from './server/websocket.js';
+import { DebugService } from './debug/service.js';
 import { RuntimeSlot } from './server/runtime-slot.js';
 import { watchConfigFile, type ConfigWatcher } from './config/watch.js';
 import { templateFactory } from './engine/templates.js';
@@ -37,6 +38,8 @@ export class Gateway {
   readonly logger: Logger;
   readonly gatewayPath: string | undefined;
   readonly env: NodeJS.ProcessEnv;
+  /** Debug traces and the sandbox (system.yaml `debug`, read once at startup). */
+  readonly debug: DebugService;
   readonly metrics: GatewayMetrics;
   /** Outlives runtime swaps: local limit counters and the local response cache live here. */
   readonly scope: GatewayScope;
@@ -51,6 +54,7 @@ export class Gateway {
     this.scope = scope;
     this.metrics = scope.metrics;
     this.system = options.system;
+    this.debug = new DebugService(options.system.debug);
     this.logger = options.logger;
     this.gatewayPath = options.gatewayPath;
     this.env = options.env ?? process.env;
@@ -170,6 +174,7 @@ export class Gateway {
       maxBodyBytes: this.system.listener.max_request_body_bytes,
       hooks: { logger: this.logger, nodeError: this.metrics.nodeError },
       onFinished: this.metrics.requestFinished,
+      ...(this.debug.tap === undefined ? {} : { debug: this.debug.tap }),
     });
     const listener = await startListener(
       {

@@ -12,6 +12,8 @@ import { answerUpgrade, attachUpgrade, isRelayed } from './websocket.js';
 import type { Duplex } from 'node:stream';
 import { sendJson, sendResponse } from './respond.js';
 import type { RuntimeSlot } from './runtime-slot.js';
+import type { DebugTap } from '../debug/tap.js';
+import type { TraceRecorder } from '../engine/graph-types.js';
 
 /** Both HTTP/1.1 and HTTP/2 (compatibility API) requests go through one handler. */
 export type ServerRequest = IncomingMessage | Http2ServerRequest;
@@ -23,6 +25,8 @@ export interface DataPlaneOptions {
   hooks: RunHooks;
   /** Called once per finished request with route ('' when unrouted) and status; metrics. */
   onFinished?: (route: string, status: number, startedAt: number, nodeErrors?: number) => void;
+  /** Present only with `debug.enabled`: traced requests then take the recording path. */
+  debug?: DebugTap;
 }
 
 /** HTTP/2 carries the authority and request line as pseudo-headers; policies see plain headers with `host`. */
@@ -61,7 +65,7 @@ interface Prepared {
 
 /** The data-plane handlers: route, buffer the body, run the policy graph, answer (or relay a WebSocket). */
 export function createDataPlaneHandler(options: DataPlaneOptions) {
-  const { hooks, maxBodyBytes, onFinished } = options;
+  const { hooks, maxBodyBytes, onFinished, debug } = options;
 
   const buildContext = (
     req: ServerRequest,
@@ -96,10 +100,16 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
   };
 
   /** Runs the policy, then `answer` (sync when every node was sync); `fail` on an unexpected throw. */
-  const run = (ctx: Context, target: RouteTarget, answer: () => void, fail: (err: unknown) => void): void => {
+  const runUntraced = (
+    ctx: Context,
+    target: RouteTarget,
+    answer: () => void,
+    fail: (err: unknown) => void,
+    trace?: TraceRecorder,
+  ): void => {
     let result: void | Promise<void>;
     try {
-      result = runPolicy(target.policy, ctx, hooks);
+      result = runPolicy(target.policy, ctx, hooks, trace);
     } catch (err) {
       fail(err);
       return;
@@ -107,6 +117,27 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
     if (result === undefined) answer();
     else result.then(answer, fail);
   };
+
+  // Chosen once: with debug off the request path has no debug check at all.
+  const run: typeof runUntraced =
+    debug === undefined
+      ? runUntraced
+      : (ctx, target, answer, fail) => {
+          const trace = debug.begin(ctx, target.route, target.policy);
+          if (trace === undefined) {
+            runUntraced(ctx, target, answer, fail);
+            return;
+          }
+          const answerTraced = () => {
+            trace.end();
+            answer();
+          };
+          const failTraced = (err: unknown) => {
+            trace.end(err);
+            fail(err);
+          };
+          runUntraced(ctx, target, answerTraced, failTraced, trace);
+        };
 
   const execute = (
     req: ServerRequest,
@@ -151,7 +182,7 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
     req: ServerRequest,
     method: string,
     startedAt: number,
-    reject: (status: number, body: unknown) => void,
+    reject: (status: number, body: unknown, headers?: Record<string, string>) => void,
   ): Prepared | undefined => {
     const url = originForm(req.url ?? '');
     if (url === undefined) {
@@ -169,7 +200,7 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
       req.headers,
     );
     if (found === undefined) {
-      reject(404, NO_ROUTE_BODY);
+      reject(404, NO_ROUTE_BODY, debug?.unrouted(req, method, url));
       onFinished?.('', 404, startedAt);
       return undefined;
     }
@@ -180,8 +211,8 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
   function handle(req: ServerRequest, res: ServerReply): void {
     const startedAt = performance.now();
     const method = isExtendedConnect(req) ? 'GET' : (req.method ?? 'GET');
-    const prepared = prepare(req, method, startedAt, (status, body) => {
-      sendJson(res, status, body);
+    const prepared = prepare(req, method, startedAt, (status, body, headers) => {
+      sendJson(res, status, body, headers);
       req.resume();
     });
     if (prepared === undefined) return;
@@ -216,11 +247,11 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
       );
       return;
     }
-    const prepared = prepare(req, 'GET', startedAt, (status, body) =>
+    const prepared = prepare(req, 'GET', startedAt, (status, body, headers) =>
       answerUpgrade(
         socket,
         status,
-        { 'content-type': 'application/json' },
+        { 'content-type': 'application/json', ...headers },
         Buffer.from(JSON.stringify(body)),
       ),
     );

@@ -1,0 +1,86 @@
+import type { DebugConfig } from '../config/system.js';
+
+/** What every redacted value becomes in a trace. */
+export const REDACTED = '<redacted>';
+
+/** Header names always redacted (COMPAT §6.1); configured names add to these, never replace them. */
+export const BUILTIN_REDACT_HEADERS: readonly string[] = [
+  'authorization',
+  'proxy-authorization',
+  'cookie',
+  'set-cookie',
+  'x-api-key',
+  'api-key',
+  'apikey',
+  'x-auth-token',
+  'x-access-token',
+  'x-csrf-token',
+  'x-amz-security-token',
+  'x-forwarded-client-cert',
+];
+
+/** Query parameters always redacted: OAuth and OIDC carry codes and tokens in the query. */
+export const BUILTIN_REDACT_QUERY_PARAMS: readonly string[] = [
+  'access_token',
+  'id_token',
+  'refresh_token',
+  'token',
+  'api_key',
+  'apikey',
+  'code',
+  'client_secret',
+  'state',
+];
+
+/**
+ * Substrings that mark a `message` key as secret. The message map is free-form,
+ * so matching by substring is the only rule that scales to unknown writers.
+ */
+export const BUILTIN_REDACT_MESSAGE_SUBSTRINGS: readonly string[] = [
+  'secret',
+  'password',
+  'passwd',
+  'token',
+  'credential',
+  'private_key',
+  'authorization',
+  'jwt',
+];
+
+/** Case-insensitive denylists applied when a snapshot is captured, never later. */
+export interface Redaction {
+  header(name: string): boolean;
+  queryParam(name: string): boolean;
+  messageKey(key: string): boolean;
+  /** The effective lists, for `GET /api/debug/config`. */
+  describe(): {
+    headers: string[];
+    query_params: string[];
+    message_keys: string[];
+    message_key_substrings: string[];
+  };
+}
+
+export function createRedaction(
+  config: Pick<DebugConfig, 'redact_headers' | 'redact_query_params' | 'redact_message_keys'>,
+): Redaction {
+  const lower = (names: readonly string[]) => names.map((n) => n.toLowerCase());
+  const headers = new Set([...BUILTIN_REDACT_HEADERS, ...lower(config.redact_headers)]);
+  const query = new Set([...BUILTIN_REDACT_QUERY_PARAMS, ...lower(config.redact_query_params)]);
+  const messageKeys = new Set(lower(config.redact_message_keys));
+  return {
+    // Header names in a Context are already lowercase; the fallback covers sandbox input.
+    header: (name) => headers.has(name) || headers.has(name.toLowerCase()),
+    queryParam: (name) => query.has(name.toLowerCase()),
+    messageKey(key) {
+      const k = key.toLowerCase();
+      return messageKeys.has(k) || BUILTIN_REDACT_MESSAGE_SUBSTRINGS.some((s) => k.includes(s));
+    },
+    describe: () => ({
+      headers: [...headers],
+      query_params: [...query],
+      message_keys: [...messageKeys],
+      message_key_substrings: [...BUILTIN_REDACT_MESSAGE_SUBSTRINGS],
+    }),
+  };
+}

@@ -1,0 +1,238 @@
+import type { EdgeConfig, GatewayConfig, NodeConfig, PolicyConfig } from '../config/gateway.js';
+import { policySchema } from '../config/gateway.js';
+import {
+  ConfigRejected,
+  formatIssues,
+  validateAgainst,
+  type ConfigIssue,
+} from '../config/schema-validate.js';
+import type { Runtime } from '../engine/compile.js';
+import type { CompiledPolicy } from '../engine/graph-types.js';
+import { runPolicy } from '../engine/run.js';
+import type { Logger } from '../observability/logger.js';
+import { registry } from '../plugins/index.js';
+import type { RenderedTrace } from './render.js';
+import { renderTrace } from './render.js';
+import { StepRecorder } from './recorder.js';
+import {
+  parseSandboxContext,
+  sandboxContext,
+  SandboxInputError,
+  type SandboxSeed,
+} from './sandbox-context.js';
+import type { DebugService } from './service.js';
+
+/** Name of the policy synthesized from an ad-hoc node list. */
+export const SANDBOX_POLICY = '__sandbox';
+
+export const SANDBOX_WARNING =
+  'nodes ran for real: outbound calls were made and shared state (rate limits, breakers, caches) may have changed';
+
+/** Why a sandbox run did not happen; the Admin API sends `status` and `body` as they are. */
+export class SandboxError extends Error {
+  constructor(
+    readonly status: 400 | 404 | 504,
+    readonly body: Record<string, unknown>,
+  ) {
+    super(typeof body['error'] === 'string' ? body['error'] : `sandbox error ${status}`);
+    this.name = 'SandboxError';
+  }
+}
+
+export type OnError = 'stop' | 'client';
+
+export interface SandboxRequest {
+  mode: 'nodes' | 'policy';
+  nodes?: NodeConfig[];
+  policy?: string;
+  onError: OnError;
+  seed: SandboxSeed;
+}
+
+export interface SandboxResult {
+  mode: 'nodes' | 'policy';
+  policy: string;
+  warning: string;
+  stored_trace_id: string;
+  trace: RenderedTrace;
+}
+
+/** What the sandbox needs of the gateway: the live config and runtime, and the one compiler. */
+export interface SandboxHost {
+  readonly runtime: Runtime;
+  readonly logger: Logger;
+  readonly debug: DebugService;
+  compile(config: GatewayConfig): Runtime;
+}
+
+const REQUEST_FIELDS = new Set(['nodes', 'policy', 'on_error', 'context']);
+
+const badRequest = (error: string, details?: ConfigIssue[]): SandboxError =>
+  new SandboxError(400, details === undefined ? { error } : { error, details });
+
+/** Validates `POST /api/debug/sandbox` (COMPAT §6.2): exactly one of `nodes` or `policy`. */
+export function parseSandboxRequest(body: Record<string, unknown>): SandboxRequest {
+  for (const key of Object.keys(body)) {
+    if (!REQUEST_FIELDS.has(key))
+      throw badRequest(`unknown field '${key}' (expected nodes, policy, on_error or context)`);
+  }
+  const hasNodes = body['nodes'] !== undefined && body['nodes'] !== null;
+  const hasPolicy = body['policy'] !== undefined && body['policy'] !== null;
+  if (hasNodes === hasPolicy) throw badRequest("provide exactly one of 'nodes' or 'policy'");
+  const onError = body['on_error'] ?? 'stop';
+  if (onError !== 'stop' && onError !== 'client') throw badRequest("on_error must be 'stop' or 'client'");
+  let seed: SandboxSeed;
+  try {
+    seed = parseSandboxContext(body['context']);
+  } catch (err) {
+    if (err instanceof SandboxInputError) throw badRequest(err.message);
+    throw err;
+  }
+  if (hasPolicy) {
+    const policy = body['policy'];
+    if (typeof policy !== 'string' || policy === '') throw badRequest("'policy' must be a policy name");
+    return { mode: 'policy', policy, onError, seed };
+  }
+  const nodes = body['nodes'];
+  if (!Array.isArray(nodes)) throw badRequest("'nodes' must be a list of nodes");
+  if (nodes.length === 0) throw badRequest("'nodes' must contain at least one node");
+  return { mode: 'nodes', nodes: nodes.map(adHocNode), onError, seed };
+}
+
+function adHocNode(raw: unknown, index: number): NodeConfig {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+    throw badRequest(`nodes[${index}] must be an object`);
+  const node = { ...(raw as Record<string, unknown>) };
+  if (typeof node['type'] !== 'string' || node['type'] === '')
+    throw badRequest(`nodes[${index}].type must be a plugin type`);
+  if (node['id'] === undefined || node['id'] === null || node['id'] === '')
+    node['id'] = `${node['type']}-${index}`;
+  return node as unknown as NodeConfig;
+}
+
+/**
+ * Wraps ad-hoc nodes as listener → nodes (chained by success) → client. Outcome
+ * ports the chain leaves open go straight to the client (they must be wired to
+ * compile); error ports stay open with `stop`, so a failure shows as `unhandled`.
+ */
+export function synthesizePolicy(nodes: NodeConfig[], onError: OnError, config: GatewayConfig): PolicyConfig {
+  const seen = new Set<string>();
+  for (const node of nodes) {
+    if (node.type === 'listener' || node.type === 'client')
+      throw badRequest(`node '${node.id}': '${node.type}' nodes are added automatically`);
+    if (node.id === 'listener' || node.id === 'client')
+      throw badRequest(`node id '${node.id}' is reserved for the wrapping ${node.id} node`);
+    if (seen.has(node.id)) throw badRequest(`duplicate node id '${node.id}'`);
+    seen.add(node.id);
+  }
+  const first = nodes[0] as NodeConfig;
+  const edges: EdgeConfig[] = [{ from: 'listener.out', to: `${first.id}.in` }];
+  nodes.forEach((node, i) => {
+    const next = nodes[i + 1];
+    edges.push({ from: `${node.id}.success`, to: next === undefined ? 'client.in' : `${next.id}.in` });
+    for (const port of outcomePorts(node, config))
+      edges.push({ from: `${node.id}.${port}`, to: 'client.in' });
+    if (onError === 'client') edges.push({ from: `${node.id}.error`, to: 'client.in' });
+  });
+  return {
+    name: SANDBOX_POLICY,
+    nodes: [{ id: 'listener', type: 'listener' }, ...nodes, { id: 'client', type: 'client' }],
+    edges,
+  };
+}
+
+/** Mandatory output ports other than `success`: declared outcomes, or a supernode's named outputs. */
+function outcomePorts(node: NodeConfig, config: GatewayConfig): string[] {
+  if (node.type === 'supernode') {
+    const name = node.config?.['name'];
+    const def = config.supernodes.find((s) => s.name === name);
+    return (def?.nodes ?? []).filter((n) => n.type === 'output' && n.id !== 'output').map((n) => n.id);
+  }
+  const def = registry.get(node.type);
+  if (def === undefined) return [];
+  return Object.entries(def.outputs)
+    .filter(([name, spec]) => name !== 'success' && spec.kind !== 'error')
+    .map(([name]) => name);
+}
+
+/**
+ * Runs a named policy or ad-hoc nodes against a synthetic context through
+ * the one compiler and the one run loop, records the trace with source
+ * `sandbox`, and stores it beside live traces.
+ */
+export async function runSandbox(host: SandboxHost, body: Record<string, unknown>): Promise<SandboxResult> {
+  const debug = host.debug;
+  if (!debug.sandboxEnabled) throw new SandboxError(404, { error: 'not_found' });
+  const request = parseSandboxRequest(body);
+  let policy: CompiledPolicy | undefined;
+  let scratch: Runtime | undefined;
+  if (request.mode === 'policy') {
+    // The live compiled policy: the sandbox shares its node state, as the docs warn.
+    policy = host.runtime.policies.get(request.policy as string);
+    if (policy === undefined)
+      throw new SandboxError(404, { error: `unknown policy '${request.policy as string}'` });
+  } else {
+    const current = host.runtime.config;
+    const synthetic = synthesizePolicy(request.nodes as NodeConfig[], request.onError, current);
+    const shape = validateAgainst(policySchema, synthetic, 'sandbox');
+    if (shape.length > 0) throw badRequest(formatIssues(shape), shape);
+    try {
+      scratch = host.compile({ ...current, routes: [], policies: [synthetic] });
+    } catch (err) {
+      if (err instanceof ConfigRejected) throw badRequest(formatIssues(err.issues), err.issues);
+      throw err;
+    }
+    policy = scratch.policies.get(SANDBOX_POLICY);
+    if (policy === undefined) throw badRequest('the ad-hoc nodes did not compile');
+  }
+  try {
+    return await execute(host, request, policy);
+  } finally {
+    if (scratch !== undefined) void scratch.close();
+  }
+}
+
+async function execute(
+  host: SandboxHost,
+  request: SandboxRequest,
+  policy: CompiledPolicy,
+): Promise<SandboxResult> {
+  const debug = host.debug;
+  const seconds = debug.config.sandbox_timeout_seconds;
+  const controller = new AbortController();
+  const ctx = sandboxContext(request.seed, controller.signal);
+  ctx.policy = policy.name;
+  const recorder = new StepRecorder(ctx, policy, {
+    capture: debug.capture,
+    maxSteps: debug.config.max_steps,
+  });
+  host.logger.warn({ mode: request.mode, policy: policy.name }, 'sandbox run: nodes execute for real');
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), Math.max(1, seconds) * 1000);
+  });
+  try {
+    const run = Promise.resolve(runPolicy(policy, ctx, { logger: host.logger }, recorder));
+    const outcome = await Promise.race([run.then(() => 'done' as const), deadline]);
+    if (outcome === 'timeout') {
+      controller.abort(new Error('sandbox deadline exceeded'));
+      run.catch(() => undefined);
+      throw new SandboxError(504, {
+        error: 'sandbox_timeout',
+        message: `run exceeded debug.sandbox_timeout_seconds (${seconds}s)`,
+      });
+    }
+  } finally {
+    clearTimeout(timer);
+  }
+  ctx.response.discardStream();
+  const trace = recorder.finish({ seq: debug.store.nextSeq(), source: 'sandbox' });
+  debug.store.add(trace);
+  return {
+    mode: request.mode,
+    policy: policy.name,
+    warning: SANDBOX_WARNING,
+    stored_trace_id: trace.id,
+    trace: renderTrace(trace),
+  };
+}
