@@ -1,11 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createServer as createTlsServer } from 'node:https';
-import type { AddressInfo, Socket } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { ConfigRejected, formatIssues } from '../config/schema-validate.js';
-import type { AdminConfig, TlsConfig } from '../config/system.js';
+import type { AdminConfig } from '../config/system.js';
 import type { Gateway } from '../gateway.js';
 import type { Logger } from '../observability/logger.js';
 import { basicAuthVerifier, CHALLENGE, type AdminAccount } from './auth.js';
@@ -13,6 +10,7 @@ import { AdminError, send, type Reply } from './http.js';
 import { AdminRouter, type AdminRoute } from './router.js';
 import { adminRoutes } from './routes.js';
 import { createUiHandler } from './ui.js';
+import { startListener, type RequestHandler } from '../server/listener.js';
 
 export interface AdminServerOptions {
   /** Directory of the built editor; defaults to ui/dist. */
@@ -101,41 +99,28 @@ export async function startAdminServer(
     );
   };
 
-  const tls = admin.tls;
-  const server: Server =
-    tls?.cert_path !== undefined && tls.key_path !== undefined
-      ? createTlsServer(tlsOptions(tls), handle)
-      : createServer(handle);
-  const sockets = new Set<Socket>();
-  server.on('connection', (socket: Socket) => {
-    sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
-  });
-  server.listen(admin.port, admin.bind);
-  await once(server, 'listening');
-  const address = server.address() as AddressInfo;
+  const listener = await startListener(
+    {
+      label: 'admin API',
+      bind: admin.bind,
+      port: admin.port,
+      tls: admin.tls,
+      http2: gateway.system.http2.enabled,
+      timeouts: gateway.system.timeouts,
+      logger,
+    },
+    handle as RequestHandler,
+  );
+  const address = listener.address;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-  const scheme = tls?.cert_path !== undefined ? 'https' : 'http';
-  logger.info({ bind: address.address, port: address.port, ui: admin.ui_enabled }, 'admin API listening');
+  const scheme = listener.scheme;
 
   return {
     address,
     url: `${scheme}://${host}:${address.port}`,
     routes,
     generatedPassword,
-    async close() {
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeIdleConnections();
-      const sweep = setInterval(() => server.closeIdleConnections(), 100);
-      let timer: NodeJS.Timeout | undefined;
-      const deadline = new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, gateway.system.timeouts.shutdown_timeout_seconds * 1000);
-      });
-      await Promise.race([closed, deadline]);
-      clearInterval(sweep);
-      clearTimeout(timer);
-      for (const socket of sockets) socket.destroy();
-    },
+    close: () => listener.close(gateway.system.timeouts.shutdown_timeout_seconds * 1000),
   };
 }
 
@@ -146,19 +131,4 @@ function errorReply(err: unknown, logger: Logger): Reply {
   }
   logger.error({ err }, 'admin request failed');
   return { status: 500, body: { error: 'internal_error', message: (err as Error).message ?? String(err) } };
-}
-
-function tlsOptions(tls: TlsConfig) {
-  return {
-    cert: readFileSync(tls.cert_path as string),
-    key: readFileSync(tls.key_path as string),
-    minVersion: tls.min_version === '1.3' ? ('TLSv1.3' as const) : ('TLSv1.2' as const),
-    ...(tls.client_ca_path === undefined
-      ? {}
-      : {
-          ca: readFileSync(tls.client_ca_path),
-          requestCert: true,
-          rejectUnauthorized: tls.client_cert_required,
-        }),
-  };
 }

@@ -105,12 +105,15 @@ test('admin auth: unknown /api paths and later-issue endpoints need credentials,
       ['GET', '/api/nothing-here'],
       ['GET', '/api'],
     ] as const;
+    // Whether or not a later issue has implemented an endpoint yet, it never answers without credentials.
     for (const [method, path] of later) {
       const anonymous = await fetch(h.url + path, { method });
       await anonymous.arrayBuffer();
       assert.equal(anonymous.status, 401, `${method} ${path} anonymous`);
-      const { status, body } = await read(await h.call(method, path));
-      assert.equal(status, 404, `${method} ${path}`);
+    }
+    for (const path of ['/api/nothing-here', '/api']) {
+      const { status, body } = await read(await h.call('GET', path));
+      assert.equal(status, 404, path);
       assert.deepEqual(body, { error: 'not_found' });
     }
   } finally {
