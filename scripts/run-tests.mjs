@@ -1,0 +1,28 @@
+#!/usr/bin/env node
+// Node 20's test runner does not expand globs: collect test/**/*.test.ts here and hand them over.
+// Extra arguments (e.g. a subset of files or --test-name-pattern) are passed through.
+import { spawnSync } from 'node:child_process';
+import { readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+
+function collect(dir) {
+  return readdirSync(dir)
+    .sort()
+    .flatMap((name) => {
+      const path = join(dir, name);
+      if (statSync(path).isDirectory()) return collect(path);
+      return name.endsWith('.test.ts') ? [path] : [];
+    });
+}
+
+const args = process.argv.slice(2);
+const explicit = args.filter((a) => !a.startsWith('--'));
+const flags = args.filter((a) => a.startsWith('--'));
+const files = explicit.length > 0 ? explicit : collect('test');
+const concurrency = process.env.TEST_CONCURRENCY ?? '4';
+const result = spawnSync(
+  process.execPath,
+  ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-timeout=180000', ...flags, ...files],
+  { stdio: 'inherit' },
+);
+process.exit(result.status ?? 1);
