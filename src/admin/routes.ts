@@ -4,6 +4,7 @@ import { ConfigRejected, formatIssues } from '../config/schema-validate.js';
 import type { Gateway } from '../gateway.js';
 import { registry } from '../plugins/index.js';
 import { listEnvVarNames, listVars } from '../template/index.js';
+import { cacheRoutes } from './cache-purge.js';
 import { pluginCatalog } from './catalog.js';
 import { debugRoutes } from './debug-routes.js';
 import { AdminError, json, readJsonObject } from './http.js';
@@ -19,7 +20,7 @@ const VERSION = (
 /**
  * The whole Admin API as data: the server dispatches from this table, and a
  * test walks it to prove that only `auth: false` routes answer without
- * credentials. Endpoints of later features (sessions, cache, ACME,
+ * credentials. Endpoints of later features (sessions, ACME,
  * MCP status, scripts, store ping) are absent and so answer 404.
  */
 export function adminRoutes(gateway: Gateway, startedAt: number = Date.now()): AdminRoute[] {
@@ -52,6 +53,7 @@ export function adminRoutes(gateway: Gateway, startedAt: number = Date.now()): A
       handler: async ({ req }) => json(200, validatePolicy(gateway, await readJsonObject(req))),
     },
     { method: 'GET', path: '/api/plugins', auth: true, handler: () => json(200, pluginCatalog(registry)) },
+    ...cacheRoutes(gateway),
     ...debugRoutes(gateway),
     { method: 'GET', path: '/api/vars', auth: true, handler: () => json(200, listVars()) },
     {

@@ -1,5 +1,6 @@
 import { policySchema, type PolicyConfig } from '../config/gateway.js';
 import { ConfigRejected, validateAgainst, type ConfigIssue } from '../config/schema-validate.js';
+import type { Runtime } from '../engine/compile.js';
 import type { BufferingReport, CachePairReport } from '../engine/graph-types.js';
 import type { Gateway } from '../gateway.js';
 
@@ -48,10 +49,27 @@ export function validatePolicy(gateway: Gateway, body: Record<string, unknown>):
     valid: true,
     errors: [],
     warnings: runtime.warnings.filter((w) => w.startsWith(prefix)),
-    cache_pairs: [],
+    cache_pairs: lonePairs(runtime, typed.name),
     buffering: [...(runtime.policies.get(typed.name)?.buffering ?? [])],
     details: [],
   };
+}
+
+/** The policy's cache halves without counterpart; a purge half is paired by any policy caching its id. */
+function lonePairs(runtime: Runtime, name: string): CachePairReport[] {
+  const policy = runtime.policies.get(name);
+  if (policy === undefined) return [];
+  const cached = new Set<string>();
+  for (const p of runtime.policies.values()) {
+    for (const node of p.nodes.values()) {
+      const t = node.instance.cache;
+      if (t !== undefined && t.phase !== 'purge') cached.add(`${t.id}\u0000${t.backend}\u0000${t.store}`);
+    }
+  }
+  return (policy.cachePairs ?? []).filter((report) => {
+    const t = policy.nodes.get(report.node)?.instance.cache;
+    return t?.phase !== 'purge' || !cached.has(`${t.id}\u0000${t.backend}\u0000${t.store}`);
+  });
 }
 
 function invalid(issues: ConfigIssue[], errors = issues.map((i) => i.message)): PolicyValidation {

@@ -30,6 +30,7 @@ import { trafficSplit } from './traffic/traffic-split.js';
 import { scriptingPlugins } from './scripting/index.js';
 import { storePlugins } from './stores/index.js';
 import { limitPlugins } from './limits/index.js';
+import { cachePlugins } from './cache/index.js';
 
 type AnyPlugin = PluginDefinition<never, string>;
 
@@ -53,6 +54,7 @@ const families: readonly (readonly unknown[])[] = [
   scriptingPlugins,
   storePlugins,
   limitPlugins,
+  cachePlugins,
 ];
 
 const definitions = families.flat() as AnyPlugin[];

@@ -1,0 +1,4 @@
+import { proxyCache } from './proxy-cache.js';
+
+/** The response cache (lookup, store and purge halves of one node type). */
+export const cachePlugins = [proxyCache] as const;
