@@ -11,6 +11,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { startRedis, type RedisServer } from '../test/support/redis.js';
 import { scenarios, type Scenario } from './scenarios.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -151,6 +152,7 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'switchyard-bench-'));
+  let redis: RedisServer | undefined;
   try {
     const origin = await startProcess(['--import', 'tsx', 'bench/origin.ts'], {});
     const reference = await startProcess(['--import', 'tsx', 'bench/reference-proxy.ts'], {
@@ -162,6 +164,8 @@ async function main(): Promise<void> {
     const skipped = scenarios.filter((s) => s.http2 === true && !has('h2load')).map((s) => s.name);
     if (skipped.length > 0)
       console.log(`skipping ${skipped.join(', ')}: h2load (nghttp2-client) is not installed`);
+    // Only a scenario that counts in a store pays for a redis-server.
+    if (selected.some((s) => s.needsRedis === true)) redis = await startRedis();
     let tlsFiles: { cert: string; key: string } | undefined;
     if (selected.some((s) => s.tls === true)) tlsFiles = selfSigned(dir);
     const targets: { name: string; url: string; scenario?: Scenario }[] = [
@@ -178,7 +182,7 @@ async function main(): Promise<void> {
         system,
         `listener: { bind: 127.0.0.1, port: 0 }\nlogging: { level: info, format: json }\n${tls}`,
       );
-      writeFileSync(gateway, scenario.gatewayYaml(origin.port));
+      writeFileSync(gateway, scenario.gatewayYaml(origin.port, redis?.url));
       const gw = await startProcess(
         ['bin/switchyard.js', '--system-config', system, '--gateway-config', gateway],
         {
@@ -218,6 +222,7 @@ async function main(): Promise<void> {
     console.table(rows);
   } finally {
     children.forEach((c) => c.kill('SIGTERM'));
+    await redis?.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 }

@@ -13,7 +13,9 @@ export interface Scenario {
   tls?: boolean;
   /** Drive the load over HTTP/2 (h2load) instead of HTTP/1.1 (wrk). */
   http2?: boolean;
-  gatewayYaml(originPort: number): string;
+  /** Start a redis-server for this run and pass its URL to `gatewayYaml`. */
+  needsRedis?: boolean;
+  gatewayYaml(originPort: number, redisUrl?: string): string;
 }
 
 const upstream = (port: number) =>
@@ -30,6 +32,24 @@ policies:
       - { id: out, type: client }
     edges:
       - { from: in.out, to: up.in }
+      - { from: up.success, to: out.in }
+`;
+
+/** One limit-count in front of the upstream; the count is out of reach so every request is counted and passes. */
+const limitCount = (port: number, policy: string) => `
+routes:
+  - { name: bench, match: { path: /bench }, policy: limited }
+policies:
+  - name: limited
+    nodes:
+      - { id: in, type: listener }
+      - { id: limit, type: limit-count, config: { count: 1000000000, time_window: 3600, ${policy} } }
+      - ${upstream(port)}
+      - { id: out, type: client }
+    edges:
+      - { from: in.out, to: limit.in }
+      - { from: limit.success, to: up.in }
+      - { from: limit.limited, to: out.in }
       - { from: up.success, to: out.in }
 `;
 
@@ -110,5 +130,19 @@ policies:
     tls: true,
     http2: true,
     gatewayYaml: (port) => oneNode(port),
+  },
+  {
+    name: 'limit-count-local',
+    title: 'switchyard: limit-count (local) → upstream',
+    path: '/bench',
+    gatewayYaml: (port) => limitCount(port, 'policy: local'),
+  },
+  {
+    name: 'limit-count-redis',
+    title: 'switchyard: limit-count (redis, one script call per request) → upstream',
+    path: '/bench',
+    needsRedis: true,
+    gatewayYaml: (port, redisUrl = 'redis://127.0.0.1:6379') =>
+      `stores:\n  - { name: bench, type: redis, url: "${redisUrl}" }\n${limitCount(port, 'policy: redis, store: bench')}`,
   },
 ];
