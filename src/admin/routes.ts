@@ -9,6 +9,7 @@ import { pluginCatalog } from './catalog.js';
 import { debugRoutes } from './debug-routes.js';
 import { AdminError, json, readJsonObject } from './http.js';
 import { resourceKinds, resourceRoutes } from './resources.js';
+import { sessionRoutes } from './sessions.js';
 import { storePingRoute } from './store-ping.js';
 import type { AdminRoute } from './router.js';
 import { validatePolicy } from './validate-policy.js';
@@ -46,6 +47,7 @@ export function adminRoutes(gateway: Gateway, startedAt: number = Date.now()): A
     },
     ...resourceKinds(gateway).flatMap((kind) => resourceRoutes(gateway, kind)),
     storePingRoute(gateway),
+    ...sessionRoutes(gateway),
     {
       method: 'POST',
       path: '/api/policies/validate',

@@ -29,6 +29,7 @@ import { trafficLabel } from './traffic/traffic-label.js';
 import { trafficSplit } from './traffic/traffic-split.js';
 import { scriptingPlugins } from './scripting/index.js';
 import { storePlugins } from './stores/index.js';
+import { casAuth } from './auth/cas-auth.js';
 import { limitPlugins } from './limits/index.js';
 import { cachePlugins } from './cache/index.js';
 
@@ -53,6 +54,7 @@ const families: readonly (readonly unknown[])[] = [
   [dataMask],
   scriptingPlugins,
   storePlugins,
+  [casAuth],
   limitPlugins,
   cachePlugins,
 ];
