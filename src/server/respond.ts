@@ -1,5 +1,5 @@
 import type { ServerReply } from './data-plane.js';
-import { pipeline } from 'node:stream';
+import type { Readable } from 'node:stream';
 import type { Context, HeaderMap } from '../engine/context.js';
 
 /** Framing and connection-level headers: owned by the writer below, and forbidden in HTTP/2. */
@@ -47,10 +47,7 @@ export function sendResponse(res: ServerReply, ctx: Context, done: () => void): 
         done();
         return;
       }
-      pipeline(stream, res as NodeJS.WritableStream, (err) => {
-        if (err) res.destroy();
-        done();
-      });
+      relay(stream, res, done);
       return;
     }
     if (!noContent) headers['content-length'] = String(r.body?.length ?? 0);
@@ -82,4 +79,30 @@ export function sendJson(
     ...extra,
   });
   res.end(body);
+}
+
+/**
+ * Pipes an upstream body to the client with backpressure. Cheaper than
+ * `stream.pipeline`, which allocates an AbortController (and a DOMException on
+ * every completion) per call. A failure on either side tears both down: the
+ * client sees an aborted connection, never an error body.
+ */
+function relay(stream: Readable, res: ServerReply, done: () => void): void {
+  let settled = false;
+  const settle = (failed: boolean) => {
+    if (settled) return;
+    settled = true;
+    if (failed) {
+      stream.destroy();
+      res.destroy();
+    }
+    done();
+  };
+  stream.on('error', () => settle(true));
+  stream.once('end', () => {
+    res.end();
+  });
+  res.once('finish', () => settle(false));
+  res.once('close', () => settle(!res.writableFinished));
+  stream.pipe(res as NodeJS.WritableStream, { end: false });
 }
