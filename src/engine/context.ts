@@ -150,6 +150,44 @@ export class ResponsePart {
   }
 }
 
+export interface AbortListener {
+  handleEvent(event: Event): void;
+}
+
+/** The subset of AbortSignal that outbound exchanges listen on. */
+export interface AbortLike {
+  readonly aborted: boolean;
+  addEventListener(type: 'abort', listener: AbortListener): void;
+  removeEventListener(type: 'abort', listener: AbortListener): void;
+}
+
+const ABORT_EVENT = new Event('abort');
+
+/** A one-shot "client went away" notice, far cheaper than an AbortController per request. */
+export class ClientGone implements AbortLike {
+  aborted = false;
+  #listeners: AbortListener[] | null = null;
+
+  addEventListener(_type: 'abort', listener: AbortListener): void {
+    (this.#listeners ??= []).push(listener);
+  }
+
+  removeEventListener(_type: 'abort', listener: AbortListener): void {
+    const list = this.#listeners;
+    if (list === null) return;
+    const i = list.indexOf(listener);
+    if (i !== -1) list.splice(i, 1);
+  }
+
+  fire(): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    const list = this.#listeners;
+    this.#listeners = null;
+    if (list !== null) for (const l of list) l.handleEvent(ABORT_EVENT);
+  }
+}
+
 export class Context {
   readonly request: RequestPart;
   readonly response = new ResponsePart();
@@ -159,17 +197,35 @@ export class Context {
   /** Route and policy names, for metrics, logs and templates. */
   route = '';
   policy = '';
-  #signal: AbortSignal | (() => AbortSignal);
+  /** `performance.now()` when the context was built: loggers and tracers measure latency from it. */
+  readonly startedAt = performance.now();
+  /** Fired by the server when the client connection closes before the response went out. */
+  readonly clientGone = new ClientGone();
+  #signal: AbortSignal | undefined;
 
-  /** `signal` may be a factory so requests that never call out never pay for an AbortController. */
-  constructor(request: RequestInit, signal: AbortSignal | (() => AbortSignal)) {
+  /** A given `signal` (tests, sandbox) also counts as the client going away when it aborts. */
+  constructor(request: RequestInit, given?: AbortSignal | (() => AbortSignal)) {
     this.request = new RequestPart(request);
-    this.#signal = signal;
+    const signal = typeof given === 'function' ? given() : given;
+    if (signal !== undefined) {
+      this.#signal = signal;
+      if (signal.aborted) this.clientGone.fire();
+      else signal.addEventListener('abort', () => this.clientGone.fire(), { once: true });
+    }
   }
 
-  /** Aborted when the client goes away; outbound calls pass it on. */
+  /**
+   * A real AbortSignal following `clientGone`, for APIs that need one (fetch).
+   * Created on first use: the hot path (the upstream node) listens on
+   * `clientGone`, which costs no AbortController per request.
+   */
   get signal(): AbortSignal {
-    if (typeof this.#signal === 'function') this.#signal = this.#signal();
+    if (this.#signal === undefined) {
+      const controller = new AbortController();
+      if (this.clientGone.aborted) controller.abort();
+      else this.clientGone.addEventListener('abort', { handleEvent: () => controller.abort() });
+      this.#signal = controller.signal;
+    }
     return this.#signal;
   }
 

@@ -1,3 +1,4 @@
+import type { AbortLike } from '../engine/context.js';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
@@ -52,7 +53,7 @@ export function exchange(
   dispatcher: Dispatcher,
   request: ExchangeRequest,
   limits: ExchangeLimits,
-  signal: AbortSignal | null,
+  signal: AbortLike | null,
   observer: ExchangeObserver | null,
 ): Promise<ExchangeResult> {
   if (signal?.aborted === true) return Promise.reject(new ExchangeError('connect', new ClientAbortedError()));
@@ -68,7 +69,7 @@ function ignore(): void {}
 /** The undici dispatch handler of one attempt; methods on the prototype, no per-request closures. */
 class Exchange implements Dispatcher.DispatchHandler, BodySource {
   readonly #limits: ExchangeLimits;
-  readonly #signal: AbortSignal | null;
+  readonly #signal: AbortLike | null;
   readonly #observer: ExchangeObserver | null;
   #resolve: ((result: ExchangeResult) => void) | null = null;
   #reject: ((err: ExchangeError) => void) | null = null;
@@ -86,7 +87,7 @@ class Exchange implements Dispatcher.DispatchHandler, BodySource {
   #length = 0;
   #stream: UpstreamBody | null = null;
 
-  constructor(limits: ExchangeLimits, signal: AbortSignal | null, observer: ExchangeObserver | null) {
+  constructor(limits: ExchangeLimits, signal: AbortLike | null, observer: ExchangeObserver | null) {
     this.#limits = limits;
     this.#signal = signal;
     this.#observer = observer;

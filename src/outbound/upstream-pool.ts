@@ -118,7 +118,7 @@ export class UpstreamPool {
       headers,
       body: request.body,
     };
-    const signal = ctx.signal;
+    const signal = ctx.clientGone;
     let tried: Target[] | null = null;
     for (let attempt = 0; ; attempt++) {
       const target = selectTarget(this.#balancer, ctx, tried);

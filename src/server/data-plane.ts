@@ -72,27 +72,23 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
     { target, url }: Prepared,
     body: Buffer | null,
     websocket: boolean,
-    signal: () => AbortSignal,
   ): Context => {
     const socket = req.socket;
     const tls = (socket as TLSSocket).encrypted === true;
     const h2 = req.httpVersionMajor === 2;
     const peer = peerOf(req);
     const headers = h2 ? http2Headers(req.headers) : req.headers;
-    const ctx = new Context(
-      {
-        method: websocket ? 'GET' : (req.method ?? 'GET'),
-        url,
-        host: headers.host ?? '',
-        scheme: tls ? 'https' : 'http',
-        protocol: websocket ? 'websocket' : h2 ? 'http2' : 'http1',
-        headers,
-        remoteAddress: peer.address,
-        remotePort: peer.port,
-        body,
-      },
-      signal,
-    );
+    const ctx = new Context({
+      method: websocket ? 'GET' : (req.method ?? 'GET'),
+      url,
+      host: headers.host ?? '',
+      scheme: tls ? 'https' : 'http',
+      protocol: websocket ? 'websocket' : h2 ? 'http2' : 'http1',
+      headers,
+      remoteAddress: peer.address,
+      remotePort: peer.port,
+      body,
+    });
     ctx.route = target.route;
     ctx.policy = target.policy.name;
     if (tls) exposeClientCert(ctx, socket);
@@ -148,12 +144,9 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
   ) => {
     const { slot, target } = prepared;
     const websocket = isExtendedConnect(req);
-    const ctx = buildContext(req, prepared, body, websocket, () => {
-      const controller = new AbortController();
-      res.once('close', () => {
-        if (!res.writableFinished) controller.abort();
-      });
-      return controller.signal;
+    const ctx = buildContext(req, prepared, body, websocket);
+    res.once('close', () => {
+      if (!res.writableFinished) ctx.clientGone.fire();
     });
     if (websocket) attachUpgrade(ctx, { kind: 'http2', stream: (req as Http2ServerRequest).stream });
     const finish = () => {
@@ -256,11 +249,8 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
       ),
     );
     if (prepared === undefined) return;
-    const ctx = buildContext(req, prepared, null, true, () => {
-      const controller = new AbortController();
-      socket.once('close', () => controller.abort());
-      return controller.signal;
-    });
+    const ctx = buildContext(req, prepared, null, true);
+    socket.once('close', () => ctx.clientGone.fire());
     attachUpgrade(ctx, { kind: 'http1', socket, head });
     const finish = (status: number) => {
       prepared.slot.release();
