@@ -14,7 +14,11 @@ export default tseslint.config(
         'error',
         {
           allowForKnownSafeCalls: [
-            { from: 'package', name: ['test', 'it', 'describe', 'suite', 'before', 'after'], package: 'node:test' },
+            {
+              from: 'package',
+              name: ['test', 'it', 'describe', 'suite', 'before', 'after'],
+              package: 'node:test',
+            },
           ],
         },
       ],

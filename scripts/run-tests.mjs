@@ -22,7 +22,15 @@ const files = explicit.length > 0 ? explicit : collect('test');
 const concurrency = process.env.TEST_CONCURRENCY ?? '4';
 const result = spawnSync(
   process.execPath,
-  ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-timeout=180000', ...flags, ...files],
+  [
+    '--import',
+    'tsx',
+    '--test',
+    `--test-concurrency=${concurrency}`,
+    '--test-timeout=180000',
+    ...flags,
+    ...files,
+  ],
   { stdio: 'inherit' },
 );
 process.exit(result.status ?? 1);

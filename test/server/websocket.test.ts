@@ -23,7 +23,9 @@ const upgradeHeaders: Record<string, string | undefined>[] = [];
 function echo(server: WebSocketServer): void {
   server.on('connection', (socket, req) => {
     upgradeHeaders.push({ path: req.url, tenant: req.headers['x-tenant'] as string | undefined });
-    socket.on('message', (data, isBinary) => socket.send(isBinary ? data : `echo:${(data as Buffer).toString()}`));
+    socket.on('message', (data, isBinary) =>
+      socket.send(isBinary ? data : `echo:${(data as Buffer).toString()}`),
+    );
   });
 }
 
