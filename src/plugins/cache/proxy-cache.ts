@@ -3,7 +3,7 @@ import type { Context, HeaderMap } from '../../engine/context.js';
 import { NodeError } from '../../engine/errors.js';
 import type { CacheEvent } from '../../observability/metrics.js';
 import { ConfigError, definePlugin, type CacheTarget, type PluginEnv, type Template } from '../define.js';
-import { throttledWarning } from '../limits/fixed-window.js';
+import { throttledWarning } from '../throttled-warning.js';
 import { LocalResponseCache } from './local-cache.js';
 import {
   namespacePrefix,

@@ -116,20 +116,3 @@ export function setQuotaHeaders(headers: HeaderMap, limit: number, result: Windo
   headers['x-ratelimit-remaining'] = String(result.remaining);
   headers['x-ratelimit-reset'] = String(result.resetSeconds);
 }
-
-/** Logs a failing store once, then at most every `intervalMs`, so an outage does not flood the log. */
-export function throttledWarning(
-  env: PluginEnv,
-  intervalMs = 10_000,
-): (err: unknown, message: string) => void {
-  let last = -Infinity;
-  return (err, message) => {
-    const now = Date.now();
-    if (now - last < intervalMs) return;
-    last = now;
-    env.logger.warn(
-      { policy: env.policy, node_id: env.nodeId, err: err instanceof Error ? err.message : String(err) },
-      message,
-    );
-  };
-}

@@ -4,11 +4,11 @@ import type { Context } from '../../engine/context.js';
 import { NodeError } from '../../engine/errors.js';
 import { ConfigError, definePlugin, type PluginEnv } from '../define.js';
 import { mentionsResponseBody } from '../response-body-refs.js';
+import { throttledWarning } from '../throttled-warning.js';
 import {
   compileFixedWindow,
   fixedWindowProperties,
   setQuotaHeaders,
-  throttledWarning,
   type FixedWindowConfig,
 } from './fixed-window.js';
 import type { WindowResult } from './window-counter.js';

@@ -116,7 +116,7 @@ test(
       const port = await freePort();
       writeFileSync(
         join(dir.path, 'system.yaml'),
-        `listener: { bind: 127.0.0.1, port: ${port} }\nlogging: { level: warn }\ntimeouts: { shutdown_timeout_seconds: 2 }\n`,
+        `listener: { bind: 127.0.0.1, port: ${port} }\nlogging: { level: info }\ntimeouts: { shutdown_timeout_seconds: 2 }\n`,
       );
       writeFileSync(join(dir.path, 'gateway.yaml'), gatewayYaml);
       processes.push(
@@ -129,7 +129,12 @@ test(
       );
       urls.push(`http://127.0.0.1:${port}`);
     }
-    await Promise.all(urls.map((u) => waitForHttp(`${u}/ready`)));
+    try {
+      await Promise.all(urls.map((u) => waitForHttp(`${u}/ready`, 30000)));
+    } catch (err) {
+      const states = processes.map((p) => `exit ${String(p.child.exitCode)}: ${p.output()}`);
+    throw new Error(`${(err as Error).message}\n${states.join('\n')}`);
+    }
     const answers = await Promise.all(
       Array.from({ length: 4 * N }, (_, i) => request(`${urls[i % 2] ?? ''}/x`).then((r) => r.status)),
     );
