@@ -15,7 +15,7 @@ import { RuntimeSlot } from './server/runtime-slot.js';
 import { watchConfigFile, type ConfigWatcher } from './config/watch.js';
 import { templateFactory } from './engine/templates.js';
 import { persistGatewayConfig } from './config/persist.js';
-import type { GatewayMetrics } from './observability/metrics.js';
+import type { GatewayMetrics, NodeSample } from './observability/metrics.js';
 import type { GatewayScope } from './plugins/define.js';
 import { createGatewayScope } from './engine/gateway-scope.js';
 
@@ -53,6 +53,7 @@ export class Gateway {
   private constructor(options: GatewayOptions, runtime: Runtime, scope: GatewayScope) {
     this.scope = scope;
     this.metrics = scope.metrics;
+    this.metrics.setNodeSource(() => nodeSamples(this.#slot.runtime));
     this.system = options.system;
     this.debug = new DebugService(options.system.debug);
     this.logger = options.logger;
@@ -254,3 +255,18 @@ export function compileWith(
 }
 
 export type { ConfigIssue };
+
+/** Per-node run counters of a runtime, for the metrics scrape. */
+function* nodeSamples(runtime: Runtime): Iterable<NodeSample> {
+  for (const policy of runtime.policies.values()) {
+    for (const node of policy.nodes.values()) {
+      yield {
+        policy: policy.name,
+        nodeId: node.id,
+        type: node.type,
+        runs: node.stats.runs,
+        ms: node.stats.ms,
+      };
+    }
+  }
+}

@@ -125,6 +125,7 @@ export function compilePolicy(
         next: {},
         onError: undefined,
         definition: def,
+        stats: { runs: 0, ms: 0 },
       });
     } catch (err) {
       const key = err instanceof ConfigError && err.path !== '' ? `.${err.path}` : '';

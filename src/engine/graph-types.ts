@@ -15,6 +15,13 @@ export interface CompiledNode {
   /** Target of this node's own error edge, if wired. */
   readonly onError: CompiledNode | undefined;
   readonly definition: PluginDefinition<never, string>;
+  /** Executions and their total time since this runtime was compiled; exported at scrape time. */
+  readonly stats: NodeStats;
+}
+
+export interface NodeStats {
+  runs: number;
+  ms: number;
 }
 
 export interface BufferingReport {

@@ -39,7 +39,7 @@ function walk(
       trace?.step(node, 'in', 'terminal', 0);
       return;
     }
-    const started = trace === undefined ? 0 : now();
+    const started = now();
     let port: string | Promise<string>;
     try {
       port = node.instance.run(ctx);
@@ -79,7 +79,10 @@ function advance(
   trace: TraceRecorder | undefined,
   started: number,
 ): CompiledNode | undefined {
-  const duration = trace === undefined ? 0 : now() - started;
+  const duration = now() - started;
+  // Plain field updates, read by the metrics scrape: no label lookups per request.
+  node.stats.runs++;
+  node.stats.ms += duration;
   if (port !== 'error') {
     const next = node.next[port];
     trace?.step(node, port, next === undefined ? 'end_of_chain' : 'success', duration);

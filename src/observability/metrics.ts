@@ -3,7 +3,8 @@ import { Counter, Histogram, Registry } from 'prom-client';
 type CounterChild = ReturnType<Counter<string>['labels']>;
 
 /** What `gateway_cache_events_total` counts (SPEC Events); `invalid_entry` is a stored value that does not parse. */
-export type CacheEvent = 'hit' | 'miss' | 'backend_error' | 'eviction' | 'size_skip' | 'invalid_entry' | 'purge';
+export type CacheEvent =
+  'hit' | 'miss' | 'backend_error' | 'eviction' | 'size_skip' | 'invalid_entry' | 'purge';
 type HistogramChild = ReturnType<Histogram<string>['labels']>;
 
 /** Per-route children, created on a route's first request and reused after. */
@@ -22,6 +23,15 @@ const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0
  * methods are bound arrow functions: pass them straight as data-plane hooks.
  * Label children are cached, so a request costs map lookups, not label objects.
  */
+/** One node's counters as the scrape reads them. */
+export interface NodeSample {
+  policy: string;
+  nodeId: string;
+  type: string;
+  runs: number;
+  ms: number;
+}
+
 export class GatewayMetrics {
   readonly registry = new Registry();
   readonly #requests: Counter<'route' | 'status'>;
@@ -29,8 +39,8 @@ export class GatewayMetrics {
   readonly #duration: Histogram<'route'>;
   readonly #nodeErrors: Counter<'policy' | 'node_id'>;
   readonly #upstreamErrors: Counter<'policy' | 'node_id' | 'code'>;
-  readonly #nodeExecutions: Counter<'policy' | 'node_id' | 'port'>;
-  readonly #nodeDuration: Histogram<'policy' | 'node_id'>;
+  /** Where the scrape reads per-node run counts and times (the live runtime's compiled nodes). */
+  #nodeSource: () => Iterable<NodeSample> = () => [];
   readonly #applies: Counter<'source'>;
   readonly #rejections: Counter<'source'>;
   readonly #cacheEvents: Counter<'backend' | 'store' | 'event'>;
@@ -71,18 +81,28 @@ export class GatewayMetrics {
       labelNames: ['policy', 'node_id', 'code'],
       registers,
     });
-    this.#nodeExecutions = new Counter({
+    // Per-node figures are plain counters on the compiled nodes, read only when scraped.
+    const nodeSource = () => this.#nodeSource();
+    new Counter({
       name: 'gateway_node_executions_total',
-      help: 'Node runs, by policy, node id and the port taken.',
-      labelNames: ['policy', 'node_id', 'port'],
+      help: 'Node runs since the running configuration was applied, by policy, node id and type.',
+      labelNames: ['policy', 'node_id', 'type'],
       registers,
+      collect() {
+        this.reset();
+        for (const n of nodeSource()) if (n.runs > 0) this.labels(n.policy, n.nodeId, n.type).inc(n.runs);
+      },
     });
-    this.#nodeDuration = new Histogram({
-      name: 'gateway_node_duration_seconds',
-      help: 'Node run time, by policy and node id.',
-      labelNames: ['policy', 'node_id'],
-      buckets: LATENCY_BUCKETS,
+    new Counter({
+      name: 'gateway_node_duration_seconds_total',
+      help: 'Total node run time since the running configuration was applied, by policy, node id and type.',
+      labelNames: ['policy', 'node_id', 'type'],
       registers,
+      collect() {
+        this.reset();
+        for (const n of nodeSource())
+          if (n.runs > 0) this.labels(n.policy, n.nodeId, n.type).inc(n.ms / 1000);
+      },
     });
     this.#applies = new Counter({
       name: 'gateway_config_applies_total',
@@ -159,11 +179,10 @@ export class GatewayMetrics {
     }
   };
 
-  /** Per-node execution hook for a run loop that times nodes (not wired by default: it costs a clock read). */
-  readonly nodeExecuted = (policy: string, nodeId: string, port: string, seconds: number): void => {
-    this.#nodeExecutions.labels(policy, nodeId, port).inc();
-    this.#nodeDuration.labels(policy, nodeId).observe(seconds);
-  };
+  /** Sets where per-node run counts come from; the gateway points it at its current runtime. */
+  setNodeSource(source: () => Iterable<NodeSample>): void {
+    this.#nodeSource = source;
+  }
 
   configApplied(source: string): void {
     this.#applies.labels(source).inc();

@@ -143,3 +143,16 @@ test('data plane: an asterisk request target is a 400, not a crash', async () =>
   const answer = await raw('OPTIONS * HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n');
   assert.match(answer, /^HTTP\/1\.1 400 /);
 });
+
+test('metrics: per-node executions and run time are exported at scrape time', async () => {
+  await fetch(`${gw.url}/hello`);
+  await fetch(`${gw.url}/hello`);
+  const { body } = await gw.gateway.metrics.render();
+  const runs = /gateway_node_executions_total\{policy="mock",node_id="m",type="mocking"\} (\d+)/.exec(body);
+  assert.ok(runs, body);
+  assert.ok(Number(runs[1]) >= 2);
+  assert.match(
+    body,
+    /gateway_node_duration_seconds_total\{policy="mock",node_id="m",type="mocking"\} [\d.e-]+/,
+  );
+});
