@@ -200,7 +200,7 @@ function resolveBackend(config: ProxyCacheConfig, env: PluginEnv): ResponseCache
   if (config.store === undefined)
     throw new ConfigError('store', `is required when policy is '${config.policy}'`);
   const store = env.stores.get(config.store);
-  if (store === undefined) throw new ConfigError('store', `names no entry of stores: '${config.store}'`);
+  if (store === undefined) throw new ConfigError('store', `unknown store '${config.store}'`);
   return new StoreResponseCache(store);
 }
 

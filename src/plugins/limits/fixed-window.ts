@@ -106,7 +106,7 @@ function resolveCounter(
     throw new ConfigError(at('store'), `is required when policy is '${config.policy}'`);
   }
   const store = env.stores.get(config.store);
-  if (store === undefined) throw new ConfigError(at('store'), `names no entry of stores: '${config.store}'`);
+  if (store === undefined) throw new ConfigError(at('store'), `unknown store '${config.store}'`);
   return new StoreWindowCounter(store);
 }
 
