@@ -131,17 +131,14 @@ function requestContext(req: IncomingMessage | Http2ServerRequest, method: strin
   const h2 = req.httpVersionMajor === 2;
   const authority = req.headers[':authority'];
   const protocol: Protocol = h2 ? 'http2' : 'http1';
-  return new Context(
-    {
-      method,
-      url,
-      host: req.headers.host ?? (typeof authority === 'string' ? authority : ''),
-      scheme: (socket as TLSSocket | undefined)?.encrypted === true ? 'https' : 'http',
-      protocol,
-      headers: req.headers,
-      remoteAddress: socket?.remoteAddress ?? '',
-      remotePort: socket?.remotePort ?? 0,
-    },
-    () => AbortSignal.abort(),
-  );
+  return new Context({
+    method,
+    url,
+    host: req.headers.host ?? (typeof authority === 'string' ? authority : ''),
+    scheme: (socket as TLSSocket | undefined)?.encrypted === true ? 'https' : 'http',
+    protocol,
+    headers: req.headers,
+    remoteAddress: socket?.remoteAddress ?? '',
+    remotePort: socket?.remotePort ?? 0,
+  });
 }
