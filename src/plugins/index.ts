@@ -9,6 +9,7 @@ import { requestId } from './core/request-id.js';
 import { upstream } from './core/upstream.js';
 import { errorHandler } from './errors/error-handler.js';
 import { authPlugins } from './auth/index.js';
+import { externalAuthzPlugins } from './auth/external-authz.js';
 import { securityPlugins } from './security/index.js';
 import { faasPlugins } from './faas/index.js';
 import { bodyTransformer } from './core/body-transformer/index.js';
@@ -47,6 +48,7 @@ const families: readonly (readonly unknown[])[] = [
   securityPlugins,
   faasPlugins,
   authPlugins,
+  externalAuthzPlugins,
   [responseRewrite, redirect, setVars, bodyTransformer, degraphql, gzip, brotli],
   [exitTransformer, errorPage],
   [condition],

@@ -1,0 +1,10 @@
+import { authzKeycloak } from './authz-keycloak.js';
+import { opa } from './opa.js';
+import { wolfRbac } from './wolf-rbac.js';
+
+/** Authorization servers and platform logins the gateway calls out to (COMPAT-PLUGINS §9). */
+export const externalAuthzPlugins = [
+  opa,
+  authzKeycloak,
+  wolfRbac,
+] as const;
