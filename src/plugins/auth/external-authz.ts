@@ -1,3 +1,4 @@
+import { authzCasdoor } from './authz-casdoor.js';
 import { authzKeycloak } from './authz-keycloak.js';
 import { opa } from './opa.js';
 import { wolfRbac } from './wolf-rbac.js';
@@ -6,5 +7,6 @@ import { wolfRbac } from './wolf-rbac.js';
 export const externalAuthzPlugins = [
   opa,
   authzKeycloak,
+  authzCasdoor,
   wolfRbac,
 ] as const;

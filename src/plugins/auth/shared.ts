@@ -88,3 +88,14 @@ export function deleteQueryParam(ctx: Context, name: string): void {
 export function quoteRealm(realm: string): string {
   return `"${realm.replace(/["\\]/g, '\\$&')}"`;
 }
+
+/** A prepared 302 for browser flows (login, callback, logout); never cached. */
+export function redirectTo(ctx: Context, location: string): 'redirect' {
+  const res = ctx.response;
+  res.discardStream();
+  res.status = 302;
+  res.headers['location'] = location;
+  res.headers['cache-control'] = 'no-store';
+  res.setBody('');
+  return 'redirect';
+}
