@@ -1,0 +1,146 @@
+import { isIP } from 'node:net';
+import type { Context } from '../../engine/context.js';
+import { NodeError } from '../../engine/errors.js';
+import { ConfigError, definePlugin } from '../define.js';
+import { escapeDnValue, simpleBind, type LdapTarget } from './ldap-bind.js';
+import { AUTH_OUTPUTS, quoteRealm, requestHeader, unauthorized } from './shared.js';
+
+interface LdapAuthConfig {
+  base_dn: string;
+  ldap_uri: string;
+  uid: string;
+  use_tls: boolean;
+  tls_verify: boolean;
+  realm: string;
+  timeout_ms: number;
+}
+
+/** RFC 4512 attribute type: a descriptor or a numeric OID. */
+const ATTRIBUTE_TYPE = /^(?:[A-Za-z][A-Za-z0-9-]*|\d+(?:\.\d+)+)$/;
+
+/**
+ * HTTP Basic credentials checked by a simple bind as
+ * `<uid>=<username>,<base_dn>`. A refused bind is a denial (401 with a Basic
+ * challenge); a directory that cannot be asked is a provider failure (502,
+ * `LDAP_AUTH_PROVIDER_ERROR`), never a 401.
+ *
+ * @example
+ * ```yaml
+ * - id: auth
+ *   type: ldap-auth
+ *   config:
+ *     ldap_uri: ldap://ldap.internal:389
+ *     base_dn: ou=people,dc=example,dc=org
+ *     uid: uid
+ * ```
+ */
+export const ldapAuth = definePlugin({
+  type: 'ldap-auth',
+  category: 'auth',
+  description: 'Check HTTP Basic credentials with an LDAP simple bind.',
+  schema: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['base_dn', 'ldap_uri'],
+    properties: {
+      base_dn: { type: 'string', description: 'The bind DN is <uid>=<username>,<base_dn>.' },
+      ldap_uri: { type: 'string', description: 'ldap://host:port or ldaps://host:port.' },
+      uid: { type: 'string', default: 'cn', description: 'RDN attribute that carries the username.' },
+      use_tls: { type: 'boolean', default: false, description: 'StartTLS before binding (ldap:// only).' },
+      tls_verify: { type: 'boolean', default: false, description: "Verify the directory's certificate." },
+      realm: { type: 'string', default: 'ldap', description: 'Realm of the Basic challenge.' },
+      timeout_ms: {
+        type: 'number',
+        exclusiveMinimum: 0,
+        default: 10000,
+        description: 'Deadline for connect, StartTLS and bind together.',
+      },
+    },
+  },
+  outputs: AUTH_OUTPUTS,
+  templated: [],
+  create(config: LdapAuthConfig, env) {
+    const url = parseLdapUri(config.ldap_uri);
+    const baseDn = config.base_dn.trim();
+    if (baseDn === '') throw new ConfigError('base_dn', 'must not be blank');
+    const uid = config.uid.trim();
+    if (!ATTRIBUTE_TYPE.test(uid)) throw new ConfigError('uid', `'${config.uid}' is not an attribute name`);
+    const secure = url.protocol === 'ldaps:';
+    if (secure && config.use_tls) {
+      env.warn('use_tls', 'ignored: an ldaps:// connection is already TLS (StartTLS is for ldap://)');
+    }
+    const target: LdapTarget = {
+      url: `${url.protocol}//${url.host}`,
+      startTls: config.use_tls && !secure,
+      // SNI carries host names only; an IP literal is checked against the certificate's IP SANs.
+      tls:
+        isIP(url.hostname.replace(/^\[|\]$/g, '')) === 0
+          ? { rejectUnauthorized: config.tls_verify, servername: url.hostname }
+          : { rejectUnauthorized: config.tls_verify },
+      timeoutMs: config.timeout_ms,
+    };
+    const challenge = `Basic realm=${quoteRealm(config.realm)}`;
+
+    const bind = async (ctx: Context, username: string, password: string): Promise<'success' | 'denied'> => {
+      const outcome = await simpleBind(
+        target,
+        `${uid}=${escapeDnValue(username)},${baseDn}`,
+        password,
+        ctx.signal,
+      );
+      switch (outcome.kind) {
+        case 'bound':
+          ctx.message['user'] = username;
+          ctx.setConsumer({ name: username });
+          return 'success';
+        case 'refused':
+          return unauthorized(ctx, 'Invalid credentials', challenge);
+        case 'aborted':
+          throw new NodeError('UPSTREAM_CLIENT_ABORTED', 'client closed the request during the LDAP bind');
+        case 'unavailable':
+          // SPEC "Provider failures": 502 provider_error, no challenge header.
+          throw new NodeError('LDAP_AUTH_PROVIDER_ERROR', `LDAP bind failed: ${outcome.reason}`, {
+            metadata: { ldap_uri: target.url },
+          });
+      }
+    };
+
+    return {
+      run(ctx) {
+        const pair = basicCredentials(requestHeader(ctx, 'authorization'));
+        if (pair === undefined) return unauthorized(ctx, 'Missing or malformed Basic credentials', challenge);
+        const [username, password] = pair;
+        // An empty password is an unauthenticated bind, which many directories accept for anyone.
+        if (username === '' || password === '') return unauthorized(ctx, 'Invalid credentials', challenge);
+        return bind(ctx, username, password);
+      },
+    };
+  },
+});
+
+function parseLdapUri(raw: string): URL {
+  const text = raw.trim();
+  if (text === '') throw new ConfigError('ldap_uri', 'must not be blank');
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new ConfigError('ldap_uri', `'${text}' is not an ldap:// or ldaps:// URI`);
+  }
+  if (url.protocol !== 'ldap:' && url.protocol !== 'ldaps:') {
+    throw new ConfigError('ldap_uri', `must be an ldap:// or ldaps:// URI (got ${url.protocol})`);
+  }
+  if (url.hostname === '') throw new ConfigError('ldap_uri', 'names no host');
+  if (url.port === '') url.port = url.protocol === 'ldaps:' ? '636' : '389';
+  return url;
+}
+
+/** `Authorization: Basic base64(user:pass)`; the username is trimmed, the password kept as sent. */
+function basicCredentials(header: string | undefined): [string, string] | undefined {
+  if (header === undefined || header.length < 6 || header.slice(0, 6).toLowerCase() !== 'basic ') {
+    return undefined;
+  }
+  const decoded = Buffer.from(header.slice(6).trim(), 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  return colon === -1 ? undefined : [decoded.slice(0, colon).trim(), decoded.slice(colon + 1)];
+}
