@@ -47,6 +47,8 @@ export const ERROR_CODES = {
   AUTHZ_KEYCLOAK_ERROR: { status: 502, error: 'provider_error' },
   AUTHZ_CASDOOR_ERROR: { status: 502, error: 'provider_error' },
   WOLF_RBAC_UPSTREAM_ERROR: { status: 502, error: 'provider_error' },
+  DINGTALK_UPSTREAM_ERROR: { status: 502, error: 'provider_error' },
+  FEISHU_UPSTREAM_ERROR: { status: 502, error: 'provider_error' },
   /** Interactive auth with `kvstore` sessions: the session store failed; never a 401 (no login loop). */
   SESSION_STORE_ERROR: { status: 503, error: 'service_unavailable' },
   /** limit-count: the counter store failed and `allow_degradation` is off (fail closed). */

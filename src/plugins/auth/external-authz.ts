@@ -1,5 +1,7 @@
 import { authzCasdoor } from './authz-casdoor.js';
 import { authzKeycloak } from './authz-keycloak.js';
+import { dingtalkAuth } from './dingtalk-auth.js';
+import { feishuAuth } from './feishu-auth.js';
 import { opa } from './opa.js';
 import { wolfRbac } from './wolf-rbac.js';
 
@@ -9,4 +11,6 @@ export const externalAuthzPlugins = [
   authzKeycloak,
   authzCasdoor,
   wolfRbac,
+  dingtalkAuth,
+  feishuAuth,
 ] as const;
