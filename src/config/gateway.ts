@@ -7,7 +7,8 @@ export interface RouteMatch {
   path?: string;
   methods?: string[];
   headers?: Record<string, string>;
-  host?: string;
+  /** `null` is the reference UI's "any host" (it serialises an unset host that way). */
+  host?: string | null;
   hosts?: string[];
 }
 
@@ -135,7 +136,8 @@ export const routeSchema = {
         path: { type: 'string' },
         methods: { type: 'array', items: { type: 'string' } },
         headers: { type: 'object', additionalProperties: { type: 'string' } },
-        host: { type: 'string' },
+        // Nullable: with type coercion on, a plain 'string' would turn null into '' ("empty host").
+        host: { type: ['string', 'null'] },
         hosts: { type: 'array', items: { type: 'string' } },
       },
     },

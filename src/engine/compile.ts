@@ -117,7 +117,11 @@ export function compileGateway(config: GatewayConfig, options: CompileOptions): 
   const entries: RouteEntry<RouteTarget>[] = [];
   const declaredPolicies = new Set(config.policies.map((p) => p.name));
   for (const [name, { item, index }] of uniqueByName(config.routes, 'routes', issues)) {
-    const match = interpolateLeaves<ResolvedMatch>(item.match ?? {}, env);
+    const { host, ...criteria } = item.match ?? {};
+    const match = interpolateLeaves<ResolvedMatch>(
+      host === null || host === undefined ? criteria : { ...criteria, host },
+      env,
+    );
     issues.push(...validateRouteMatch(match, `routes[${index}].match`));
     const policy = policies.get(item.policy);
     if (!declaredPolicies.has(item.policy)) {
