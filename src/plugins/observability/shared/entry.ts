@@ -1,0 +1,134 @@
+import type { Context, HeaderMap, ResponsePart } from '../../../engine/context.js';
+import type { PluginEnv, Template } from '../../define.js';
+import { mentionsResponseBody } from '../../response-body-refs.js';
+
+/** `log_format`: output field name → legacy `$var` / `{{…}}` template, or a constant scalar. */
+export type LogFormat = Record<string, string | number | boolean>;
+
+/** The ENTRY keys shared by the sixteen loggers that take `log_format`. */
+export interface EntryConfig {
+  log_format?: LogFormat;
+  include_req_body?: boolean;
+  include_resp_body?: boolean;
+}
+
+export type LogEntry = Record<string, unknown>;
+export type EntryBuilder = (ctx: Context) => LogEntry;
+
+/** An entry with the wall-clock time (epoch ms) of the request that made it. */
+export interface Stamped {
+  at: number;
+  entry: LogEntry;
+}
+
+/** Builds stamped entries, for wire formats that carry their own timestamp. */
+export function stamp(build: EntryBuilder): (ctx: Context) => Stamped {
+  return (ctx) => ({ at: Date.now(), entry: build(ctx) });
+}
+
+export interface DefaultEntryOptions {
+  headers: boolean;
+  requestBody: boolean;
+  responseBody: boolean;
+}
+
+/**
+ * The default access-log entry: request, response, latency, client, route.
+ * Header maps are copied, so nodes running after the logger cannot change
+ * what is shipped later in the background.
+ */
+export function defaultEntry(ctx: Context, options: DefaultEntryOptions): LogEntry {
+  const req = ctx.request;
+  const res = ctx.response;
+  const request: LogEntry = {
+    method: req.method,
+    uri: req.url,
+    url: `${req.scheme}://${req.host}${req.url}`,
+    host: req.host,
+    scheme: req.scheme,
+    protocol: req.protocol,
+    size: req.body?.length ?? 0,
+  };
+  if (options.headers) request.headers = copyHeaders(req.headers);
+  if (options.requestBody && req.body !== null) request.body = req.body.toString('utf8');
+  const response: LogEntry = { status: res.status, size: responseSize(res) };
+  if (options.headers) response.headers = copyHeaders(res.headers);
+  if (options.responseBody && res.body !== null) response.body = res.body.toString('utf8');
+
+  const entry: LogEntry = {
+    start_time: Math.round(performance.timeOrigin + ctx.startedAt),
+    latency: latencyMs(ctx),
+    route: ctx.route,
+    policy: ctx.policy,
+    client_ip: req.remoteAddress,
+    client_port: req.remotePort,
+    request,
+    response,
+  };
+  const consumer = ctx.consumer?.name ?? ctx.message['consumer.name'];
+  if (typeof consumer === 'string' && consumer !== '') entry.consumer = consumer;
+  if (ctx.errors.length > 0) {
+    entry.errors = ctx.errors.map((e) => ({ node_id: e.node_id, code: e.code, message: e.message }));
+  }
+  return entry;
+}
+
+/**
+ * The entry a logger ships: the rendered `log_format` map when configured
+ * (values compiled once here, legacy `$var` included), else the default
+ * entry with headers and the bodies the `include_*_body` keys ask for.
+ */
+export function entryBuilder(config: EntryConfig, env: PluginEnv): EntryBuilder {
+  if (config.log_format === undefined) {
+    const options: DefaultEntryOptions = {
+      headers: true,
+      requestBody: config.include_req_body === true,
+      responseBody: config.include_resp_body === true,
+    };
+    return (ctx) => defaultEntry(ctx, options);
+  }
+  const fields: [string, Template | number | boolean][] = Object.entries(config.log_format).map(
+    ([name, value]) => [
+      name,
+      typeof value === 'string'
+        ? env.template(value, `log_format.${name}`, { legacy: true, phase: 'response' })
+        : value,
+    ],
+  );
+  return (ctx) => {
+    const out: LogEntry = {};
+    for (const [name, value] of fields) out[name] = typeof value === 'object' ? value.render(ctx) : value;
+    return out;
+  };
+}
+
+/**
+ * SPEC "Streaming": a logger with `log_format` keeps the upstream streaming
+ * unless a format value (or one of `extra` legacy fields) mentions the
+ * response body; a logger without `log_format` always buffers.
+ */
+export function formatReadsBody(config: EntryConfig, ...extra: (string | undefined)[]): boolean {
+  if (config.log_format === undefined) return true;
+  const values = Object.values(config.log_format).filter((v): v is string => typeof v === 'string');
+  return [...values, ...extra].some((text) => mentionsResponseBody(text, true));
+}
+
+/** Milliseconds since the context was built, to the microsecond. */
+export function latencyMs(ctx: Context): number {
+  return Math.round((performance.now() - ctx.startedAt) * 1000) / 1000;
+}
+
+/** A streamed body is still flowing: its announced length is all there is to log. */
+function responseSize(res: ResponsePart): number {
+  if (res.body !== null) return res.body.length;
+  const announced = Number(res.header('content-length'));
+  return Number.isFinite(announced) ? announced : 0;
+}
+
+function copyHeaders(headers: HeaderMap): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value !== undefined) out[name] = Array.isArray(value) ? [...value] : value;
+  }
+  return out;
+}
