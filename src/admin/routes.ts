@@ -21,8 +21,8 @@ const VERSION = (
 /**
  * The whole Admin API as data: the server dispatches from this table, and a
  * test walks it to prove that only `auth: false` routes answer without
- * credentials. Endpoints of later features (sessions, ACME,
- * MCP status, scripts, store ping) are absent and so answer 404.
+ * credentials. Endpoints of later features (ACME, MCP status, scripts) are
+ * absent and so answer 404.
  */
 export function adminRoutes(gateway: Gateway, startedAt: number = Date.now()): AdminRoute[] {
   return [

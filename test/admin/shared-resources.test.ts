@@ -166,7 +166,9 @@ plugin_configs:
 `;
 
 test('admin stores: E2E-STORE-01 list raw placeholders; POST 201 then duplicate 409; GET one; PUT upserts', async () => {
-  const h = await startAdmin({ gatewayYaml: STORES_YAML, env: { REDIS_PASSWORD: 'hunter2' } });
+  // A store URL must resolve when the configuration compiles; the API still stores and serves it raw.
+  const env = { REDIS_PASSWORD: 'hunter2', NEW_URL: 'redis://127.0.0.1:6390' };
+  const h = await startAdmin({ gatewayYaml: STORES_YAML, env });
   try {
     const list = await read(await h.call('GET', '/api/stores'));
     assert.equal(list.status, 200);

@@ -188,7 +188,8 @@ describe('sessions across gateway processes', { skip: skipWithoutRedis() }, () =
           urls.push(`http://127.0.0.1:${port}`);
         }
         const [a = '', b = ''] = urls;
-        await Promise.all(urls.map((u) => waitForHttp(`${u}/healthz`)));
+        // Each process compiles the sources through tsx at start: slow on a busy machine.
+        await Promise.all(urls.map((u) => waitForHttp(`${u}/healthz`, 60_000)));
         const browser = new Browser();
         const service = `${a}/app/home`;
         const res = await browser.get(`${service}?ticket=${cas.issueTicket('erin', service)}`);

@@ -9,6 +9,7 @@ import { silentLogger } from '../../src/observability/logger.js';
 import { openConnectionCount } from '../../src/stores/index.js';
 import { read, startAdmin, type AdminHarness } from '../admin/harness.js';
 import { request } from '../support/http.js';
+import { startGateway } from '../support/in-process.js';
 import { skipWithoutRedis, startRedis, type RedisServer } from '../support/redis.js';
 import { waitFor } from '../support/wait.js';
 
@@ -179,6 +180,16 @@ describe('stores end to end', { skip: skipWithoutRedis() }, () => {
 });
 
 describe('stores: compile-time checks', () => {
+  test('stores: shutdown closes the store connections of the running configuration', async () => {
+    const base = openConnectionCount();
+    const gw = await startGateway(
+      'stores: [{ name: s, type: redis, url: "redis://127.0.0.1:6398", key_prefix: shutdown }]\n',
+    );
+    assert.equal(openConnectionCount(), base + 1);
+    await gw.stop();
+    assert.equal(openConnectionCount(), base);
+  });
+
   test('stores: an unknown store name fails compilation at the node', () => {
     const yaml = `
 routes: [{ name: r, match: { path: /a }, policy: p }]

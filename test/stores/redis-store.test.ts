@@ -183,7 +183,7 @@ describe('stores: redis', { skip: skipWithoutRedis() }, () => {
     const started = Date.now();
     const err = await rejectsWith(store.get('kv:live'), 'STORE_UNAVAILABLE');
     assert.equal(err.store, 's');
-    assert.ok(Date.now() - started < 1000, 'fails without waiting for the budget');
+    assert.ok(Date.now() - started < 2500, 'fails without waiting for the 5 s budget');
     await redis.start();
     await waitFor(
       async () => {
@@ -205,7 +205,7 @@ describe('stores: unreachable servers', () => {
     const started = Date.now();
     await rejectsWith(only(set).get('kv:x'), 'STORE_UNAVAILABLE');
     await rejectsWith(only(set).set('kv:x', '1'), 'STORE_UNAVAILABLE');
-    assert.ok(Date.now() - started < 1000);
+    assert.ok(Date.now() - started < 2500, 'fails without waiting for the 5 s budget');
     set.release();
   });
 
@@ -229,7 +229,7 @@ describe('stores: unreachable servers', () => {
     const started = Date.now();
     await rejectsWith(only(set).get('kv:x'), 'STORE_TIMEOUT');
     const elapsed = Date.now() - started;
-    assert.ok(elapsed >= 250 && elapsed < 1500, `gave up after ${elapsed} ms`);
+    assert.ok(elapsed >= 250 && elapsed < 3000, `gave up after ${elapsed} ms`);
     set.release();
     for (const s of sockets) s.destroy();
     await new Promise<void>((resolve) => server.close(() => resolve()));

