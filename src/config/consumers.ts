@@ -1,6 +1,7 @@
 import type { ConsumerConfig } from './gateway.js';
 import { interpolateLeaves } from './interpolate.js';
 import type { ConfigIssue } from './schema-validate.js';
+import { JWT_ALGORITHMS } from '../plugins/auth/jwt-key.js';
 
 /**
  * The `consumers:` resource (COMPAT §3.6): named API clients with
@@ -34,24 +35,7 @@ export const credentialsSchema = {
       key: text,
       secret: text,
       public_key: text,
-      algorithm: {
-        type: 'string',
-        enum: [
-          'HS256',
-          'HS384',
-          'HS512',
-          'RS256',
-          'RS384',
-          'RS512',
-          'PS256',
-          'PS384',
-          'PS512',
-          'ES256',
-          'ES384',
-          'ES512',
-          'EdDSA',
-        ],
-      },
+      algorithm: { type: 'string', enum: [...JWT_ALGORITHMS] },
     }),
     'hmac-auth': credential(['access_key', 'secret_key'], { access_key: text, secret_key: text }),
     'jwe-decrypt': credential(['key', 'secret'], {
