@@ -49,6 +49,10 @@ export const ERROR_CODES = {
   WOLF_RBAC_UPSTREAM_ERROR: { status: 502, error: 'provider_error' },
   DINGTALK_UPSTREAM_ERROR: { status: 502, error: 'provider_error' },
   FEISHU_UPSTREAM_ERROR: { status: 502, error: 'provider_error' },
+  /** openid-connect: discovery, JWKS, introspection or token endpoint unreachable, too slow, non-2xx or unparseable. */
+  OIDC_PROVIDER_ERROR: { status: 502, error: 'provider_error' },
+  /** ldap-auth: the directory could not be asked (transport, TLS, timeout); formerly LDAP_AUTH_FAILED. */
+  LDAP_AUTH_PROVIDER_ERROR: { status: 502, error: 'provider_error' },
   /** Interactive auth with `kvstore` sessions: the session store failed; never a 401 (no login loop). */
   SESSION_STORE_ERROR: { status: 503, error: 'service_unavailable' },
   /** limit-count: the counter store failed and `allow_degradation` is off (fail closed). */
