@@ -10,6 +10,7 @@ import { upstream } from './core/upstream.js';
 import { errorHandler } from './errors/error-handler.js';
 import { authPlugins } from './auth/index.js';
 import { externalAuthzPlugins } from './auth/external-authz.js';
+import { providerAuthPlugins } from './auth/providers.js';
 import { securityPlugins } from './security/index.js';
 import { faasPlugins } from './faas/index.js';
 import { bodyTransformer } from './core/body-transformer/index.js';
@@ -49,6 +50,7 @@ const families: readonly (readonly unknown[])[] = [
   faasPlugins,
   authPlugins,
   externalAuthzPlugins,
+  providerAuthPlugins,
   [responseRewrite, redirect, setVars, bodyTransformer, degraphql, gzip, brotli],
   [exitTransformer, errorPage],
   [condition],
