@@ -34,6 +34,7 @@ import { storePlugins } from './stores/index.js';
 import { casAuth } from './auth/cas-auth.js';
 import { limitPlugins } from './limits/index.js';
 import { cachePlugins } from './cache/index.js';
+import { observabilityPlugins } from './observability/index.js';
 
 type AnyPlugin = PluginDefinition<never, string>;
 
@@ -61,6 +62,7 @@ const families: readonly (readonly unknown[])[] = [
   [casAuth],
   limitPlugins,
   cachePlugins,
+  observabilityPlugins,
 ];
 
 const definitions = families.flat() as AnyPlugin[];
