@@ -6,7 +6,16 @@ import { Pool } from 'undici';
 const upstream = new Pool(`http://127.0.0.1:${process.env.UPSTREAM_PORT}`, { connections: 128 });
 const server = createServer((req, res) => {
   upstream.request(
-    { method: req.method ?? 'GET', path: req.url ?? '/', headers: req.headers, body: req },
+    {
+      method: req.method ?? 'GET',
+      path: req.url ?? '/',
+      headers: req.headers,
+      // Only requests that carry a body stream one: a GET sent with a stream body goes out chunked.
+      body:
+        req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined
+          ? req
+          : null,
+    },
     (err, data) => {
       if (err) {
         res.writeHead(502);
