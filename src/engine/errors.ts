@@ -22,7 +22,6 @@ export const ERROR_CODES = {
   FORWARD_AUTH_ERROR: { status: 502, error: 'provider_error' },
   /** Function-as-a-service callouts: 504 past `timeout`, 503 connect/exchange failure (the default), 502 unbuildable request. */
   CLOUD_FUNCTION_CALLOUT_ERROR: { status: 503, error: 'service_unavailable' },
-  AWS_LAMBDA_CALLOUT_ERROR: { status: 503, error: 'service_unavailable' },
   AZURE_FUNCTIONS_CALLOUT_ERROR: { status: 503, error: 'service_unavailable' },
   OPENWHISK_CALLOUT_ERROR: { status: 503, error: 'service_unavailable' },
   OPENFUNCTION_CALLOUT_ERROR: { status: 503, error: 'service_unavailable' },

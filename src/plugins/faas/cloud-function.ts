@@ -117,7 +117,7 @@ export const cloudFunction = functionPlugin('cloud-function', 'CLOUD_FUNCTION_CA
   securityToken: 'x-cloud-security-token',
 });
 
-export const awsLambda = functionPlugin('aws-lambda', 'AWS_LAMBDA_CALLOUT_ERROR', {
+export const awsLambda = functionPlugin('aws-lambda', 'CLOUD_FUNCTION_CALLOUT_ERROR', {
   date: 'x-amz-date',
   securityToken: 'x-amz-security-token',
 });

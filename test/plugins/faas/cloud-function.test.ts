@@ -179,7 +179,7 @@ test('aws-lambda: signs with x-amz-date (no token: host;x-amz-date) and reports 
   assert.equal(seen.headers['x-cloud-date'], undefined);
 
   const dead = createNode(awsLambda, { function_uri: `http://127.0.0.1:${await deadPort()}/` }).node;
-  await runFails(dead, requestContext(), 'AWS_LAMBDA_CALLOUT_ERROR', 503);
+  await runFails(dead, requestContext(), 'CLOUD_FUNCTION_CALLOUT_ERROR', 503);
 });
 
 test('cloud-function: a wrong secret is caught by the verifying endpoint (the check is real)', async () => {
