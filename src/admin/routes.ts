@@ -13,6 +13,8 @@ import { sessionRoutes } from './sessions.js';
 import { storePingRoute } from './store-ping.js';
 import type { AdminRoute } from './router.js';
 import { validatePolicy } from './validate-policy.js';
+import { dirname, resolve } from 'node:path';
+import { listScripts } from '../lua/sources.js';
 
 const VERSION = (
   JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
@@ -21,7 +23,7 @@ const VERSION = (
 /**
  * The whole Admin API as data: the server dispatches from this table, and a
  * test walks it to prove that only `auth: false` routes answer without
- * credentials. Endpoints of later features (ACME, MCP status, scripts) are
+ * credentials. Endpoints of later features (ACME, MCP status) are
  * absent and so answer 404.
  */
 export function adminRoutes(gateway: Gateway, startedAt: number = Date.now()): AdminRoute[] {
@@ -58,6 +60,17 @@ export function adminRoutes(gateway: Gateway, startedAt: number = Date.now()): A
     ...cacheRoutes(gateway),
     ...debugRoutes(gateway),
     { method: 'GET', path: '/api/vars', auth: true, handler: () => json(200, listVars()) },
+    {
+      method: 'GET',
+      path: '/api/scripts',
+      auth: true,
+      // The plugins/ folder beside the folder holding gateway.yaml (COMPAT §5).
+      handler: () =>
+        json(
+          200,
+          listScripts(gateway.gatewayPath === undefined ? undefined : dirname(resolve(gateway.gatewayPath))),
+        ),
+    },
     {
       method: 'GET',
       path: '/api/env-vars',
