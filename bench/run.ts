@@ -180,7 +180,7 @@ async function main(): Promise<void> {
           : '';
       writeFileSync(
         system,
-        `listener: { bind: 127.0.0.1, port: 0 }\nlogging: { level: info, format: json }\n${tls}`,
+        `listener: { bind: 127.0.0.1, port: 0 }\nlogging: { level: info, format: json }\n${tls}${scenario.systemYaml ?? ''}`,
       );
       writeFileSync(gateway, scenario.gatewayYaml(origin.port, redis?.url));
       const gw = await startProcess(

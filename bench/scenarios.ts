@@ -15,6 +15,8 @@ export interface Scenario {
   http2?: boolean;
   /** Start a redis-server for this run and pass its URL to `gatewayYaml`. */
   needsRedis?: boolean;
+  /** Extra top-level system.yaml text (e.g. a `debug:` block). */
+  systemYaml?: string;
   gatewayYaml(originPort: number, redisUrl?: string): string;
 }
 
@@ -144,5 +146,40 @@ policies:
     needsRedis: true,
     gatewayYaml: (port, redisUrl = 'redis://127.0.0.1:6379') =>
       `stores:\n  - { name: bench, type: redis, url: "${redisUrl}" }\n${limitCount(port, 'policy: redis, store: bench')}`,
+  },
+  {
+    name: 'debug-on',
+    title: 'switchyard, debug enabled, no trigger header: listener → upstream → client',
+    path: '/bench',
+    systemYaml: 'debug: { enabled: true }\n',
+    gatewayYaml: (port) => oneNode(port),
+  },
+  {
+    name: 'script',
+    title: 'switchyard: listener → script (sets a header) → upstream → client',
+    path: '/bench',
+    gatewayYaml: (port) => `
+routes:
+  - { name: bench, match: { path: /bench }, policy: scripted }
+policies:
+  - name: scripted
+    nodes:
+      - { id: in, type: listener }
+      - id: tag
+        type: script
+        config:
+          inline: |
+            function execute(ctx)
+              ctx.request.headers["x-bench-script"] = "1"
+              return ctx
+            end
+      - ${upstream(port)}
+      - { id: out, type: client }
+    edges:
+      - { from: in.out, to: tag.in }
+      - { from: tag.success, to: up.in }
+      - { from: tag.respond, to: out.in }
+      - { from: up.success, to: out.in }
+`,
   },
 ];
