@@ -1,10 +1,14 @@
 import assert from 'node:assert/strict';
-import { ConfigRejected } from '../../src/config/schema-validate.js';
 import type { Context } from '../../src/engine/context.js';
 import { NodeError } from '../../src/engine/errors.js';
-import { ConfigError, type NodeInstance, type PortResult } from '../../src/plugins/define.js';
+import type { NodeInstance, PortResult } from '../../src/plugins/define.js';
 import { templateFor } from '../../src/template/index.js';
 import { pluginEnv, type TestEnvOptions, type TestPluginEnv } from '../support/plugin-env.js';
+
+export {
+  assertConfigError as rejectsConfig,
+  assertSchemaRejects as rejectsSchema,
+} from '../support/assertions.js';
 
 /** A plugin env whose templates are compiled for real; template warnings land in `warnings`. */
 export function templatedEnv(options: TestEnvOptions = {}, vars: NodeJS.ProcessEnv = {}): TestPluginEnv {
@@ -22,28 +26,6 @@ export function runNow<P extends string>(node: NodeInstance<P>, ctx: Context): P
   const port = node.run(ctx);
   assert.equal(typeof port, 'string', 'expected a synchronous run');
   return port as PortResult<P>;
-}
-
-/** Expects `build` to throw a ConfigError at `path`. */
-export function rejectsConfig(build: () => unknown, path: string, message?: RegExp): void {
-  assert.throws(build, (err: unknown) => {
-    assert.ok(err instanceof ConfigError, `expected ConfigError, got ${String(err)}`);
-    assert.equal(err.path, path);
-    if (message !== undefined) assert.match(err.message, message);
-    return true;
-  });
-}
-
-/** Expects schema validation to reject the config with an issue at `path`. */
-export function rejectsSchema(build: () => unknown, path: string): void {
-  assert.throws(build, (err: unknown) => {
-    assert.ok(err instanceof ConfigRejected, `expected ConfigRejected, got ${String(err)}`);
-    assert.ok(
-      err.issues.some((i) => i.path === path),
-      `no issue at ${path}: ${JSON.stringify(err.issues)}`,
-    );
-    return true;
-  });
 }
 
 /** Runs the node expecting a NodeError with `code` and `status`; returns it. */
