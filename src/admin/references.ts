@@ -60,18 +60,25 @@ export function pluginConfigReferences(config: GatewayConfig, name: string): Ref
   return out;
 }
 
-/** The config keys that name a store: `store`, `session.store`, and the flat `session_store`. */
-function storeKey(cfg: Record<string, unknown> | null | undefined, name: string): string | undefined {
-  if (cfg === null || cfg === undefined) return undefined;
-  if (cfg['store'] === name) return 'store';
-  if (cfg['session_store'] === name) return 'session_store';
-  const session = cfg['session'];
-  if (
-    session !== null &&
-    typeof session === 'object' &&
-    (session as Record<string, unknown>)['store'] === name
-  ) {
-    return 'session.store';
+/**
+ * The path of the first key naming store `name` anywhere in a config: `store`,
+ * `session.store`, the flat `session_store`, or one nested deeper (a workflow
+ * rule's limit-count action).
+ */
+function storeKey(value: unknown, name: string, path = ''): string | undefined {
+  if (Array.isArray(value)) {
+    for (const [i, item] of value.entries()) {
+      const found = storeKey(item, name, `${path}[${i}]`);
+      if (found !== undefined) return found;
+    }
+    return undefined;
+  }
+  if (value === null || typeof value !== 'object') return undefined;
+  for (const [key, child] of Object.entries(value)) {
+    const here = path === '' ? key : `${path}.${key}`;
+    if ((key === 'store' || key === 'session_store') && child === name) return here;
+    const found = storeKey(child, name, here);
+    if (found !== undefined) return found;
   }
   return undefined;
 }
