@@ -1,6 +1,4 @@
-import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
-import { writeFileSync } from 'node:fs';
 import {
   createServer as createHttpServer,
   type IncomingMessage,
@@ -10,8 +8,8 @@ import {
 import { createSecureServer, type Http2ServerRequest, type Http2ServerResponse } from 'node:http2';
 import { createServer as createHttpsServer, type ServerOptions as HttpsOptions } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
-import { join } from 'node:path';
 import { tempDir } from './temp-dir.js';
+import { createAuthority } from './certs.js';
 
 /** What an origin saw of one request. */
 export interface SeenRequest {
@@ -163,79 +161,19 @@ export interface TestPki {
   remove(): void;
 }
 
-/** Generates a fresh PKI with the system `openssl` into a temporary directory. */
+/** Generates a fresh PKI (CA, server for localhost/127.0.0.1, client) into a temporary directory. */
 export function createTestPki(): TestPki {
   const tmp = tempDir('switchyard-pki-');
-  const dir = tmp.path;
-  const file = (name: string): string => join(dir, name);
-  const openssl = (...args: string[]): void => {
-    execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
-  };
-  openssl(
-    'req',
-    '-x509',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:prime256v1',
-    '-nodes',
-    '-days',
-    '2',
-    '-subj',
-    '/CN=Switchyard Test CA',
-    '-keyout',
-    'ca.key',
-    '-out',
-    'ca.pem',
-  );
-  writeFileSync(
-    file('server.ext'),
-    'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n',
-  );
-  writeFileSync(file('client.ext'), 'extendedKeyUsage=clientAuth\nbasicConstraints=CA:FALSE\n');
-  for (const [name, cn] of [
-    ['server', 'localhost'],
-    ['client', 'switchyard-client'],
-  ] as const) {
-    openssl(
-      'req',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-subj',
-      `/CN=${cn}`,
-      '-keyout',
-      `${name}.key`,
-      '-out',
-      `${name}.csr`,
-    );
-    openssl(
-      'x509',
-      '-req',
-      '-in',
-      `${name}.csr`,
-      '-CA',
-      'ca.pem',
-      '-CAkey',
-      'ca.key',
-      '-CAcreateserial',
-      '-days',
-      '2',
-      '-extfile',
-      `${name}.ext`,
-      '-out',
-      `${name}.pem`,
-    );
-  }
+  const ca = createAuthority(tmp.path, 'ca');
+  const server = ca.issue('server', { cn: 'localhost', dns: ['localhost'], ips: ['127.0.0.1'] });
+  const client = ca.issue('client', { cn: 'switchyard-client', client: true });
   return {
-    dir,
-    caCert: file('ca.pem'),
-    serverCert: file('server.pem'),
-    serverKey: file('server.key'),
-    clientCert: file('client.pem'),
-    clientKey: file('client.key'),
+    dir: tmp.path,
+    caCert: ca.cert,
+    serverCert: server.cert,
+    serverKey: server.key,
+    clientCert: client.cert,
+    clientKey: client.key,
     remove: () => tmp.remove(),
   };
 }
