@@ -1,10 +1,11 @@
-import { lua, to_luastring } from 'fengari';
+import { lauxlib, lua, to_luastring, type LuaState } from 'fengari';
 import type { Context } from '../engine/context.js';
 import { NodeError } from '../engine/errors.js';
 import type { Logger } from '../observability/logger.js';
 import { applyContext } from './marshal.js';
 import { ConversionError, readText, typeName } from './values.js';
-import { LuaVm } from './vm.js';
+import { hasStaticTopLevel } from './chunk-shape.js';
+import { LuaVm, type StaticEnv } from './vm.js';
 
 const EXECUTE = to_luastring('execute');
 
@@ -34,6 +35,24 @@ export interface ProgramOptions {
   ports: readonly ('success' | 'respond')[];
 }
 
+type Failure = { code: LuaErrorCode; message: string };
+
+/** The failure for a unit whose `execute` (on top of the stack) is not a function. */
+function missingExecute(L: LuaState): Failure {
+  return {
+    code: 'LUA_MISSING_EXECUTE',
+    message: `the script defines no global function execute(ctx) (execute is ${typeName(L, -1)})`,
+  };
+}
+
+/** Whether compiled chunk `ref` may run its top level once (chunk-shape.ts). */
+function isStatic(vm: LuaVm, ref: number): boolean {
+  lua.lua_rawgeti(vm.L, lua.LUA_REGISTRYINDEX, ref);
+  const yes = hasStaticTopLevel(vm.L, -1);
+  lua.lua_pop(vm.L, 1);
+  return yes;
+}
+
 /** A script that fails its compile-time validation run. */
 export class ScriptLoadError extends Error {
   constructor(
@@ -49,6 +68,8 @@ export class ScriptLoadError extends Error {
 interface Compiled {
   unit: ScriptUnit;
   ref: number;
+  /** Set when the top level ran once at load: its environment and `execute`. */
+  static?: { env: StaticEnv; execute: number };
 }
 
 /**
@@ -84,13 +105,31 @@ export class LuaProgram {
     for (const entry of compiled) {
       try {
         vm.arm(options.timeoutMs);
-        const failure = program.#prepare(entry);
+        const failure = isStatic(vm, entry.ref) ? program.#loadStatic(entry) : program.#prepare(entry);
         if (failure !== undefined) throw new ScriptLoadError(failure.code, entry.unit, failure.message);
       } finally {
         vm.reset();
       }
     }
     return program;
+  }
+
+  /** How many units run their top level once per program rather than once per request. */
+  get staticUnits(): number {
+    return this.#units.filter((u) => u.static !== undefined).length;
+  }
+
+  /** Runs a static unit's top level for good and keeps its `execute`. */
+  #loadStatic(entry: Compiled): Failure | undefined {
+    const vm = this.#vm;
+    const L = vm.L;
+    const result = vm.runStatic(entry.ref);
+    if ('error' in result)
+      return { code: vm.timedOut ? 'LUA_TIMEOUT' : 'LUA_LOAD_ERROR', message: result.error };
+    const t = vm.pushStaticGlobal(result.env, EXECUTE);
+    if (t !== lua.LUA_TFUNCTION) return missingExecute(L);
+    entry.static = { env: result.env, execute: lauxlib.luaL_ref(L, lua.LUA_REGISTRYINDEX) };
+    return undefined;
   }
 
   /** Runs the units against `ctx`; returns the port to leave through or throws NodeError. */
@@ -136,6 +175,7 @@ export class LuaProgram {
       applyContext(ctx, back);
       return port;
     } finally {
+      for (const entry of this.#units) if (entry.static !== undefined) vm.scrubStatic(entry.static.env);
       vm.reset();
     }
   }
@@ -144,20 +184,20 @@ export class LuaProgram {
    * Runs the unit's top level in a fresh environment and leaves that
    * environment's `execute` on the stack; returns a failure otherwise.
    */
-  #prepare(entry: Compiled): { code: LuaErrorCode; message: string } | undefined {
+  #prepare(entry: Compiled): Failure | undefined {
     const vm = this.#vm;
     const L = vm.L;
+    if (entry.static !== undefined) {
+      vm.enterStatic(entry.static.env);
+      lua.lua_rawgeti(L, lua.LUA_REGISTRYINDEX, entry.static.execute);
+      return undefined;
+    }
     vm.pushEnv();
     const env = lua.lua_gettop(L);
     const error = vm.runChunk(entry.ref, env);
     if (error !== undefined) return { code: vm.timedOut ? 'LUA_TIMEOUT' : 'LUA_LOAD_ERROR', message: error };
     lua.lua_pushstring(L, EXECUTE);
-    if (lua.lua_rawget(L, env) !== lua.LUA_TFUNCTION) {
-      return {
-        code: 'LUA_MISSING_EXECUTE',
-        message: `the script defines no global function execute(ctx) (execute is ${typeName(L, -1)})`,
-      };
-    }
+    if (lua.lua_rawget(L, env) !== lua.LUA_TFUNCTION) return missingExecute(L);
     lua.lua_remove(L, env);
     return undefined;
   }

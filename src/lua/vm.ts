@@ -1,7 +1,15 @@
 import { readFileSync } from 'node:fs';
 import { join, relative, isAbsolute } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { lauxlib, lua, to_luastring, type Hook, type JsFunction, type LuaState } from 'fengari';
+import {
+  lauxlib,
+  lua,
+  to_luastring,
+  type Hook,
+  type JsFunction,
+  type LuaState,
+  type LuaString,
+} from 'fengari';
 import type { Logger } from '../observability/logger.js';
 import { ContextBridge } from './marshal.js';
 import { installSandbox, raise } from './stdlib.js';
@@ -10,6 +18,9 @@ import { decode, readText, typeName } from './values.js';
 /** Instructions between two deadline checks: small enough to stop within a millisecond or so. */
 const HOOK_EVERY = 1000;
 const G_KEY = to_luastring('_G');
+const INDEX_KEY = to_luastring('__index');
+const NEWINDEX_KEY = to_luastring('__newindex');
+const METATABLE_KEY = to_luastring('__metatable');
 const MODULE_NAME = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/;
 
 export interface VmOptions {
@@ -20,6 +31,21 @@ export interface VmOptions {
 
 /** The result of a protected call: an error message, or undefined on success. */
 export type CallFailure = string | undefined;
+
+/**
+ * Registry refs of a unit whose top level ran once (see chunk-shape.ts).
+ * `env` is the chunk's _ENV and stays empty: reads fall through to `scratch`
+ * (what the current call assigned) and then to the top level's globals over
+ * the library; assignments land in `scratch`, which is emptied after every call.
+ */
+export interface StaticEnv {
+  env: number;
+  scratch: number;
+  /** The metatable of `scratch`: its `__index` holds the top level's globals. */
+  scratchMeta: number;
+  /** True when neither table holds anything, so the scrub after a call has nothing to do. */
+  clean: () => boolean;
+}
 
 /**
  * One Lua state with the sandboxed library. Compiled chunks live in the
@@ -36,6 +62,10 @@ export class LuaVm {
   readonly #envMetaRef: number;
   /** Registry slots holding the current call's environment and its loaded-modules table. */
   readonly #currentEnvRef: number;
+  /** The registry slot of the environment `load` and `require` use: #currentEnvRef, or a static unit's. */
+  #envSlot: number;
+  /** True while #currentEnvRef holds a per-call environment that `reset` must let go of. */
+  #holdsCallEnv = false;
   readonly #loadedRef: number;
   /** Compiled modules by name: each file is read once per VM, i.e. once per reload. */
   readonly #modules = new Map<string, number>();
@@ -74,6 +104,7 @@ export class LuaVm {
     this.#envMetaRef = lauxlib.luaL_ref(L, lua.LUA_REGISTRYINDEX);
     lua.lua_pushboolean(L, false);
     this.#currentEnvRef = lauxlib.luaL_ref(L, lua.LUA_REGISTRYINDEX);
+    this.#envSlot = this.#currentEnvRef;
     lua.lua_pushboolean(L, false);
     this.#loadedRef = lauxlib.luaL_ref(L, lua.LUA_REGISTRYINDEX);
   }
@@ -116,9 +147,107 @@ export class LuaVm {
     lua.lua_setmetatable(L, -2);
     lua.lua_pushvalue(L, -1);
     lua.lua_setfield(L, -2, G_KEY);
-    lua.lua_pushvalue(L, -1);
-    lua.lua_rawseti(L, lua.LUA_REGISTRYINDEX, this.#currentEnvRef);
+    this.#useEnv(lua.lua_gettop(L));
+  }
+
+  #useEnv(envIndex: number): void {
+    lua.lua_pushvalue(this.L, envIndex);
+    lua.lua_rawseti(this.L, lua.LUA_REGISTRYINDEX, this.#currentEnvRef);
+    this.#envSlot = this.#currentEnvRef;
+    this.#holdsCallEnv = true;
     this.#loadedFresh = false;
+  }
+
+  /**
+   * Runs compiled chunk `ref` once in a persistent environment and keeps its
+   * globals as that environment's defaults; returns the environment, or the
+   * failure of the top level (the stack is left as it was).
+   */
+  runStatic(ref: number): { env: StaticEnv } | { error: string } {
+    const L = this.L;
+    const top = lua.lua_gettop(L);
+    // defaults: the library, then (below) what the top level defines.
+    lua.lua_createtable(L, 0, 32);
+    const defaults = lua.lua_gettop(L);
+    lua.lua_rawgeti(L, lua.LUA_REGISTRYINDEX, this.#envMetaRef);
+    lua.lua_getfield(L, -1, INDEX_KEY);
+    copyTable(L, lua.lua_gettop(L), defaults);
+    lua.lua_settop(L, defaults);
+    // scratch: per-call globals, reading through to the defaults.
+    lua.lua_createtable(L, 0, 0);
+    const scratch = lua.lua_gettop(L);
+    lua.lua_createtable(L, 0, 2);
+    lua.lua_pushvalue(L, defaults);
+    lua.lua_setfield(L, -2, INDEX_KEY);
+    lua.lua_pushboolean(L, false);
+    lua.lua_setfield(L, -2, METATABLE_KEY);
+    lua.lua_pushvalue(L, -1);
+    const scratchMeta = lauxlib.luaL_ref(L, lua.LUA_REGISTRYINDEX);
+    lua.lua_setmetatable(L, scratch);
+    // env: always empty, so every read and write goes through its metatable.
+    lua.lua_createtable(L, 0, 0);
+    const env = lua.lua_gettop(L);
+    lua.lua_createtable(L, 0, 3);
+    lua.lua_pushvalue(L, scratch);
+    lua.lua_setfield(L, -2, INDEX_KEY);
+    lua.lua_pushvalue(L, scratch);
+    lua.lua_setfield(L, -2, NEWINDEX_KEY);
+    lua.lua_pushboolean(L, false);
+    lua.lua_setfield(L, -2, METATABLE_KEY);
+    lua.lua_setmetatable(L, env);
+    lua.lua_pushvalue(L, env);
+    lua.lua_setfield(L, defaults, G_KEY);
+
+    this.#useEnv(env);
+    const error = this.runChunk(ref, env);
+    if (error !== undefined) {
+      lua.lua_settop(L, top);
+      return { error };
+    }
+    // The top level's globals went to scratch: make them defaults.
+    copyTable(L, scratch, defaults);
+    clearTable(L, scratch);
+    clearTable(L, env);
+    const scratchEmpty = emptinessProbe(L, scratch);
+    const envEmpty = emptinessProbe(L, env);
+    const refs: StaticEnv = {
+      scratchMeta,
+      clean: () => scratchEmpty() && envEmpty(),
+      scratch: (lua.lua_pushvalue(L, scratch), lauxlib.luaL_ref(L, lua.LUA_REGISTRYINDEX)),
+      env: (lua.lua_pushvalue(L, env), lauxlib.luaL_ref(L, lua.LUA_REGISTRYINDEX)),
+    };
+    lua.lua_settop(L, top);
+    return { env: refs };
+  }
+
+  /** Makes a static unit's environment the one `load` and `require` use for this call. */
+  enterStatic(env: StaticEnv): void {
+    this.#envSlot = env.env;
+    this.#loadedFresh = false;
+  }
+
+  /** Pushes global `name` of a static unit as the top level left it. */
+  pushStaticGlobal(env: StaticEnv, name: LuaString): number {
+    const L = this.L;
+    lua.lua_rawgeti(L, lua.LUA_REGISTRYINDEX, env.scratchMeta);
+    lua.lua_getfield(L, -1, INDEX_KEY);
+    lua.lua_pushstring(L, name);
+    const t = lua.lua_rawget(L, -2);
+    lua.lua_remove(L, -2);
+    lua.lua_remove(L, -2);
+    return t;
+  }
+
+  /** Forgets what the last call assigned in a static unit's environment. */
+  scrubStatic(env: StaticEnv): void {
+    if (env.clean()) return;
+    const L = this.L;
+    lua.lua_rawgeti(L, lua.LUA_REGISTRYINDEX, env.scratch);
+    clearTable(L, lua.lua_gettop(L));
+    // Only rawset can write to env itself; empty it all the same.
+    lua.lua_rawgeti(L, lua.LUA_REGISTRYINDEX, env.env);
+    clearTable(L, lua.lua_gettop(L));
+    lua.lua_pop(L, 2);
   }
 
   /** Runs compiled chunk `ref` with the environment at `envIndex` (absolute). */
@@ -148,8 +277,11 @@ export class LuaVm {
   reset(): void {
     const L = this.L;
     lua.lua_settop(L, 0);
-    lua.lua_pushboolean(L, false);
-    lua.lua_rawseti(L, lua.LUA_REGISTRYINDEX, this.#currentEnvRef);
+    if (this.#holdsCallEnv) {
+      lua.lua_pushboolean(L, false);
+      lua.lua_rawseti(L, lua.LUA_REGISTRYINDEX, this.#currentEnvRef);
+      this.#holdsCallEnv = false;
+    }
     lua.lua_sethook(L, null, 0, 0);
     this.bridge.clear();
   }
@@ -201,7 +333,7 @@ export class LuaVm {
       this.#modules.set(name, ref);
     }
     lua.lua_rawgeti(L, lua.LUA_REGISTRYINDEX, ref);
-    lua.lua_rawgeti(L, lua.LUA_REGISTRYINDEX, this.#currentEnvRef);
+    lua.lua_rawgeti(L, lua.LUA_REGISTRYINDEX, this.#envSlot);
     lua.lua_setupvalue(L, -2, 1);
     lua.lua_pushstring(L, name);
     lua.lua_call(L, 1, 1);
@@ -229,10 +361,41 @@ export class LuaVm {
       return 2;
     }
     if (nargs >= 4) lua.lua_pushvalue(L, 4);
-    else lua.lua_rawgeti(L, lua.LUA_REGISTRYINDEX, this.#currentEnvRef);
+    else lua.lua_rawgeti(L, lua.LUA_REGISTRYINDEX, this.#envSlot);
     lua.lua_setupvalue(L, -2, 1);
     return 1;
   };
+}
+
+/** Raw-copies every entry of table `from` into table `to` (absolute indexes). */
+function copyTable(L: LuaState, from: number, to: number): void {
+  lua.lua_pushnil(L);
+  while (lua.lua_next(L, from)) {
+    lua.lua_pushvalue(L, -2);
+    lua.lua_insert(L, -2);
+    lua.lua_rawset(L, to);
+  }
+}
+
+/**
+ * A check that the table at `idx` is empty without a Lua API call: fengari
+ * 0.1.5 keeps a table's live entries in a Map named `strong`. Any other shape
+ * answers "not empty", which only costs a `next` in the caller.
+ */
+function emptinessProbe(L: LuaState, idx: number): () => boolean {
+  const entries = (lua.lua_topointer(L, idx) as { strong?: unknown } | null)?.strong;
+  return entries instanceof Map ? () => entries.size === 0 : () => false;
+}
+
+/** Removes every entry of the table at absolute index `t`; costs one `next` when it is empty. */
+function clearTable(L: LuaState, t: number): void {
+  lua.lua_pushnil(L);
+  while (lua.lua_next(L, t)) {
+    lua.lua_pop(L, 1);
+    lua.lua_pushvalue(L, -1);
+    lua.lua_pushnil(L);
+    lua.lua_rawset(L, t);
+  }
 }
 
 function loadText(L: LuaState, source: string, chunkName: string): number {
