@@ -1,4 +1,4 @@
-import { lua, to_jsstring, type LuaState, type LuaString } from 'fengari';
+import { lua, type LuaState, type LuaString } from 'fengari';
 
 /** Nesting bound for values crossing the JS/Lua border: deeper means a cycle or abuse. */
 export const MAX_DEPTH = 64;
@@ -14,17 +14,43 @@ export class ConversionError extends Error {
   }
 }
 
-const SHORT = 48;
+/** UTF-8 with replacement characters for invalid sequences; a leading BOM is kept, not eaten. */
+const UTF8 = new TextDecoder('utf-8', { ignoreBOM: true });
 
 /** Lua strings are bytes; decode as UTF-8 with replacement characters for invalid sequences. */
 export function decode(bytes: LuaString): string {
-  if (bytes.length <= SHORT) return to_jsstring(bytes, 0, bytes.length, true);
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString('utf8');
+  return UTF8.decode(bytes);
+}
+
+/** Strings up to this length are encoded once and kept (header names and common values repeat). */
+const CACHED_LENGTH = 64;
+const CACHE_ENTRIES = 2048;
+const encoded = new Map<string, LuaString>();
+
+/** The UTF-8 bytes of `text`; never mutated afterwards (lua_pushstring copies them into the VM). */
+function encode(text: string): LuaString {
+  if (text.length > CACHED_LENGTH) return Buffer.from(text, 'utf8');
+  let bytes = encoded.get(text);
+  if (bytes !== undefined) return bytes;
+  bytes = encodeShort(text);
+  if (encoded.size >= CACHE_ENTRIES) encoded.clear();
+  encoded.set(text, bytes);
+  return bytes;
+}
+
+function encodeShort(text: string): LuaString {
+  const n = text.length;
+  const out = new Uint8Array(n);
+  for (let i = 0; i < n; i++) {
+    const c = text.charCodeAt(i);
+    if (c > 0x7f) return Buffer.from(text, 'utf8');
+    out[i] = c;
+  }
+  return out;
 }
 
 export function pushText(L: LuaState, text: string): LuaString {
-  // Buffer.from is native; fengari's own encoder loops in JS per character.
-  return lua.lua_pushstring(L, text.length <= SHORT ? text : Buffer.from(text, 'utf8'));
+  return lua.lua_pushstring(L, encode(text));
 }
 
 /** The text of a string or number at `idx`, or undefined for any other type. */

@@ -324,3 +324,34 @@ test('lua: require without a module folder fails with a clear message', () => {
   assert.equal(err.code, 'LUA_LOAD_ERROR');
   assert.match(err.message, /no module folder/);
 });
+
+test('lua: a call that grows the VM stack deeply leaves the VM correct for the next requests', () => {
+  const p = program(`
+    local function depth(n) if n == 0 then return 0 end return 1 + depth(n - 1) end
+    function execute(ctx)
+      local want = tonumber(ctx.request.headers["x-depth"][1])
+      ctx.message.depth = depth(want)
+      ctx.request.headers["x-done"] = { "yes" }
+      return ctx
+    end`);
+  for (const depth of [5, 5000, 3, 20000, 1]) {
+    const ctx = requestContext({ headers: { host: 'gateway.test', 'x-depth': String(depth) } });
+    assert.equal(p.run(ctx), 'success');
+    assert.equal(ctx.message['depth'], depth);
+    assert.equal(ctx.request.headers['x-done'], 'yes');
+  }
+});
+
+test('lua: non-ASCII header values reach the script as UTF-8 bytes and come back unchanged', () => {
+  const p = program(`
+    function execute(ctx)
+      local v = ctx.request.headers["x-name"][1]
+      ctx.message.len = #v
+      ctx.request.headers["x-echo"] = { v .. "!" }
+      return ctx
+    end`);
+  const ctx = requestContext({ headers: { host: 'gateway.test', 'x-name': 'zoë' } });
+  p.run(ctx);
+  assert.equal(ctx.message['len'], 4);
+  assert.equal(ctx.request.headers['x-echo'], 'zoë!');
+});

@@ -88,3 +88,10 @@ test('lua sandbox: load accepts text chunks only and runs them in the caller env
   assert.equal(evaluate('select(2, load(string.char(27) .. "Lua"))') !== null, true);
   assert.equal(evaluate('type(load("return io")())'), 'nil');
 });
+
+test('lua sandbox: strings cross as UTF-8, invalid bytes become U+FFFD and a leading BOM is kept', () => {
+  assert.equal(evaluate('"héllo " .. utf8.char(0x1F600)'), 'héllo 😀');
+  assert.equal(evaluate('"a\\xffb"'), 'a\uFFFDb');
+  assert.equal(evaluate('"\\xEF\\xBB\\xBFx"'), '\uFEFFx');
+  assert.equal(evaluate('#"héllo"'), 6);
+});
