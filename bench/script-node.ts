@@ -23,6 +23,7 @@ import { lauxlib, lua, lualib, to_luastring } from 'fengari';
 import { Context } from '../src/engine/context.js';
 import type { NodeInstance } from '../src/plugins/define.js';
 import { script } from '../src/plugins/scripting/script.js';
+import { freePort } from '../test/support/free-port.js';
 import { pluginEnv } from '../test/support/plugin-env.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -205,6 +206,28 @@ policies:
 ${scriptPolicy('noop', NOOP_SCRIPT, upstream)}${scriptPolicy('scripted', HEADER_SCRIPT, upstream)}`;
 }
 
+const ADMIN_PASSWORD = 'bench-only-password';
+
+/** Mean µs per run of each policy's script node, from the gateway's own node metrics. */
+async function nodeMicros(adminPort: number): Promise<{ noop: number; scripted: number }> {
+  const res = await fetch(`http://127.0.0.1:${adminPort}/metrics`, {
+    headers: { authorization: `Basic ${Buffer.from(`bench:${ADMIN_PASSWORD}`).toString('base64')}` },
+  });
+  const text = await res.text();
+  const metric = (name: string, policy: string): number => {
+    const line = text
+      .split('\n')
+      .find(
+        (l) => l.startsWith(`${name}{`) && l.includes(`policy="${policy}"`) && l.includes('node_id="script"'),
+      );
+    return Number(line?.split(' ').at(-1) ?? NaN);
+  };
+  const mean = (policy: string) =>
+    (metric('gateway_node_duration_seconds_total', policy) * 1e6) /
+    metric('gateway_node_executions_total', policy);
+  return { noop: mean('noop'), scripted: mean('scripted') };
+}
+
 const VARIANTS = [
   ['plain', 'listener → upstream'],
   ['noop', 'listener → script (return ctx) → upstream'],
@@ -215,9 +238,11 @@ async function macro(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'switchyard-script-bench-'));
   try {
     const origin = await startProcess(['--import', 'tsx', 'bench/origin.ts']);
+    const adminPort = await freePort();
     writeFileSync(
       join(dir, 'system.yaml'),
-      'listener: { bind: 127.0.0.1, port: 0 }\nlogging: { level: info, format: json }\n',
+      'listener: { bind: 127.0.0.1, port: 0 }\nlogging: { level: info, format: json }\n' +
+        `admin: { bind: 127.0.0.1, port: ${adminPort}, username: bench, password: ${ADMIN_PASSWORD} }\n`,
     );
     writeFileSync(join(dir, 'gateway.yaml'), gatewayYaml(origin.port));
     const gateway = await startProcess([
@@ -246,6 +271,10 @@ async function macro(): Promise<void> {
         `  ${name.padEnd(46)} ${rps(xs).toFixed(0).padStart(10)} ${cpu(xs).toFixed(1).padStart(12)}`,
       );
     }
+    const inNode = await nodeMicros(adminPort);
+    console.log(
+      `  time inside the script node (gateway_node_duration_seconds_total / executions): return ctx ${inNode.noop.toFixed(1)} µs, sets a header ${inNode.scripted.toFixed(1)} µs`,
+    );
     const plain = cpu(samples.get('plain') ?? []);
     const header = cpu(samples.get('script') ?? []);
     const plainRps = rps(samples.get('plain') ?? []);
