@@ -90,6 +90,7 @@ declare module 'fengari' {
   export const lauxlib: {
     luaL_checkinteger(L: LuaState, arg: number): number;
     luaL_checklstring(L: LuaState, arg: number): LuaString;
+    luaL_loadstring(L: LuaState, s: LuaString): number;
     luaL_newstate(): LuaState;
     luaL_ref(L: LuaState, t: number): number;
     luaL_requiref(L: LuaState, modname: string | LuaString, openf: JsFunction, glb: number): void;
@@ -98,6 +99,7 @@ declare module 'fengari' {
   };
 
   export const lualib: {
+    luaL_openlibs(L: LuaState): void;
     luaopen_base: JsFunction;
     luaopen_coroutine: JsFunction;
     luaopen_math: JsFunction;

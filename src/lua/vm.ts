@@ -11,6 +11,7 @@ import {
   type LuaString,
 } from 'fengari';
 import type { Logger } from '../observability/logger.js';
+import { compactStack, emptinessProbe } from './fengari-internals.js';
 import { ContextBridge } from './marshal.js';
 import { installSandbox, raise } from './stdlib.js';
 import { decode, readText, typeName } from './values.js';
@@ -49,8 +50,10 @@ export interface StaticEnv {
 
 /**
  * One Lua state with the sandboxed library. Compiled chunks live in the
- * registry; every call runs them in a fresh environment table so globals,
- * top-level locals and required modules never outlive the call. Calls are
+ * registry; a call runs them in a fresh environment table, or (for a chunk
+ * whose top level ran once, see runStatic) in its persistent environment,
+ * scrubbed after the call; either way globals, top-level locals and
+ * required modules never outlive the call. Calls are
  * synchronous, so one VM never runs two requests at once.
  */
 export class LuaVm {
@@ -177,24 +180,17 @@ export class LuaVm {
     // scratch: per-call globals, reading through to the defaults.
     lua.lua_createtable(L, 0, 0);
     const scratch = lua.lua_gettop(L);
-    lua.lua_createtable(L, 0, 2);
-    lua.lua_pushvalue(L, defaults);
-    lua.lua_setfield(L, -2, INDEX_KEY);
-    lua.lua_pushboolean(L, false);
-    lua.lua_setfield(L, -2, METATABLE_KEY);
+    pushProtectedMeta(L, [[INDEX_KEY, defaults]]);
     lua.lua_pushvalue(L, -1);
     const scratchMeta = lauxlib.luaL_ref(L, lua.LUA_REGISTRYINDEX);
     lua.lua_setmetatable(L, scratch);
     // env: always empty, so every read and write goes through its metatable.
     lua.lua_createtable(L, 0, 0);
     const env = lua.lua_gettop(L);
-    lua.lua_createtable(L, 0, 3);
-    lua.lua_pushvalue(L, scratch);
-    lua.lua_setfield(L, -2, INDEX_KEY);
-    lua.lua_pushvalue(L, scratch);
-    lua.lua_setfield(L, -2, NEWINDEX_KEY);
-    lua.lua_pushboolean(L, false);
-    lua.lua_setfield(L, -2, METATABLE_KEY);
+    pushProtectedMeta(L, [
+      [INDEX_KEY, scratch],
+      [NEWINDEX_KEY, scratch],
+    ]);
     lua.lua_setmetatable(L, env);
     lua.lua_pushvalue(L, env);
     lua.lua_setfield(L, defaults, G_KEY);
@@ -379,49 +375,15 @@ function copyTable(L: LuaState, from: number, to: number): void {
   }
 }
 
-/** A stack length V8 keeps as a fast array however many slots are empty (its sparseness check starts above 64). */
-const FAST_STACK_LENGTH = 60;
-
-/**
- * fengari keeps a thread's stack in a JS array, deletes the slots it pops and
- * grows the array by setting its length. Once the array is longer than V8's
- * sparseness threshold and mostly holes, V8 turns it into a dictionary and
- * every push and pop of every call gets several times slower. The sandbox
- * setup alone grows the stack to 80, so between calls (nothing on the stack,
- * no call in progress) the stack goes back to a fresh array of
- * FAST_STACK_LENGTH when it has grown. A state of another shape is left alone.
- */
-function compactStack(L: LuaState): void {
-  const state = L as unknown as {
-    stack?: unknown;
-    top?: unknown;
-    stack_last?: unknown;
-    ci?: { top?: unknown } | null;
-    base_ci?: unknown;
-  };
-  const stack = state.stack;
-  if (!Array.isArray(stack) || stack.length <= FAST_STACK_LENGTH) return;
-  const { top, stack_last: last } = state;
-  if (typeof top !== 'number' || typeof last !== 'number' || top > 1 || state.ci !== state.base_ci) return;
-  const extra = stack.length - last;
-  if (extra < 0 || extra >= FAST_STACK_LENGTH / 2) return;
-  const fresh: unknown[] = new Array(FAST_STACK_LENGTH);
-  for (let i = 0; i < top; i++) fresh[i] = stack[i];
-  const newLast = FAST_STACK_LENGTH - extra;
-  state.stack = fresh;
-  state.stack_last = newLast;
-  const ci = state.ci;
-  if (ci !== null && ci !== undefined && typeof ci.top === 'number' && ci.top > newLast) ci.top = newLast;
-}
-
-/**
- * A check that the table at `idx` is empty without a Lua API call: fengari
- * 0.1.5 keeps a table's live entries in a Map named `strong`. Any other shape
- * answers "not empty", which only costs a `next` in the caller.
- */
-function emptinessProbe(L: LuaState, idx: number): () => boolean {
-  const entries = (lua.lua_topointer(L, idx) as { strong?: unknown } | null)?.strong;
-  return entries instanceof Map ? () => entries.size === 0 : () => false;
+/** Pushes a metatable with the given fields (each the value at an absolute index) that scripts cannot read or replace. */
+function pushProtectedMeta(L: LuaState, fields: readonly [LuaString, number][]): void {
+  lua.lua_createtable(L, 0, fields.length + 1);
+  for (const [key, index] of fields) {
+    lua.lua_pushvalue(L, index);
+    lua.lua_setfield(L, -2, key);
+  }
+  lua.lua_pushboolean(L, false);
+  lua.lua_setfield(L, -2, METATABLE_KEY);
 }
 
 /** Removes every entry of the table at absolute index `t`; costs one `next` when it is empty. */
