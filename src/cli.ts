@@ -6,6 +6,7 @@ import { createLogger, silentLogger } from './observability/logger.js';
 import { Gateway, compileWith } from './gateway.js';
 import { closeAllPools } from './outbound/pool-registry.js';
 import { startAdminServer, type AdminServer } from './admin/server.js';
+import { closeStreamListeners, startStreamListeners, type StreamListener } from './stream/index.js';
 
 const USAGE = `Usage:
   switchyard [--system-config <path>] [--gateway-config <path>]
@@ -104,9 +105,11 @@ async function run(args: CliArgs): Promise<number> {
     throw err;
   }
   let admin: AdminServer | undefined;
+  let streams: StreamListener[] = [];
   try {
     await gateway.listen();
     if (system.admin !== undefined) admin = await startAdminServer(gateway, system.admin, logger);
+    streams = await startStreamListeners(system, logger);
   } catch (err) {
     logger.error({ err }, 'cannot start listeners');
     return 1;
@@ -122,7 +125,11 @@ async function run(args: CliArgs): Promise<number> {
     process.once('SIGTERM', stop);
     process.once('SIGINT', stop);
   });
-  await Promise.all([gateway.shutdown(), admin?.close()]);
+  await Promise.all([
+    gateway.shutdown(),
+    admin?.close(),
+    closeStreamListeners(streams, system.timeouts.shutdown_timeout_seconds * 1000),
+  ]);
   await closeAllPools();
   logger.info('stopped');
   return 0;

@@ -47,6 +47,21 @@ const upstreamTargets = {
   },
 } as const;
 
+/** The backend pool of a stream (L4) listener or of one of its SNI routes. */
+const streamUpstream = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['targets'],
+  properties: {
+    targets: { ...upstreamTargets, minItems: 1 },
+    load_balancing: {
+      type: 'string',
+      enum: ['round_robin', 'least_connections', 'ip_hash'],
+      default: 'round_robin',
+    },
+  },
+} as const;
+
 export const systemSchema = {
   type: 'object',
   additionalProperties: false,
@@ -163,26 +178,15 @@ export const systemSchema = {
           protocol: { type: 'string', enum: ['tcp', 'udp'], default: 'tcp' },
           bind: { type: 'string', default: '0.0.0.0' },
           port: port(),
-          upstream: {
-            type: 'object',
-            additionalProperties: false,
-            required: ['targets'],
-            properties: {
-              targets: upstreamTargets,
-              load_balancing: {
-                type: 'string',
-                enum: ['round_robin', 'least_connections', 'ip_hash'],
-                default: 'round_robin',
-              },
-            },
-          },
+          upstream: streamUpstream,
           sni_routes: {
             type: 'array',
+            default: [],
             items: {
               type: 'object',
               additionalProperties: false,
               required: ['server_name', 'upstream'],
-              properties: { server_name: str, upstream: { type: 'object' } },
+              properties: { server_name: { type: 'string', minLength: 1 }, upstream: streamUpstream },
             },
           },
         },

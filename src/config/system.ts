@@ -64,11 +64,26 @@ export interface SystemConfig {
     watch: boolean;
     etcd?: { endpoints: string[]; prefix: string; user?: string; password?: string; timeout_ms: number };
   };
-  stream: Record<string, unknown>[];
+  stream: StreamListenerConfig[];
   debug: DebugConfig;
   acme?: Record<string, unknown>;
   cache: { max_entries: number };
   workers: number | 'auto';
+}
+
+/** A backend pool of a stream listener (COMPAT §2 `stream`). */
+export interface StreamUpstreamConfig {
+  targets: { host: string; port: number; weight: number }[];
+  load_balancing: 'round_robin' | 'least_connections' | 'ip_hash';
+}
+
+/** One L4 listener: raw TCP or UDP relayed to a pool, optionally by TLS SNI (TCP). */
+export interface StreamListenerConfig {
+  protocol: 'tcp' | 'udp';
+  bind: string;
+  port: number;
+  upstream: StreamUpstreamConfig;
+  sni_routes: { server_name: string; upstream: StreamUpstreamConfig }[];
 }
 
 /** Parses system.yaml text: env interpolation over the text, YAML, schema with defaults, cross-field rules. */
@@ -143,6 +158,34 @@ function tlsIssues(label: string, tls: TlsConfig, acmeAllowed: boolean, hasAcme:
   return issues;
 }
 
+/** Two listeners on one protocol/address/port, or a pool whose weights are all 0, cannot work. */
+function streamIssues(listeners: readonly StreamListenerConfig[]): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  const seen = new Map<string, number>();
+  const pool = (path: string, upstream: StreamUpstreamConfig) => {
+    if (upstream.targets.every((t) => t.weight === 0))
+      issues.push({ path: `${path}.targets`, message: 'every target has weight 0: nothing to connect to' });
+  };
+  listeners.forEach((l, i) => {
+    const at = `stream[${i}]`;
+    const key = `${l.protocol} ${l.bind}:${l.port}`;
+    const first = seen.get(key);
+    if (first !== undefined && l.port !== 0)
+      issues.push({ path: `${at}.port`, message: `stream[${first}] already listens on ${key}` });
+    else seen.set(key, i);
+    pool(`${at}.upstream`, l.upstream);
+    const names = new Set<string>();
+    l.sni_routes.forEach((r, j) => {
+      const name = r.server_name.toLowerCase();
+      if (names.has(name))
+        issues.push({ path: `${at}.sni_routes[${j}].server_name`, message: `'${name}' is routed twice` });
+      names.add(name);
+      pool(`${at}.sni_routes[${j}].upstream`, r.upstream);
+    });
+  });
+  return issues;
+}
+
 function crossFieldIssues(config: SystemConfig): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
   const hasAcme = config.acme !== undefined;
@@ -155,6 +198,7 @@ function crossFieldIssues(config: SystemConfig): ConfigIssue[] {
       message: `is required when config.source is ${src.source}`,
     });
   }
+  issues.push(...streamIssues(config.stream));
   const mcp = config.admin?.mcp;
   if (mcp?.enabled) {
     if (mcp.tokens.length === 0) {

@@ -1,0 +1,38 @@
+import type { Socket as UdpSocket } from 'node:dgram';
+import type { AddressInfo, Server } from 'node:net';
+
+/** A running stream (L4) listener. */
+export interface StreamListener {
+  readonly protocol: 'tcp' | 'udp';
+  readonly address: AddressInfo;
+  /** Client connections (TCP) or datagram sessions (UDP) open now. */
+  open(): number;
+  /** Stops accepting; open connections or sessions get `graceMs` to finish, then are cut. */
+  close(graceMs: number): Promise<void>;
+}
+
+/** Binds a TCP server, rejecting with an error that names the listener (fail-fast at startup). */
+export function listenOn(server: Server, bind: string, port: number, label: string): Promise<AddressInfo> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: NodeJS.ErrnoException) =>
+      reject(new Error(`${label}: cannot listen: ${err.message}`));
+    server.once('error', onError);
+    server.listen(port, bind, () => {
+      server.off('error', onError);
+      resolve(server.address() as AddressInfo);
+    });
+  });
+}
+
+/** Binds a UDP socket, with the same failure shape as {@link listenOn}. */
+export function bindOn(socket: UdpSocket, bind: string, port: number, label: string): Promise<AddressInfo> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: NodeJS.ErrnoException) =>
+      reject(new Error(`${label}: cannot listen: ${err.message}`));
+    socket.once('error', onError);
+    socket.bind(port, bind, () => {
+      socket.off('error', onError);
+      resolve(socket.address());
+    });
+  });
+}

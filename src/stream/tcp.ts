@@ -1,0 +1,173 @@
+import { connect, createServer, type Socket } from 'node:net';
+import type { StreamListenerConfig } from '../config/system.js';
+import type { Logger } from '../observability/logger.js';
+import { StreamPool, type StreamTarget } from './pool.js';
+import { SniRouter } from './sni-router.js';
+import { readServerName } from './sni.js';
+import { listenOn, type StreamListener } from './listener.js';
+
+/** How much of a ClientHello is buffered while looking for the server name. */
+const MAX_CLIENT_HELLO = 8 * 1024;
+
+export interface TcpStreamOptions {
+  logger: Logger;
+  /** Budget of one upstream connect attempt, and of reading the ClientHello. */
+  connectTimeoutMs: number;
+}
+
+/**
+ * A TCP stream listener: each client connection is relayed byte for byte to
+ * a target of the pool (or of the SNI route its TLS ClientHello names; TLS
+ * is passed through, never terminated). A target that refuses or times out
+ * is skipped for the next one. Half-closes travel both ways.
+ */
+export async function startTcpStream(
+  config: StreamListenerConfig,
+  options: TcpStreamOptions,
+): Promise<StreamListener> {
+  const { logger, connectTimeoutMs } = options;
+  const router = new SniRouter(new StreamPool(config.upstream), config.sni_routes);
+  /** Every socket of the listener, client and upstream sides, for the shutdown cut. */
+  const open = new Set<Socket>();
+  const clients = new Set<Socket>();
+  const server = createServer({ allowHalfOpen: true, pauseOnConnect: true }, (client) => {
+    open.add(client);
+    clients.add(client);
+    client.once('close', () => {
+      open.delete(client);
+      clients.delete(client);
+    });
+    client.on('error', () => client.destroy());
+    client.setNoDelay(true);
+    const relay = (pool: StreamPool, head: Buffer) =>
+      relayTo(client, pool.order(client.remoteAddress ?? ''), head, open, options);
+    if (!router.routesByName) relay(router.fallback, EMPTY);
+    else
+      peekServerName(client, connectTimeoutMs, (name, head) => {
+        if (!client.destroyed) relay(router.select(name), head);
+      });
+  });
+  const label = `stream tcp ${config.bind}:${config.port}`;
+  const address = await listenOn(server, config.bind, config.port, label);
+  logger.info({ address: address.address, port: address.port, protocol: 'tcp' }, `${label} listening`);
+  return {
+    protocol: 'tcp',
+    address,
+    open: () => clients.size,
+    close: (graceMs) =>
+      new Promise<void>((resolve) => {
+        server.close();
+        if (open.size === 0) return resolve();
+        const cut = setTimeout(() => open.forEach((s) => s.destroy()), graceMs);
+        cut.unref();
+        const check = () => {
+          if (open.size > 0) return;
+          clearTimeout(cut);
+          resolve();
+        };
+        open.forEach((s) => s.once('close', () => setImmediate(check)));
+      }),
+  };
+}
+
+const EMPTY: Buffer = Buffer.alloc(0);
+
+/**
+ * Reads the start of the connection until the server name is known (or
+ * cannot be: not TLS, no SNI, 8 KiB, end of stream, timeout); `done` gets
+ * the name, if any, and every byte read, which must reach the upstream first.
+ */
+function peekServerName(
+  client: Socket,
+  timeoutMs: number,
+  done: (name: string | undefined, head: Buffer) => void,
+): void {
+  let head = EMPTY;
+  let finished = false;
+  const finish = (name: string | undefined) => {
+    if (finished) return;
+    finished = true;
+    clearTimeout(timer);
+    client.pause();
+    client.off('data', onData);
+    client.off('end', onEnd);
+    done(name, head);
+  };
+  const onData = (chunk: Buffer) => {
+    head = head.length === 0 ? chunk : Buffer.concat([head, chunk]);
+    const result = readServerName(head);
+    if (result.kind === 'found') finish(result.name);
+    else if (result.kind === 'absent' || head.length >= MAX_CLIENT_HELLO) finish(undefined);
+  };
+  const onEnd = () => finish(undefined);
+  const timer = setTimeout(() => finish(undefined), timeoutMs);
+  client.on('data', onData);
+  client.once('end', onEnd);
+  client.resume();
+}
+
+/** Connects to the first target that answers, then relays both ways. */
+function relayTo(
+  client: Socket,
+  targets: readonly StreamTarget[],
+  head: Buffer,
+  open: Set<Socket>,
+  { logger, connectTimeoutMs }: TcpStreamOptions,
+): void {
+  const attempt = (i: number) => {
+    const target = targets[i];
+    if (target === undefined) {
+      logger.warn({ client: client.remoteAddress }, 'stream tcp: no target accepted the connection');
+      client.destroy();
+      return;
+    }
+    const upstream = connect({ host: target.host, port: target.port, allowHalfOpen: true });
+    const timer = setTimeout(() => upstream.destroy(new Error('connect timed out')), connectTimeoutMs);
+    const giveUp = () => upstream.destroy();
+    client.once('close', giveUp);
+    upstream.once('error', (err) => {
+      clearTimeout(timer);
+      client.off('close', giveUp);
+      if (client.destroyed) return;
+      logger.warn({ target: target.address, err: err.message }, 'stream tcp connect failed');
+      attempt(i + 1);
+    });
+    upstream.once('connect', () => {
+      clearTimeout(timer);
+      client.off('close', giveUp);
+      upstream.removeAllListeners('error');
+      splice(client, upstream, head, target, open);
+    });
+  };
+  attempt(0);
+}
+
+function splice(
+  client: Socket,
+  upstream: Socket,
+  head: Buffer,
+  target: StreamTarget,
+  open: Set<Socket>,
+): void {
+  target.active++;
+  open.add(upstream);
+  upstream.setNoDelay(true);
+  const teardown = () => {
+    client.destroy();
+    upstream.destroy();
+  };
+  upstream.on('error', teardown);
+  client.on('error', teardown);
+  upstream.once('close', () => {
+    target.active--;
+    open.delete(upstream);
+    // A reset upstream must not leave the client half-open forever.
+    if (!client.writableEnded) client.destroy();
+  });
+  client.once('close', () => {
+    if (!upstream.writableEnded) upstream.destroy();
+  });
+  if (head.length > 0) upstream.write(head);
+  client.pipe(upstream);
+  upstream.pipe(client);
+}

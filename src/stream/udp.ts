@@ -1,0 +1,116 @@
+import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
+import { isIPv6 } from 'node:net';
+import type { StreamListenerConfig } from '../config/system.js';
+import type { Logger } from '../observability/logger.js';
+import { bindOn, type StreamListener } from './listener.js';
+import { StreamPool, type StreamTarget } from './pool.js';
+
+/** Datagram sessions kept at once; datagrams from further clients are dropped until some expire. */
+export const MAX_UDP_SESSIONS = 10_000;
+
+export interface UdpStreamOptions {
+  logger: Logger;
+  /** A session with no datagram either way for this long is closed. */
+  idleTimeoutMs: number;
+}
+
+interface Session {
+  readonly upstream: Socket;
+  readonly target: StreamTarget;
+  lastSeen: number;
+  /** Datagrams that arrived before the upstream socket was connected; null once it is. */
+  pending: Buffer[] | null;
+}
+
+/**
+ * A UDP stream listener: each client address and port gets a session, a
+ * socket connected to one target of the pool, chosen when its first
+ * datagram arrives. Datagrams go through unchanged both ways; replies leave
+ * from the listener's own address, so the client sees one peer.
+ */
+export async function startUdpStream(
+  config: StreamListenerConfig,
+  options: UdpStreamOptions,
+): Promise<StreamListener> {
+  const { logger, idleTimeoutMs } = options;
+  const label = `stream udp ${config.bind}:${config.port}`;
+  if (config.sni_routes.length > 0)
+    logger.warn({ listener: label }, 'sni_routes apply to TCP only; ignored for this UDP listener');
+  const pool = new StreamPool(config.upstream);
+  const sessions = new Map<string, Session>();
+  const server = createSocket({ type: isIPv6(config.bind) ? 'udp6' : 'udp4' });
+  let warnedFull = false;
+
+  const end = (key: string, session: Session) => {
+    if (sessions.get(key) !== session) return;
+    sessions.delete(key);
+    session.target.active--;
+    session.upstream.close();
+  };
+
+  const open = (key: string, client: RemoteInfo): Session | undefined => {
+    const target = pool.order(client.address)[0];
+    if (target === undefined) return undefined;
+    const upstream = createSocket({ type: isIPv6(target.host) ? 'udp6' : 'udp4' });
+    const session: Session = { upstream, target, lastSeen: Date.now(), pending: [] };
+    sessions.set(key, session);
+    target.active++;
+    upstream.on('message', (reply) => {
+      session.lastSeen = Date.now();
+      server.send(reply, client.port, client.address);
+    });
+    upstream.on('error', (err) => {
+      logger.warn({ target: target.address, client: key, err: err.message }, 'stream udp session failed');
+      end(key, session);
+    });
+    upstream.connect(target.port, target.host, () => {
+      const queued = session.pending ?? [];
+      session.pending = null;
+      for (const datagram of queued) upstream.send(datagram);
+    });
+    return session;
+  };
+
+  server.on('message', (datagram, client) => {
+    const key = `${client.address}|${client.port}`;
+    let session = sessions.get(key);
+    if (session === undefined) {
+      if (sessions.size >= MAX_UDP_SESSIONS) {
+        if (!warnedFull)
+          logger.warn({ listener: label }, `${MAX_UDP_SESSIONS} sessions open; dropping new clients`);
+        warnedFull = true;
+        return;
+      }
+      session = open(key, client);
+      if (session === undefined) return;
+    }
+    session.lastSeen = Date.now();
+    if (session.pending !== null) session.pending.push(datagram);
+    else session.upstream.send(datagram);
+  });
+  server.on('error', (err) => logger.error({ listener: label, err: err.message }, 'stream udp socket error'));
+
+  const address = await bindOn(server, config.bind, config.port, label);
+  const sweep = setInterval(
+    () => {
+      const cutoff = Date.now() - idleTimeoutMs;
+      for (const [key, session] of sessions) if (session.lastSeen < cutoff) end(key, session);
+      if (sessions.size < MAX_UDP_SESSIONS) warnedFull = false;
+    },
+    Math.max(50, Math.min(idleTimeoutMs / 4, 10_000)),
+  );
+  sweep.unref();
+  logger.info({ address: address.address, port: address.port, protocol: 'udp' }, `${label} listening`);
+  return {
+    protocol: 'udp',
+    address,
+    open: () => sessions.size,
+    // Datagrams have no graceful end: stop, and close every session now.
+    close: () =>
+      new Promise<void>((resolve) => {
+        clearInterval(sweep);
+        for (const [key, session] of sessions) end(key, session);
+        server.close(() => resolve());
+      }),
+  };
+}
