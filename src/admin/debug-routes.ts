@@ -69,8 +69,8 @@ export function debugRoutes(gateway: Gateway): AdminRoute[] {
   ];
 }
 
-/** `route`, `policy`, `status`, `source`, `limit`; a blank value is no filter. */
-function traceFilter(query: URLSearchParams): TraceFilter {
+/** `route`, `policy`, `status`, `source`, `limit`; a blank value is no filter. Shared with the MCP `list_traces` tool. */
+export function traceFilter(query: URLSearchParams): TraceFilter {
   const value = (name: string): string | undefined => {
     const v = query.get(name)?.trim();
     return v === undefined || v === '' ? undefined : v;

@@ -20,9 +20,9 @@ import {
 } from './references.js';
 import type { AdminRoute } from './router.js';
 
-type Section = 'routes' | 'policies' | 'supernodes' | 'plugin_configs' | 'stores' | 'consumers';
+export type Section = 'routes' | 'policies' | 'supernodes' | 'plugin_configs' | 'stores' | 'consumers';
 
-interface Named {
+export interface Named {
   name: string;
   [key: string]: unknown;
 }
@@ -120,7 +120,8 @@ export function resourceKinds(gateway: Gateway): ResourceKind[] {
   ];
 }
 
-const listOf = (config: GatewayConfig, section: Section): Named[] => config[section] as Named[];
+/** The items of one section, by name. */
+export const listOf = (config: GatewayConfig, section: Section): Named[] => config[section] as Named[];
 
 /**
  * Applies an edit of a deep copy of the current config through the gateway's
@@ -135,11 +136,58 @@ export async function mutate(gateway: Gateway, edit: (draft: GatewayConfig) => v
   }, 'admin');
 }
 
+/**
+ * Runs the same edit on a copy of the current config and compiles it without
+ * swapping, persisting or counting an apply: the dry run of a write. Throws
+ * what the real write would (ConfigRejected, AdminError).
+ */
+export async function dryRun(
+  gateway: Gateway,
+  edit: (draft: GatewayConfig) => void,
+): Promise<readonly string[]> {
+  const draft = structuredClone(gateway.runtime.config);
+  edit(draft);
+  const runtime = gateway.compile(draft);
+  await runtime.close();
+  return runtime.warnings;
+}
+
 /** Schema defaults and coercions applied, or ConfigRejected located at the item's future place. */
-function checked(kind: ResourceKind, item: Named, index: number): Named {
+export function checked(kind: ResourceKind, item: Named, index: number): Named {
   const issues = validateAgainst(kind.schema, item, `${kind.section}[${index}]`);
   if (issues.length > 0) throw new ConfigRejected(issues);
   return item;
+}
+
+/**
+ * Replaces the item named `body.name` in `draft`, or appends it when
+ * `upsert` allows; answers whether it was created. Shared by `PUT` and the
+ * MCP `put_*` tools.
+ */
+export function putItem(
+  draft: GatewayConfig,
+  kind: ResourceKind,
+  body: Named,
+  options: { upsert: boolean; ifMatch?: string | undefined },
+): boolean {
+  const list = listOf(draft, kind.section);
+  const index = list.findIndex((i) => i.name === body.name);
+  if (index === -1 && !options.upsert) throw notFound();
+  checkIfMatch(options.ifMatch, index === -1 ? undefined : list[index]);
+  const item = checked(kind, body, index === -1 ? list.length : index);
+  if (index === -1) list.push(item);
+  else list[index] = item;
+  return index === -1;
+}
+
+/** Deletes `name` from `draft` unless it is unknown or still referenced. Shared by `DELETE` and MCP. */
+export function removeItem(draft: GatewayConfig, kind: ResourceKind, name: string, ifMatch?: string): void {
+  const list = listOf(draft, kind.section);
+  const index = list.findIndex((i) => i.name === name);
+  if (index === -1) throw notFound();
+  checkIfMatch(ifMatch, list[index]);
+  kind.guardDelete?.(draft, name);
+  list.splice(index, 1);
 }
 
 /** GET list, GET/PUT/DELETE one, and POST when the kind allows it. */
@@ -172,14 +220,7 @@ export function resourceRoutes(gateway: Gateway, kind: ResourceKind): AdminRoute
         const body: Named = { name, ...rest };
         let created = false;
         await mutate(gateway, (draft) => {
-          const list = listOf(draft, kind.section);
-          const index = list.findIndex((i) => i.name === name);
-          if (index === -1 && !kind.upsert) throw notFound();
-          checkIfMatch(req.headers['if-match'], index === -1 ? undefined : list[index]);
-          const item = checked(kind, body, index === -1 ? list.length : index);
-          created = index === -1;
-          if (created) list.push(item);
-          else list[index] = item;
+          created = putItem(draft, kind, body, { upsert: kind.upsert, ifMatch: req.headers['if-match'] });
         });
         return json(created ? 201 : 200, { status: created ? 'created' : 'updated' }, { etag: etagOf(body) });
       },
@@ -190,14 +231,7 @@ export function resourceRoutes(gateway: Gateway, kind: ResourceKind): AdminRoute
       auth: true,
       handler: async ({ req, params }) => {
         const name = params.name as string;
-        await mutate(gateway, (draft) => {
-          const list = listOf(draft, kind.section);
-          const index = list.findIndex((i) => i.name === name);
-          if (index === -1) throw notFound();
-          checkIfMatch(req.headers['if-match'], list[index]);
-          kind.guardDelete?.(draft, name);
-          list.splice(index, 1);
-        });
+        await mutate(gateway, (draft) => removeItem(draft, kind, name, req.headers['if-match']));
         return json(200, { status: 'deleted' });
       },
     },
