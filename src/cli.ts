@@ -6,6 +6,8 @@ import { createLogger, silentLogger } from './observability/logger.js';
 import { Gateway, compileWith } from './gateway.js';
 import { closeAllPools } from './outbound/pool-registry.js';
 import { startAdminServer, type AdminServer } from './admin/server.js';
+import { EtcdConfigSource } from './config/etcd-source.js';
+import { EtcdUnavailable } from './config/etcd-client.js';
 import { closeStreamListeners, startStreamListeners, type StreamListener } from './stream/index.js';
 
 const USAGE = `Usage:
@@ -95,11 +97,29 @@ async function run(args: CliArgs): Promise<number> {
   const logger = createLogger(system.logging);
   let gateway: Gateway;
   try {
-    gateway = Gateway.create({ system, gatewayPath: args.gatewayPath, logger });
+    const etcd = system.config.etcd;
+    gateway =
+      system.config.source === 'file' || etcd === undefined
+        ? Gateway.create({ system, gatewayPath: args.gatewayPath, logger })
+        : await Gateway.createFromEtcd({
+            system,
+            gatewayPath: args.gatewayPath,
+            logger,
+            etcd: new EtcdConfigSource(etcd, logger),
+          });
   } catch (err) {
+    if (err instanceof EtcdUnavailable) {
+      logger.error({ err }, 'cannot load the configuration from etcd');
+      process.stderr.write(`cannot load the configuration from etcd: ${err.message}\n`);
+      return 1;
+    }
     if (err instanceof ConfigRejected) {
-      logger.error({ errors: err.issues }, `${args.gatewayPath}: invalid gateway config`);
-      process.stderr.write(`${args.gatewayPath}: invalid gateway config\n${formatIssues(err.issues)}\n`);
+      const where =
+        system.config.source === 'file'
+          ? args.gatewayPath
+          : `etcd prefix ${system.config.etcd?.prefix ?? ''}`;
+      logger.error({ errors: err.issues }, `${where}: invalid gateway config`);
+      process.stderr.write(`${where}: invalid gateway config\n${formatIssues(err.issues)}\n`);
       return 1;
     }
     throw err;
@@ -115,7 +135,7 @@ async function run(args: CliArgs): Promise<number> {
     return 1;
   }
   process.on('SIGHUP', () => {
-    gateway.reloadFromFile('signal').catch(() => undefined);
+    gateway.reload('signal').catch(() => undefined);
   });
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {

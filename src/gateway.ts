@@ -1,5 +1,5 @@
 import type { AddressInfo } from 'node:net';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { compileGateway, type Runtime } from './engine/compile.js';
 import { parseGatewayConfig, type GatewayConfig } from './config/gateway.js';
@@ -15,6 +15,7 @@ import { RuntimeSlot } from './server/runtime-slot.js';
 import { watchConfigFile, type ConfigWatcher } from './config/watch.js';
 import { templateFactory } from './engine/templates.js';
 import { persistGatewayConfig } from './config/persist.js';
+import { EtcdConfigSource } from './config/etcd-source.js';
 import type { GatewayMetrics, NodeSample } from './observability/metrics.js';
 import type { GatewayScope } from './plugins/define.js';
 import { createGatewayScope } from './engine/gateway-scope.js';
@@ -25,9 +26,14 @@ export interface GatewayOptions {
   gatewayPath?: string;
   logger: Logger;
   env?: NodeJS.ProcessEnv;
+  /** Set for `config.source: etcd`: admin writes go there, and its watch drives reloads. */
+  etcd?: EtcdConfigSource;
 }
 
-export type ApplySource = 'startup' | 'file' | 'signal' | 'admin';
+export type ApplySource = 'startup' | 'file' | 'signal' | 'admin' | 'etcd';
+
+/** Returned by an apply function that finds nothing to change. */
+const UNCHANGED = Symbol('unchanged');
 
 /**
  * The composition root: owns the current runtime, the data-plane listener and
@@ -49,6 +55,8 @@ export class Gateway {
   /** Serializes applies so two writers never interleave. */
   #applying: Promise<unknown> = Promise.resolve();
   #lastAppliedText: string | undefined;
+  readonly #etcd: EtcdConfigSource | undefined;
+  #etcdWatch: { close(): void } | undefined;
 
   private constructor(options: GatewayOptions, runtime: Runtime, scope: GatewayScope) {
     this.scope = scope;
@@ -59,7 +67,21 @@ export class Gateway {
     this.logger = options.logger;
     this.gatewayPath = options.gatewayPath;
     this.env = options.env ?? process.env;
+    this.#etcd = options.etcd;
     this.#slot = new RuntimeSlot(runtime);
+  }
+
+  /**
+   * `config.source: etcd`: loads the configuration from etcd (seeding an
+   * empty prefix from the local gateway.yaml, when there is one) and
+   * compiles it. Throws EtcdUnavailable or ConfigRejected.
+   */
+  static async createFromEtcd(options: GatewayOptions & { etcd: EtcdConfigSource }): Promise<Gateway> {
+    const path = options.gatewayPath;
+    const config = await options.etcd.loadOrSeed(() =>
+      path !== undefined && existsSync(path) ? parseGatewayConfig(readGatewayText(path)) : undefined,
+    );
+    return Gateway.create(options, config);
   }
 
   /** Compiles the initial configuration; throws ConfigRejected when it is invalid. */
@@ -104,14 +126,20 @@ export class Gateway {
    * read-modify-write callers cannot lose each other's change.
    */
   apply(
-    config: GatewayConfig | ((current: GatewayConfig) => GatewayConfig),
+    config:
+      | GatewayConfig
+      | ((
+          current: GatewayConfig,
+        ) => GatewayConfig | typeof UNCHANGED | Promise<GatewayConfig | typeof UNCHANGED>),
     source: ApplySource,
   ): Promise<Runtime> {
     const run = this.#applying.then(async () => {
       let candidate: GatewayConfig;
       let runtime: Runtime;
       try {
-        candidate = typeof config === 'function' ? config(this.runtime.config) : config;
+        const next = typeof config === 'function' ? await config(this.runtime.config) : config;
+        if (next === UNCHANGED) return this.runtime;
+        candidate = next;
         runtime = this.compile(candidate);
       } catch (err) {
         if (err instanceof ConfigRejected) {
@@ -132,6 +160,18 @@ export class Gateway {
           throw err;
         }
       }
+      if (source === 'admin' && this.#etcd !== undefined) {
+        try {
+          await this.#etcd.commit(candidate);
+        } catch (err) {
+          void runtime.close();
+          this.logger.error(
+            { err, prefix: this.#etcd.prefix },
+            'cannot write the configuration to etcd; not applied',
+          );
+          throw err;
+        }
+      }
       for (const warning of runtime.warnings) this.logger.warn(warning);
       this.swap(runtime);
       this.metrics.configApplied(source);
@@ -148,6 +188,22 @@ export class Gateway {
   /** Admin writes go back to gateway.yaml for the file source unless `config.persist: false`. */
   #persists(): boolean {
     return this.system.config.persist && this.system.config.source === 'file';
+  }
+
+  /** Re-reads the configuration from its source (gateway.yaml, or etcd) and applies it. */
+  reload(source: ApplySource): Promise<Runtime> {
+    return this.#etcd === undefined ? this.reloadFromFile(source) : this.reloadFromEtcd(source);
+  }
+
+  /** Re-reads the etcd prefix and applies it when it differs from the running configuration. */
+  reloadFromEtcd(source: ApplySource = 'etcd'): Promise<Runtime> {
+    const etcd = this.#etcd;
+    if (etcd === undefined) return Promise.reject(new Error('the configuration source is not etcd'));
+    // Read inside the serialized section, so a load never lands after a newer admin write.
+    return this.apply(async (current) => {
+      const loaded = await etcd.load();
+      return EtcdConfigSource.same(loaded, current) ? UNCHANGED : loaded;
+    }, source);
   }
 
   /** Re-reads gateway.yaml and applies it; same path as file changes and SIGHUP. */
@@ -196,7 +252,47 @@ export class Gateway {
     if (this.gatewayPath !== undefined && this.system.config.source === 'file' && this.system.config.watch) {
       this.#watcher = watchConfigFile(this.gatewayPath, 500, () => this.onFileChange());
     }
+    if (this.#etcd !== undefined) this.#etcdWatch = this.#watchEtcd(this.#etcd);
     return address;
+  }
+
+  /**
+   * Converges on what etcd holds: every change under the prefix (and every
+   * reconnect of the watch, which may have missed some) schedules one reload.
+   * A rejected document keeps the running configuration; the next change
+   * tries again.
+   */
+  #watchEtcd(etcd: EtcdConfigSource): { close(): void } {
+    let timer: NodeJS.Timeout | undefined;
+    let failing = false;
+    const schedule = () => {
+      if (timer !== undefined) return;
+      timer = setTimeout(() => {
+        timer = undefined;
+        this.reloadFromEtcd('etcd').catch((err: unknown) => {
+          if (!(err instanceof ConfigRejected))
+            this.logger.warn({ err, prefix: etcd.prefix }, 'cannot reload the configuration from etcd');
+        });
+      }, 100);
+    };
+    const watch = etcd.watch({
+      onEvents: schedule,
+      onConnected: () => {
+        if (failing) this.logger.info({ prefix: etcd.prefix }, 'etcd watch re-established');
+        failing = false;
+        schedule();
+      },
+      onError: (err) => {
+        if (!failing) this.logger.warn({ err, prefix: etcd.prefix }, 'etcd watch lost; retrying');
+        failing = true;
+      },
+    });
+    return {
+      close: () => {
+        clearTimeout(timer);
+        watch.close();
+      },
+    };
   }
 
   private onFileChange(): void {
@@ -222,6 +318,7 @@ export class Gateway {
    */
   async shutdown(): Promise<void> {
     this.#watcher?.close();
+    this.#etcdWatch?.close();
     await this.#listener?.close(this.system.timeouts.shutdown_timeout_seconds * 1000);
     await this.#slot.runtime.close();
   }

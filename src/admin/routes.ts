@@ -113,7 +113,7 @@ export function adminRoutes(gateway: Gateway, startedAt: number = Date.now()): A
       auth: true,
       handler: async () => {
         try {
-          const runtime = await gateway.reloadFromFile('file');
+          const runtime = await gateway.reload('file');
           return json(200, {
             status: 'reloaded',
             routes: runtime.config.routes.length,

@@ -1,0 +1,223 @@
+/**
+ * A small client for etcd's v3 HTTP/JSON gateway (`/v3/kv/*`, `/v3/watch`,
+ * `/v3/auth/authenticate`): keys and values travel base64-encoded in JSON.
+ * Endpoints come from system.yaml only. A request goes to the endpoint that
+ * last answered and falls over to the next on a network error or a 5xx.
+ */
+
+export interface EtcdSettings {
+  endpoints: string[];
+  user?: string;
+  password?: string;
+  timeout_ms: number;
+}
+
+export interface KeyValue {
+  key: string;
+  value: Buffer;
+}
+
+/** etcd could not be reached, or refused a request: the configuration store is unavailable. */
+export class EtcdUnavailable extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'EtcdUnavailable';
+  }
+}
+
+const b64 = (text: string | Buffer): string => Buffer.from(text).toString('base64');
+
+/** The first key after every key that starts with `prefix` (etcd's range_end for a prefix). */
+export function prefixEnd(prefix: string): Buffer {
+  const end = Buffer.from(prefix);
+  for (let i = end.length - 1; i >= 0; i--) {
+    if (end[i]! < 0xff) {
+      end[i]!++;
+      return end.subarray(0, i + 1);
+    }
+  }
+  return Buffer.from([0]);
+}
+
+export class EtcdClient {
+  readonly #endpoints: string[];
+  readonly #settings: EtcdSettings;
+  #current = 0;
+  #token: string | undefined;
+
+  constructor(settings: EtcdSettings) {
+    this.#settings = settings;
+    this.#endpoints = settings.endpoints.map((e) => e.replace(/\/+$/, ''));
+  }
+
+  /** Every key under `prefix`, in key order. */
+  async range(prefix: string): Promise<KeyValue[]> {
+    const body = (await this.#call('/v3/kv/range', {
+      key: b64(prefix),
+      range_end: b64(prefixEnd(prefix)),
+    })) as {
+      kvs?: { key?: string; value?: string }[];
+    };
+    return (body.kvs ?? []).map((kv) => ({
+      key: Buffer.from(kv.key ?? '', 'base64').toString('utf8'),
+      value: Buffer.from(kv.value ?? '', 'base64'),
+    }));
+  }
+
+  async put(key: string, value: string): Promise<void> {
+    await this.#call('/v3/kv/put', { key: b64(key), value: b64(value) });
+  }
+
+  async delete(key: string): Promise<void> {
+    await this.#call('/v3/kv/deleterange', { key: b64(key) });
+  }
+
+  /**
+   * Streams changes under `prefix`: `onEvents` runs for each batch of
+   * changes, `onConnected` each time the stream is (re)established (the
+   * caller re-reads everything then, so nothing missed while it was down is
+   * lost). Reconnects with a growing delay until closed.
+   */
+  watch(
+    prefix: string,
+    handlers: { onEvents: () => void; onConnected: () => void; onError: (err: Error) => void },
+  ): {
+    close(): void;
+  } {
+    let closed = false;
+    let controller: AbortController | undefined;
+    let delay = 250;
+    const run = async (): Promise<void> => {
+      while (!closed) {
+        controller = new AbortController();
+        try {
+          await this.#stream(prefix, controller.signal, handlers, () => (delay = 250));
+          if (!closed) handlers.onError(new EtcdUnavailable('etcd closed the watch stream'));
+        } catch (err) {
+          if (closed) return;
+          handlers.onError(err instanceof Error ? err : new Error(String(err)));
+        }
+        if (closed) return;
+        await new Promise((resolve) => setTimeout(resolve, delay).unref());
+        delay = Math.min(delay * 2, 5000);
+      }
+    };
+    void run();
+    return {
+      close: () => {
+        closed = true;
+        controller?.abort();
+      },
+    };
+  }
+
+  async #stream(
+    prefix: string,
+    signal: AbortSignal,
+    handlers: { onEvents: () => void; onConnected: () => void },
+    healthy: () => void,
+  ): Promise<void> {
+    const response = await this.#post(
+      '/v3/watch',
+      {
+        create_request: { key: b64(prefix), range_end: b64(prefixEnd(prefix)) },
+      },
+      signal,
+    );
+    if (response.body === null) throw new EtcdUnavailable('etcd watch answered without a body');
+    const decoder = new TextDecoder();
+    let pending = '';
+    for await (const chunk of response.body) {
+      pending += decoder.decode(chunk as Uint8Array, { stream: true });
+      let newline: number;
+      while ((newline = pending.indexOf('\n')) >= 0) {
+        const line = pending.slice(0, newline).trim();
+        pending = pending.slice(newline + 1);
+        if (line === '') continue;
+        const message = JSON.parse(line) as {
+          result?: { created?: boolean; events?: unknown[] };
+          error?: unknown;
+        };
+        if (message.error !== undefined)
+          throw new EtcdUnavailable(`etcd watch failed: ${JSON.stringify(message.error)}`);
+        if (message.result?.created === true) {
+          healthy();
+          handlers.onConnected();
+        }
+        if ((message.result?.events?.length ?? 0) > 0) handlers.onEvents();
+      }
+    }
+  }
+
+  /** A unary call: JSON in, JSON out, re-authenticating once when the token is refused. */
+  async #call(path: string, body: unknown): Promise<unknown> {
+    if (this.#settings.user !== undefined && this.#token === undefined) await this.#authenticate();
+    let response = await this.#post(path, body, AbortSignal.timeout(this.#settings.timeout_ms));
+    let text = await response.text();
+    if (this.#settings.user !== undefined && isAuthFailure(response.status, text)) {
+      await this.#authenticate();
+      response = await this.#post(path, body, AbortSignal.timeout(this.#settings.timeout_ms));
+      text = await response.text();
+    }
+    if (response.status !== 200)
+      throw new EtcdUnavailable(`etcd ${path} answered ${response.status}: ${text.slice(0, 200)}`);
+    return JSON.parse(text) as unknown;
+  }
+
+  async #authenticate(): Promise<void> {
+    this.#token = undefined;
+    const response = await this.#post(
+      '/v3/auth/authenticate',
+      { name: this.#settings.user, password: this.#settings.password ?? '' },
+      AbortSignal.timeout(this.#settings.timeout_ms),
+    );
+    const text = await response.text();
+    if (response.status !== 200)
+      throw new EtcdUnavailable(
+        `etcd refused the credentials of user '${this.#settings.user}': ${text.slice(0, 200)}`,
+      );
+    const token = (JSON.parse(text) as { token?: unknown }).token;
+    if (typeof token !== 'string')
+      throw new EtcdUnavailable('etcd answered the authentication without a token');
+    this.#token = token;
+  }
+
+  /** POSTs to the current endpoint, moving on to the next on a network error or a 5xx. */
+  async #post(path: string, body: unknown, signal: AbortSignal): Promise<Response> {
+    const failures: string[] = [];
+    for (let attempt = 0; attempt < this.#endpoints.length; attempt++) {
+      const index = (this.#current + attempt) % this.#endpoints.length;
+      const endpoint = this.#endpoints[index]!;
+      try {
+        const headers: Record<string, string> = { 'content-type': 'application/json' };
+        if (this.#token !== undefined) headers['authorization'] = this.#token;
+        const response = await fetch(`${endpoint}${path}`, {
+          method: 'POST',
+          headers,
+          body: JSON.stringify(body),
+          signal,
+        });
+        if (response.status >= 500 && !isAuthFailure(response.status, '')) {
+          failures.push(`${endpoint}: ${response.status}`);
+          await response.body?.cancel();
+          continue;
+        }
+        this.#current = index;
+        return response;
+      } catch (err) {
+        if (signal.aborted && (signal.reason as Error | undefined)?.name !== 'TimeoutError') throw err;
+        failures.push(`${endpoint}: ${describe(err)}`);
+      }
+    }
+    throw new EtcdUnavailable(`no etcd endpoint answered ${path} (${failures.join('; ')})`);
+  }
+}
+
+function isAuthFailure(status: number, text: string): boolean {
+  return status === 401 || /invalid auth token|user name is empty/i.test(text);
+}
+
+function describe(err: unknown): string {
+  const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+  return cause?.code ?? cause?.message ?? (err as Error).message ?? String(err);
+}

@@ -1,0 +1,136 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { freePort } from './free-port.js';
+import { tempDir } from './temp-dir.js';
+import { waitFor } from './wait.js';
+
+const BINARY = process.env.ETCD_BIN ?? 'etcd';
+
+export interface EtcdServer {
+  /** `http://127.0.0.1:<client port>` */
+  readonly url: string;
+  /** POSTs JSON to the v3 gateway (keys and values base64 as etcd wants them) and returns the parsed answer. */
+  call(
+    path: string,
+    body: unknown,
+    token?: string,
+  ): Promise<{ status: number; body: Record<string, unknown> }>;
+  /** Puts `key` = `value` (plain text; encoded here). */
+  put(key: string, value: string): Promise<void>;
+  /** Keys under `prefix`, decoded, in key order. */
+  keys(prefix: string): Promise<string[]>;
+  /** Stops the server and removes its data directory. */
+  stop(): Promise<void>;
+}
+
+let available: boolean | undefined;
+
+/**
+ * `skip` option for suites that need etcd: a reason when the binary is
+ * missing on a developer machine; `false` in CI, where `startEtcd` then
+ * fails the suite instead of hiding it.
+ */
+export function skipWithoutEtcd(): string | false {
+  if (process.env.CI !== undefined && process.env.CI !== '' && process.env.CI !== 'false') return false;
+  available ??= spawnSync(BINARY, ['--version'], { stdio: 'ignore' }).status === 0;
+  return available ? false : `${BINARY} not found (install etcd-server)`;
+}
+
+const b64 = (text: string) => Buffer.from(text).toString('base64');
+
+/** Starts the system `etcd` as a one-member cluster on free loopback ports, in a temporary data dir. */
+export async function startEtcd(): Promise<EtcdServer> {
+  const dir = tempDir('switchyard-etcd-');
+  let child: ChildProcess | undefined;
+  let output = '';
+  let url = '';
+  for (let attempt = 1; ; attempt++) {
+    const client = await freePort();
+    const peer = await freePort();
+    url = `http://127.0.0.1:${client}`;
+    const peerUrl = `http://127.0.0.1:${peer}`;
+    const proc = spawn(
+      BINARY,
+      [
+        '--name',
+        'test',
+        '--data-dir',
+        `${dir.path}/data-${attempt}`,
+        '--listen-client-urls',
+        url,
+        '--advertise-client-urls',
+        url,
+        '--listen-peer-urls',
+        peerUrl,
+        '--initial-advertise-peer-urls',
+        peerUrl,
+        '--initial-cluster',
+        `test=${peerUrl}`,
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    proc.stdout?.on('data', (d: Buffer) => (output += d.toString()));
+    proc.stderr?.on('data', (d: Buffer) => (output += d.toString()));
+    child = proc;
+    try {
+      await waitFor(
+        async () => {
+          if (proc.exitCode !== null)
+            throw new Error(`etcd exited (${proc.exitCode}): ${output.slice(-2000)}`);
+          try {
+            const res = await fetch(`${url}/health`);
+            return res.status === 200 && ((await res.json()) as { health?: string }).health === 'true';
+          } catch {
+            return false;
+          }
+        },
+        { timeoutMs: 20000, what: `etcd on ${url}` },
+      );
+      break;
+    } catch (err) {
+      if (proc.exitCode === null) proc.kill('SIGKILL');
+      // Another process may have taken a port between probing and binding.
+      if (attempt >= 3) {
+        dir.remove();
+        throw err;
+      }
+    }
+  }
+
+  const call: EtcdServer['call'] = async (path, body, token) => {
+    const headers: Record<string, string> = { 'content-type': 'application/json' };
+    if (token !== undefined) headers['authorization'] = token;
+    const res = await fetch(`${url}${path}`, { method: 'POST', headers, body: JSON.stringify(body) });
+    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  };
+
+  return {
+    url,
+    call,
+    async put(key, value) {
+      const res = await call('/v3/kv/put', { key: b64(key), value: b64(value) });
+      if (res.status !== 200) throw new Error(`etcd put ${key}: ${res.status} ${JSON.stringify(res.body)}`);
+    },
+    async keys(prefix) {
+      const end = Buffer.from(prefix);
+      end[end.length - 1]!++;
+      const res = await call('/v3/kv/range', {
+        key: b64(prefix),
+        range_end: end.toString('base64'),
+        keys_only: true,
+      });
+      const kvs = (res.body['kvs'] ?? []) as { key: string }[];
+      return kvs.map((kv) => Buffer.from(kv.key, 'base64').toString('utf8'));
+    },
+    async stop() {
+      const proc = child;
+      child = undefined;
+      if (proc !== undefined && proc.exitCode === null && proc.signalCode === null) {
+        const exited = once(proc, 'exit');
+        proc.kill('SIGTERM');
+        await exited;
+      }
+      dir.remove();
+    },
+  };
+}
