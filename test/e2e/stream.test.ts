@@ -4,31 +4,18 @@ import { once } from 'node:events';
 import { writeFileSync } from 'node:fs';
 import { connect, createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { BASE_YAML } from '../admin/harness.js';
 import { spawnGateway } from '../support/gateway-process.js';
 import { freePort } from '../support/free-port.js';
 import { tempDir } from '../support/temp-dir.js';
 import { waitFor } from '../support/wait.js';
-
-const gatewayYaml = `
-routes:
-  - { name: r, match: { path: /x }, policy: p }
-policies:
-  - name: p
-    nodes:
-      - { id: in, type: listener }
-      - { id: m, type: mocking, config: { response_example: "ok", content_type: text/plain } }
-      - { id: out, type: client }
-    edges:
-      - { from: in.out, to: m.in }
-      - { from: m.success, to: out.in }
-`;
 
 function files(system: string) {
   const dir = tempDir();
   const sys = join(dir.path, 'system.yaml');
   const gw = join(dir.path, 'gateway.yaml');
   writeFileSync(sys, system);
-  writeFileSync(gw, gatewayYaml);
+  writeFileSync(gw, BASE_YAML);
   return { dir, args: ['--system-config', sys, '--gateway-config', gw] };
 }
 

@@ -1,8 +1,6 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import { freePort } from './free-port.js';
+import { spawnSync } from 'node:child_process';
+import { startDaemon } from './daemon.js';
 import { tempDir } from './temp-dir.js';
-import { waitFor } from './wait.js';
 
 const BINARY = process.env.ETCD_BIN ?? 'etcd';
 
@@ -41,61 +39,40 @@ const b64 = (text: string) => Buffer.from(text).toString('base64');
 /** Starts the system `etcd` as a one-member cluster on free loopback ports, in a temporary data dir. */
 export async function startEtcd(): Promise<EtcdServer> {
   const dir = tempDir('switchyard-etcd-');
-  let child: ChildProcess | undefined;
-  let output = '';
-  let url = '';
-  for (let attempt = 1; ; attempt++) {
-    const client = await freePort();
-    const peer = await freePort();
-    url = `http://127.0.0.1:${client}`;
-    const peerUrl = `http://127.0.0.1:${peer}`;
-    const proc = spawn(
-      BINARY,
-      [
-        '--name',
-        'test',
-        '--data-dir',
-        `${dir.path}/data-${attempt}`,
-        '--listen-client-urls',
-        url,
-        '--advertise-client-urls',
-        url,
-        '--listen-peer-urls',
-        peerUrl,
-        '--initial-advertise-peer-urls',
-        peerUrl,
-        '--initial-cluster',
-        `test=${peerUrl}`,
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    proc.stdout?.on('data', (d: Buffer) => (output += d.toString()));
-    proc.stderr?.on('data', (d: Buffer) => (output += d.toString()));
-    child = proc;
-    try {
-      await waitFor(
-        async () => {
-          if (proc.exitCode !== null)
-            throw new Error(`etcd exited (${proc.exitCode}): ${output.slice(-2000)}`);
-          try {
-            const res = await fetch(`${url}/health`);
-            return res.status === 200 && ((await res.json()) as { health?: string }).health === 'true';
-          } catch {
-            return false;
-          }
-        },
-        { timeoutMs: 20000, what: `etcd on ${url}` },
-      );
-      break;
-    } catch (err) {
-      if (proc.exitCode === null) proc.kill('SIGKILL');
-      // Another process may have taken a port between probing and binding.
-      if (attempt >= 3) {
-        dir.remove();
-        throw err;
-      }
-    }
+  let started;
+  try {
+    started = await startDaemon({
+      name: 'etcd',
+      ports: 2,
+      timeoutMs: 20000,
+      command: ([client, peer], attempt) => {
+        const url = `http://127.0.0.1:${client}`;
+        const peerUrl = `http://127.0.0.1:${peer}`;
+        return {
+          bin: BINARY,
+          args: [
+            ...['--name', 'test', '--data-dir', `${dir.path}/data-${attempt}`],
+            ...['--listen-client-urls', url, '--advertise-client-urls', url],
+            ...['--listen-peer-urls', peerUrl, '--initial-advertise-peer-urls', peerUrl],
+            ...['--initial-cluster', `test=${peerUrl}`],
+          ],
+        };
+      },
+      ready: async ([client]) => {
+        try {
+          const res = await fetch(`http://127.0.0.1:${client}/health`);
+          return res.status === 200 && ((await res.json()) as { health?: string }).health === 'true';
+        } catch {
+          return false;
+        }
+      },
+    });
+  } catch (err) {
+    dir.remove();
+    throw err;
   }
+  const { daemon } = started;
+  const url = `http://127.0.0.1:${started.ports[0]}`;
 
   const call: EtcdServer['call'] = async (path, body, token) => {
     const headers: Record<string, string> = { 'content-type': 'application/json' };
@@ -123,13 +100,7 @@ export async function startEtcd(): Promise<EtcdServer> {
       return kvs.map((kv) => Buffer.from(kv.key, 'base64').toString('utf8'));
     },
     async stop() {
-      const proc = child;
-      child = undefined;
-      if (proc !== undefined && proc.exitCode === null && proc.signalCode === null) {
-        const exited = once(proc, 'exit');
-        proc.kill('SIGTERM');
-        await exited;
-      }
+      await daemon.stop();
       dir.remove();
     },
   };

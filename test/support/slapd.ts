@@ -1,11 +1,9 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
-import { freePort } from './free-port.js';
+import { startDaemon } from './daemon.js';
 import { tempDir } from './temp-dir.js';
-import { waitFor } from './wait.js';
 
 /** Suffix of the test directory; people live under `ou=people`. */
 export const SLAPD_SUFFIX = 'dc=example,dc=test';
@@ -136,48 +134,29 @@ export async function startSlapd(users: readonly SlapdUser[] = DEFAULT_USERS): P
     throw new Error(`slapadd failed (${load.status}): ${load.stderr}`);
   }
 
-  let child: ChildProcess | undefined;
-  let port = 0;
-  let output = '';
-  for (let attempt = 1; ; attempt++) {
-    port = await freePort();
-    // -d 0 keeps slapd in the foreground, so this child is the server and SIGTERM stops it.
-    const proc = spawn(bins.slapd, ['-f', conf, '-h', `ldap://127.0.0.1:${port}/`, '-d', '0'], {
-      stdio: ['ignore', 'pipe', 'pipe'],
+  let started;
+  try {
+    started = await startDaemon({
+      name: 'slapd',
+      ports: 1,
+      // -d 0 keeps slapd in the foreground, so this child is the server and SIGTERM stops it.
+      command: ([port]) => ({
+        bin: bins.slapd,
+        args: ['-f', conf, '-h', `ldap://127.0.0.1:${port}/`, '-d', '0'],
+      }),
+      ready: ([port]) => accepts(port!),
     });
-    proc.stdout?.on('data', (d: Buffer) => (output += d.toString()));
-    proc.stderr?.on('data', (d: Buffer) => (output += d.toString()));
-    try {
-      await waitFor(
-        async () => {
-          if (proc.exitCode !== null) throw new Error(`slapd exited (${proc.exitCode}): ${output}`);
-          return accepts(port);
-        },
-        { timeoutMs: 10000, what: `slapd on port ${port}` },
-      );
-      child = proc;
-      break;
-    } catch (err) {
-      // Another process may have taken the port between probing and binding.
-      if (proc.exitCode === null) proc.kill('SIGKILL');
-      if (attempt >= 3) {
-        dir.remove();
-        throw err;
-      }
-    }
+  } catch (err) {
+    dir.remove();
+    throw err;
   }
-
-  const running = child;
-  if (running === undefined) throw new Error('slapd did not start');
+  const { daemon } = started;
+  const port = started.ports[0]!;
   return {
     port,
     url: `ldap://127.0.0.1:${port}`,
     async stop() {
-      if (running.exitCode === null && running.signalCode === null) {
-        const exited = once(running, 'exit');
-        running.kill('SIGTERM');
-        await exited;
-      }
+      await daemon.stop();
       if (existsSync(dir.path)) dir.remove();
     },
   };
