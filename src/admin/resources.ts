@@ -8,6 +8,7 @@ import {
   type GatewayConfig,
 } from '../config/gateway.js';
 import { ConfigRejected, formatIssues, validateAgainst } from '../config/schema-validate.js';
+import type { Runtime } from '../engine/compile.js';
 import type { Gateway } from '../gateway.js';
 import { AdminError, badRequest, checkIfMatch, etagOf, json, notFound, readJsonObject } from './http.js';
 import {
@@ -128,8 +129,8 @@ export const listOf = (config: GatewayConfig, section: Section): Named[] => conf
  * one apply path. `edit` runs inside the serialized section, so concurrent
  * writers see each other's changes; it throws to refuse the change.
  */
-export async function mutate(gateway: Gateway, edit: (draft: GatewayConfig) => void): Promise<void> {
-  await gateway.apply((current) => {
+export function mutate(gateway: Gateway, edit: (draft: GatewayConfig) => void): Promise<Runtime> {
+  return gateway.apply((current) => {
     const draft = structuredClone(current);
     edit(draft);
     return draft;

@@ -11,6 +11,7 @@ import { AdminRouter, type AdminRoute } from './router.js';
 import { adminRoutes } from './routes.js';
 import { createUiHandler } from './ui.js';
 import { startListener, type RequestHandler } from '../server/listener.js';
+import { createMcpHandler } from '../mcp/http.js';
 
 export interface AdminServerOptions {
   /** Directory of the built editor; defaults to ui/dist. */
@@ -63,12 +64,20 @@ export async function startAdminServer(
   const ui = admin.ui_enabled ? createUiHandler(options.uiDir) : undefined;
   const mcpPath = admin.mcp?.path ?? '/mcp';
 
-  const dispatch = async (req: IncomingMessage): Promise<Reply> => {
+  const mcp =
+    admin.mcp === undefined ? undefined : createMcpHandler({ gateway, config: admin.mcp, logger, router });
+
+  /** The reply to send, or undefined when the MCP transport answered by itself. */
+  const dispatch = async (req: IncomingMessage, res: ServerResponse): Promise<Reply | undefined> => {
     const url = new URL(req.url ?? '/', 'http://admin.invalid');
     const pathname = url.pathname;
     const method = req.method === 'HEAD' ? 'GET' : (req.method ?? 'GET');
-    // MCP has its own bearer tokens and is not built yet: disabled answers 404 without a Basic challenge.
-    if (pathname === mcpPath) return NOT_FOUND;
+    // MCP has its own bearer tokens (never Basic); disabled answers 404 without a Basic challenge.
+    if (pathname === mcpPath) {
+      if (mcp === undefined) return NOT_FOUND;
+      await mcp(req, res);
+      return undefined;
+    }
     const found = router.match(method, pathname);
     const needsAuth =
       found.kind === 'none' ? isProtected(pathname) : found.kind === 'found' ? found.route.auth : found.auth;
@@ -87,8 +96,9 @@ export async function startAdminServer(
   };
 
   const handle = (req: IncomingMessage, res: ServerResponse): void => {
-    dispatch(req).then(
+    dispatch(req, res).then(
       (reply) => {
+        if (reply === undefined) return;
         send(res, reply);
         if (reply.status >= 400) req.resume();
       },

@@ -1,0 +1,73 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { send } from '../admin/http.js';
+import type { AdminRouter } from '../admin/router.js';
+import type { AdminConfig } from '../config/system.js';
+import type { Gateway } from '../gateway.js';
+import type { Logger } from '../observability/logger.js';
+import { bearerVerifier, originAllowed } from './auth.js';
+import { createMcpServer } from './server.js';
+import type { ToolContext } from './tools/index.js';
+
+export type McpHandler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
+
+export interface McpHandlerOptions {
+  gateway: Gateway;
+  config: NonNullable<AdminConfig['mcp']>;
+  logger: Logger;
+  /** The Admin API's dispatch table: tools run its operations in process. */
+  router: AdminRouter;
+}
+
+const CHALLENGE = { 'www-authenticate': 'Bearer realm="switchyard-mcp"' };
+
+/**
+ * The MCP endpoint (COMPAT §5.1) as a handler for the admin listener, or
+ * undefined when `admin.mcp.enabled` is off (the path then answers 404).
+ * Every request is checked on its own (Origin, then bearer token) and served
+ * by a fresh server and stateless Streamable HTTP transport, so a token's
+ * scope applies to exactly the request that presented it.
+ */
+export function createMcpHandler(options: McpHandlerOptions): McpHandler | undefined {
+  const { gateway, config, logger, router } = options;
+  if (!config.enabled) return undefined;
+  const verify = bearerVerifier(config.tokens);
+
+  return async (req, res) => {
+    if (!originAllowed(req.headers, config.allowed_origins)) {
+      logger.warn({ origin: req.headers.origin }, 'mcp request refused: origin not allowed');
+      send(res, { status: 403, body: { error: 'origin_not_allowed' } });
+      return;
+    }
+    const principal = verify(req.headers.authorization);
+    if (principal === undefined) {
+      send(res, { status: 401, body: { error: 'unauthorized' }, headers: CHALLENGE });
+      return;
+    }
+    // Stateless: no server-initiated stream (GET) and no session to end (DELETE).
+    if (req.method !== 'POST') {
+      send(res, { status: 405, body: { error: 'method_not_allowed' }, headers: { allow: 'POST' } });
+      return;
+    }
+    const ctx: ToolContext = {
+      gateway,
+      principal,
+      logger,
+      redaction: gateway.debug.capture.redaction,
+      admin: async (method, path) => {
+        const found = router.match(method, path);
+        if (found.kind !== 'found') throw new Error(`no admin operation ${method} ${path}`);
+        return found.route.handler({ req, params: found.params, query: new URLSearchParams() });
+      },
+    };
+    const server = createMcpServer(ctx);
+    // Without a sessionIdGenerator the transport is stateless: no Mcp-Session-Id, nothing kept.
+    const transport = new StreamableHTTPServerTransport({ enableJsonResponse: true });
+    res.on('close', () => {
+      void transport.close();
+      void server.close();
+    });
+    await server.connect(transport);
+    await transport.handleRequest(req, res);
+  };
+}
