@@ -10,7 +10,7 @@ import { NAME_ARG, NO_ARGS, type InputSchema, type ToolDef } from './types.js';
 const DESCRIBE: Record<string, { list: string; get: string }> = {
   routes: {
     list: 'All routes in match order (the first match wins): name, match rule (path, methods, hosts, headers) and the policy each one runs.',
-    get: 'One route by name.',
+    get: 'One route by name: its match rule and the policy it runs.',
   },
   policies: {
     list: 'All policies: node graphs of plugin nodes wired port to port.',
