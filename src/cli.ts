@@ -8,6 +8,7 @@ import { closeAllPools } from './outbound/pool-registry.js';
 import { startAdminServer, type AdminServer } from './admin/server.js';
 import { EtcdConfigSource } from './config/etcd-source.js';
 import { EtcdUnavailable } from './config/etcd-client.js';
+import { registerStreamMetrics } from './observability/stream-metrics.js';
 import { closeStreamListeners, startStreamListeners, type StreamListener } from './stream/index.js';
 
 const USAGE = `Usage:
@@ -130,6 +131,7 @@ async function run(args: CliArgs): Promise<number> {
     await gateway.listen();
     if (system.admin !== undefined) admin = await startAdminServer(gateway, system.admin, logger);
     streams = await startStreamListeners(system, logger);
+    if (streams.length > 0) registerStreamMetrics(gateway.metrics.registry, () => streams);
   } catch (err) {
     logger.error({ err }, 'cannot start listeners');
     return 1;

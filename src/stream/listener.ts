@@ -4,11 +4,22 @@ import type { AddressInfo, Server } from 'node:net';
 /** A running stream (L4) listener. */
 export interface StreamListener {
   readonly protocol: 'tcp' | 'udp';
+  /** `tcp 0.0.0.0:5432`, as configured: the metrics label and log field. */
+  readonly label: string;
   readonly address: AddressInfo;
+  /** Counters since start, read when metrics are scraped. */
+  readonly counts: StreamCounts;
   /** Client connections (TCP) or datagram sessions (UDP) open now. */
   open(): number;
   /** Stops accepting; open connections or sessions get `graceMs` to finish, then are cut. */
   close(graceMs: number): Promise<void>;
+}
+
+export interface StreamCounts {
+  /** TCP connections accepted, or UDP sessions opened. */
+  accepted: number;
+  /** TCP connect attempts that failed, or UDP sessions ended by an error. */
+  failures: number;
 }
 
 /** Binds a TCP server, rejecting with an error that names the listener (fail-fast at startup). */

@@ -4,7 +4,7 @@ import type { Logger } from '../observability/logger.js';
 import { StreamPool, type StreamTarget } from './pool.js';
 import { SniRouter } from './sni-router.js';
 import { readServerName } from './sni.js';
-import { listenOn, type StreamListener } from './listener.js';
+import { listenOn, type StreamCounts, type StreamListener } from './listener.js';
 
 /** How much of a ClientHello is buffered while looking for the server name. */
 const MAX_CLIENT_HELLO = 8 * 1024;
@@ -30,7 +30,9 @@ export async function startTcpStream(
   /** Every socket of the listener, client and upstream sides, for the shutdown cut. */
   const open = new Set<Socket>();
   const clients = new Set<Socket>();
+  const counts: StreamCounts = { accepted: 0, failures: 0 };
   const server = createServer({ allowHalfOpen: true, pauseOnConnect: true }, (client) => {
+    counts.accepted++;
     open.add(client);
     clients.add(client);
     client.once('close', () => {
@@ -40,19 +42,21 @@ export async function startTcpStream(
     client.on('error', () => client.destroy());
     client.setNoDelay(true);
     const relay = (pool: StreamPool, head: Buffer) =>
-      relayTo(client, pool.order(client.remoteAddress ?? ''), head, open, options);
+      relayTo(client, pool.order(client.remoteAddress ?? ''), head, open, counts, options);
     if (!router.routesByName) relay(router.fallback, EMPTY);
     else
       peekServerName(client, connectTimeoutMs, (name, head) => {
         if (!client.destroyed) relay(router.select(name), head);
       });
   });
-  const label = `stream tcp ${config.bind}:${config.port}`;
-  const address = await listenOn(server, config.bind, config.port, label);
-  logger.info({ address: address.address, port: address.port, protocol: 'tcp' }, `${label} listening`);
+  const label = `tcp ${config.bind}:${config.port}`;
+  const address = await listenOn(server, config.bind, config.port, `stream ${label}`);
+  logger.info({ address: address.address, port: address.port, protocol: 'tcp' }, `stream ${label} listening`);
   return {
     protocol: 'tcp',
+    label,
     address,
+    counts,
     open: () => clients.size,
     close: (graceMs) =>
       new Promise<void>((resolve) => {
@@ -112,6 +116,7 @@ function relayTo(
   targets: readonly StreamTarget[],
   head: Buffer,
   open: Set<Socket>,
+  counts: StreamCounts,
   { logger, connectTimeoutMs }: TcpStreamOptions,
 ): void {
   const attempt = (i: number) => {
@@ -129,6 +134,7 @@ function relayTo(
       clearTimeout(timer);
       client.off('close', giveUp);
       if (client.destroyed) return;
+      counts.failures++;
       logger.warn({ target: target.address, err: err.message }, 'stream tcp connect failed');
       attempt(i + 1);
     });

@@ -2,7 +2,7 @@ import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
 import { isIPv6 } from 'node:net';
 import type { StreamListenerConfig } from '../config/system.js';
 import type { Logger } from '../observability/logger.js';
-import { bindOn, type StreamListener } from './listener.js';
+import { bindOn, type StreamCounts, type StreamListener } from './listener.js';
 import { StreamPool, type StreamTarget } from './pool.js';
 
 /** Datagram sessions kept at once; datagrams from further clients are dropped until some expire. */
@@ -33,9 +33,13 @@ export async function startUdpStream(
   options: UdpStreamOptions,
 ): Promise<StreamListener> {
   const { logger, idleTimeoutMs } = options;
-  const label = `stream udp ${config.bind}:${config.port}`;
+  const label = `udp ${config.bind}:${config.port}`;
+  const counts: StreamCounts = { accepted: 0, failures: 0 };
   if (config.sni_routes.length > 0)
-    logger.warn({ listener: label }, 'sni_routes apply to TCP only; ignored for this UDP listener');
+    logger.warn(
+      { listener: `stream ${label}` },
+      'sni_routes apply to TCP only; ignored for this UDP listener',
+    );
   const pool = new StreamPool(config.upstream);
   const sessions = new Map<string, Session>();
   const server = createSocket({ type: isIPv6(config.bind) ? 'udp6' : 'udp4' });
@@ -54,12 +58,14 @@ export async function startUdpStream(
     const upstream = createSocket({ type: isIPv6(target.host) ? 'udp6' : 'udp4' });
     const session: Session = { upstream, target, lastSeen: Date.now(), pending: [] };
     sessions.set(key, session);
+    counts.accepted++;
     target.active++;
     upstream.on('message', (reply) => {
       session.lastSeen = Date.now();
       server.send(reply, client.port, client.address);
     });
     upstream.on('error', (err) => {
+      counts.failures++;
       logger.warn({ target: target.address, client: key, err: err.message }, 'stream udp session failed');
       end(key, session);
     });
@@ -77,7 +83,10 @@ export async function startUdpStream(
     if (session === undefined) {
       if (sessions.size >= MAX_UDP_SESSIONS) {
         if (!warnedFull)
-          logger.warn({ listener: label }, `${MAX_UDP_SESSIONS} sessions open; dropping new clients`);
+          logger.warn(
+            { listener: `stream ${label}` },
+            `${MAX_UDP_SESSIONS} sessions open; dropping new clients`,
+          );
         warnedFull = true;
         return;
       }
@@ -88,9 +97,11 @@ export async function startUdpStream(
     if (session.pending !== null) session.pending.push(datagram);
     else session.upstream.send(datagram);
   });
-  server.on('error', (err) => logger.error({ listener: label, err: err.message }, 'stream udp socket error'));
+  server.on('error', (err) =>
+    logger.error({ listener: `stream ${label}`, err: err.message }, 'stream udp socket error'),
+  );
 
-  const address = await bindOn(server, config.bind, config.port, label);
+  const address = await bindOn(server, config.bind, config.port, `stream ${label}`);
   const sweep = setInterval(
     () => {
       const cutoff = Date.now() - idleTimeoutMs;
@@ -100,10 +111,12 @@ export async function startUdpStream(
     Math.max(50, Math.min(idleTimeoutMs / 4, 10_000)),
   );
   sweep.unref();
-  logger.info({ address: address.address, port: address.port, protocol: 'udp' }, `${label} listening`);
+  logger.info({ address: address.address, port: address.port, protocol: 'udp' }, `stream ${label} listening`);
   return {
     protocol: 'udp',
+    label,
     address,
+    counts,
     open: () => sessions.size,
     // Datagrams have no graceful end: stop, and close every session now.
     close: () =>

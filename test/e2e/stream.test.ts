@@ -44,14 +44,18 @@ async function roundTrip(port: number, text: string): Promise<string | undefined
   return received;
 }
 
-test('stream e2e: the gateway binds stream listeners from system.yaml and relays TCP through them', async () => {
+test('stream e2e: the gateway binds stream listeners from system.yaml, relays TCP and counts it in /metrics', async () => {
   const origin = await echoOrigin();
   const streamPort = await freePort();
+  const adminPort = await freePort();
   const f = files(
     `listener: { bind: 127.0.0.1, port: 0 }
 logging: { level: info }
+admin: { bind: 127.0.0.1, port: ${adminPort}, username: ops, password: stream-metrics-pw }
 stream:
-  - { bind: 127.0.0.1, port: ${streamPort}, upstream: { targets: [{ host: 127.0.0.1, port: ${origin.port} }] } }
+  - bind: 127.0.0.1
+    port: ${streamPort}
+    upstream: { targets: [{ host: 127.0.0.1, port: ${await freePort()} }, { host: 127.0.0.1, port: ${origin.port} }] }
 `,
   );
   const p = spawnGateway(f.args);
@@ -60,7 +64,23 @@ stream:
       timeoutMs: 15000,
       what: 'the stream listener to relay',
     });
+    assert.equal(await roundTrip(streamPort, 'again'), 'origin:again');
     assert.match(p.output(), new RegExp(`stream tcp 127\\.0\\.0\\.1:${streamPort} listening`));
+    const metrics = await (
+      await fetch(`http://127.0.0.1:${adminPort}/metrics`, {
+        headers: { authorization: `Basic ${Buffer.from('ops:stream-metrics-pw').toString('base64')}` },
+      })
+    ).text();
+    const value = (name: string) =>
+      Number(
+        new RegExp(`^${name}\\{listener="tcp 127\\.0\\.0\\.1:${streamPort}"\\} (\\d+)`, 'm').exec(
+          metrics,
+        )?.[1],
+      );
+    assert.ok(value('gateway_stream_connections_total') >= 2, metrics);
+    // Round robin tried the dead target first for one of the connections.
+    assert.ok(value('gateway_stream_upstream_failures_total') >= 1, metrics);
+    assert.equal(value('gateway_stream_open'), 0);
     assert.equal(await p.stop('SIGTERM'), 0);
   } finally {
     await p.stop('SIGKILL');
