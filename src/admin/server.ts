@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { EtcdUnavailable } from '../config/etcd-client.js';
 import { ConfigRejected, formatIssues } from '../config/schema-validate.js';
 import type { AdminConfig } from '../config/system.js';
 import type { Gateway } from '../gateway.js';
@@ -138,6 +139,10 @@ function errorReply(err: unknown, logger: Logger): Reply {
   if (err instanceof AdminError) return { status: err.status, body: err.body, headers: err.headers };
   if (err instanceof ConfigRejected) {
     return { status: 400, body: { error: formatIssues(err.issues), details: err.issues } };
+  }
+  // config.source etcd: the change was valid but could not be stored, so it was not applied.
+  if (err instanceof EtcdUnavailable) {
+    return { status: 503, body: { error: 'config_store_unavailable', message: err.message } };
   }
   logger.error({ err }, 'admin request failed');
   return { status: 500, body: { error: 'internal_error', message: (err as Error).message ?? String(err) } };

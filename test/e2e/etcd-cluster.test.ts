@@ -30,13 +30,13 @@ interface Member {
 }
 
 /** One gateway of the cluster: etcd source, data plane and admin on loopback port 0. */
-async function member(prefix: string, gatewayPath?: string): Promise<Member> {
+async function member(prefix: string, gatewayPath?: string, server: EtcdServer = etcd): Promise<Member> {
   const system = parseSystemConfig(
     [
       'listener: { bind: 127.0.0.1, port: 0 }',
       'timeouts: { shutdown_timeout_seconds: 5 }',
       `admin: { bind: 127.0.0.1, port: 0, username: ${USER}, password: "${PASSWORD}" }`,
-      `config: { source: kvcluster, etcd: { endpoints: ["${etcd.url}"], prefix: ${prefix} } }`,
+      `config: { source: kvcluster, etcd: { endpoints: ["${server.url}"], prefix: ${prefix}, timeout_ms: 1000 } }`,
     ].join('\n'),
     {},
   );
@@ -161,3 +161,30 @@ test('etcd cluster: the CLI exits 1 when etcd cannot be reached', { skip }, asyn
     dir.remove();
   }
 });
+
+test(
+  'etcd cluster: a write etcd cannot store answers 503 and is not applied; the gateway keeps serving',
+  { skip },
+  async () => {
+    const own = await startEtcd();
+    const dir = tempDir();
+    const seedFile = join(dir.path, 'gateway.yaml');
+    writeFileSync(seedFile, BASE_YAML);
+    const a = await member('/alone', seedFile, own);
+    try {
+      await own.stop();
+      const res = await fetch(`${a.admin.url}/api/policies/bye-policy`, {
+        method: 'PUT',
+        headers: { authorization: basic(), 'content-type': 'application/json' },
+        body: JSON.stringify(mockPolicy('bye-policy', 'bye')),
+      });
+      assert.equal(res.status, 503);
+      assert.equal(((await res.json()) as { error: string }).error, 'config_store_unavailable');
+      assert.equal(a.gateway.runtime.config.policies.length, 1);
+      assert.equal(await body(`${a.data}/hello`), '200 hello');
+    } finally {
+      await a.stop();
+      dir.remove();
+    }
+  },
+);
