@@ -131,7 +131,8 @@ describe('mcp endpoint', () => {
 
     const own = await post(h.endpoint, { ...auth, origin: h.url });
     assert.equal(own.status, 200, own.body);
-    assert.equal(JSON.parse(own.body).result.serverInfo.name, 'switchyard');
+    const reply = JSON.parse(own.body) as { result: { serverInfo: { name: string } } };
+    assert.equal(reply.result.serverInfo.name, 'switchyard');
     const listed = await post(h.endpoint, { ...auth, origin: 'https://agent.example' });
     assert.equal(listed.status, 200);
   });
