@@ -1,0 +1,161 @@
+import type { Edge, Node } from '@xyflow/react';
+import type { CatalogPort, EdgeConfig, NodeConfig, PluginEntry, PolicyConfig, Position } from '../types.js';
+
+/** What a canvas node carries: the stored node (minus id and position) and its ports. */
+export interface PluginNodeData extends Record<string, unknown> {
+  type: string;
+  config: Record<string, unknown> | null | undefined;
+  configRef: string | undefined;
+  /** Output ports: the catalog's, plus any an existing edge uses (e.g. a supernode's). */
+  outputs: CatalogPort[];
+  hasInput: boolean;
+  /** Validation problems attached to this node, and to its ports by port name. */
+  issues: string[];
+  portIssues: Record<string, string>;
+}
+
+export type PolicyNode = Node<PluginNodeData, 'plugin'>;
+
+export interface PolicyEdgeData extends Record<string, unknown> {
+  /** The port as written in the stored edge (`out` stays `out`, not `success`). */
+  fromPort: string;
+}
+
+export type PolicyEdge = Edge<PolicyEdgeData>;
+
+/** Policy-level fields the canvas does not show as nodes. */
+export type PolicyMeta = Omit<PolicyConfig, 'nodes' | 'edges'>;
+
+/** `node.port` → [node, port], splitting at the last dot. */
+export function splitEndpoint(endpoint: string): [string, string] {
+  const dot = endpoint.lastIndexOf('.');
+  return dot === -1 ? [endpoint, ''] : [endpoint.slice(0, dot), endpoint.slice(dot + 1)];
+}
+
+/** The compiler treats `out` as another name of `success` (the listener's port). */
+export const handleOf = (port: string): string => (port === 'out' ? 'success' : port);
+
+export const edgeId = (source: string, port: string, target: string): string =>
+  `${source}.${port}->${target}`;
+
+export function outputsOf(plugin: PluginEntry | undefined, used: Iterable<string> = []): CatalogPort[] {
+  const ports: CatalogPort[] = [...(plugin?.ports.outputs ?? [])];
+  for (const name of used) {
+    if (!ports.some((p) => p.name === name)) ports.push({ name, kind: 'outcome', description: '' });
+  }
+  return ports;
+}
+
+export function makeNode(
+  config: NodeConfig,
+  plugin: PluginEntry | undefined,
+  position: Position,
+  usedPorts: Iterable<string> = [],
+): PolicyNode {
+  return {
+    id: config.id,
+    type: 'plugin',
+    position,
+    data: {
+      type: config.type,
+      config: config.config,
+      configRef: config.config_ref,
+      outputs: outputsOf(plugin, usedPorts),
+      hasInput: plugin === undefined || plugin.ports.input !== null,
+      issues: [],
+      portIssues: {},
+    },
+  };
+}
+
+export function makeEdge(source: string, port: string, target: string): PolicyEdge {
+  const handle = handleOf(port);
+  return {
+    id: edgeId(source, handle, target),
+    source,
+    sourceHandle: handle,
+    target,
+    targetHandle: 'in',
+    data: { fromPort: port },
+  };
+}
+
+const COLUMN = 280;
+const ROW = 150;
+
+/**
+ * Positions for nodes stored without one: columns by longest path from the
+ * listener (so the graph reads left to right), rows in declaration order.
+ */
+export function layeredLayout(nodes: NodeConfig[], edges: EdgeConfig[]): Map<string, Position> {
+  const depth = new Map(nodes.map((n) => [n.id, 0]));
+  const links = edges.map((e) => [splitEndpoint(e.from)[0], splitEndpoint(e.to)[0]] as const);
+  // Relax at most |nodes| times: enough for any DAG, and a cycle cannot loop forever.
+  for (let round = 0; round < nodes.length; round++) {
+    let changed = false;
+    for (const [from, to] of links) {
+      const d = (depth.get(from) ?? 0) + 1;
+      if (depth.has(to) && d > (depth.get(to) ?? 0) && d < nodes.length) {
+        depth.set(to, d);
+        changed = true;
+      }
+    }
+    if (!changed) break;
+  }
+  const rows = new Map<number, number>();
+  const positions = new Map<string, Position>();
+  for (const node of nodes) {
+    const column = depth.get(node.id) ?? 0;
+    const row = rows.get(column) ?? 0;
+    rows.set(column, row + 1);
+    positions.set(node.id, { x: column * COLUMN, y: row * ROW });
+  }
+  return positions;
+}
+
+export function toFlow(
+  policy: PolicyConfig,
+  catalog: ReadonlyMap<string, PluginEntry>,
+): { nodes: PolicyNode[]; edges: PolicyEdge[] } {
+  const layout = layeredLayout(policy.nodes, policy.edges);
+  const used = new Map<string, string[]>();
+  for (const e of policy.edges) {
+    const [node, port] = splitEndpoint(e.from);
+    used.set(node, [...(used.get(node) ?? []), handleOf(port)]);
+  }
+  const nodes = policy.nodes.map((n) =>
+    makeNode(n, catalog.get(n.type), n.position ?? layout.get(n.id) ?? { x: 0, y: 0 }, used.get(n.id) ?? []),
+  );
+  const edges = policy.edges.map((e) => {
+    const [source, port] = splitEndpoint(e.from);
+    return makeEdge(source, port, splitEndpoint(e.to)[0]);
+  });
+  return { nodes, edges };
+}
+
+/** The policy as the Admin API stores it, positions rounded to whole pixels. */
+export function toPolicy(meta: PolicyMeta, nodes: PolicyNode[], edges: PolicyEdge[]): PolicyConfig {
+  return {
+    ...meta,
+    nodes: nodes.map((n) => ({
+      id: n.id,
+      type: n.data.type,
+      ...(n.data.config === undefined ? {} : { config: n.data.config }),
+      ...(n.data.configRef === undefined ? {} : { config_ref: n.data.configRef }),
+      position: { x: Math.round(n.position.x), y: Math.round(n.position.y) },
+    })),
+    edges: edges.map((e) => ({
+      from: `${e.source}.${e.data?.fromPort ?? e.sourceHandle ?? 'success'}`,
+      to: `${e.target}.in`,
+    })),
+  };
+}
+
+/** `mocking-2` style ids: the type, then the first free number (`listener` and `client` stay bare). */
+export function freeId(type: string, taken: ReadonlySet<string>): string {
+  if (!taken.has(type) && (type === 'listener' || type === 'client')) return type;
+  for (let i = 1; ; i++) {
+    const id = `${type}-${i}`;
+    if (!taken.has(id)) return id;
+  }
+}

@@ -1,0 +1,39 @@
+import { Handle, Position, type NodeProps } from '@xyflow/react';
+import type { PolicyNode } from './graph.js';
+
+/** One policy node: id and type, its input on the left, one labelled handle per output port on the right. */
+export function PluginNodeView({ id, data, selected }: NodeProps<PolicyNode>) {
+  const classes = ['pnode'];
+  if (selected) classes.push('selected');
+  if (data.issues.length > 0 || Object.keys(data.portIssues).length > 0) classes.push('has-issues');
+  return (
+    <div className={classes.join(' ')} data-node-id={id}>
+      {data.hasInput && <Handle type="target" position={Position.Left} id="in" title="in" />}
+      <div className="pnode-head">
+        <span className="pnode-id">{id}</span>
+        <span className="pnode-type">{data.type}</span>
+        {data.configRef !== undefined && <span className="pnode-ref">config_ref: {data.configRef}</span>}
+      </div>
+      <div className="pnode-ports">
+        {data.outputs.map((port) => {
+          const problem = data.portIssues[port.name];
+          return (
+            <div
+              key={port.name}
+              className={`pnode-port kind-${port.kind}${problem === undefined ? '' : ' port-issue'}`}
+              title={problem ?? port.description}
+            >
+              <span className="port-label">{port.name}</span>
+              <Handle type="source" position={Position.Right} id={port.name} />
+            </div>
+          );
+        })}
+      </div>
+      {data.issues.map((message, i) => (
+        <div key={i} className="pnode-issue" title={message}>
+          {message}
+        </div>
+      ))}
+    </div>
+  );
+}
