@@ -1,0 +1,82 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { createRedaction } from '../../src/debug/redaction.js';
+import { bearerVerifier, originAllowed } from '../../src/mcp/auth.js';
+import { maskSecrets, restoreSecrets } from '../../src/mcp/secrets.js';
+
+const redaction = createRedaction({
+  redact_headers: [],
+  redact_query_params: [],
+  redact_message_keys: ['pin'],
+});
+
+test('mcp secrets: secret keys are redacted, placeholders and address keys are shown', () => {
+  const masked = maskSecrets(
+    {
+      name: 'alice',
+      credentials: { 'key-auth': { key: 'k-123' }, 'basic-auth': { username: 'alice', password: '${PW}' } },
+      config: {
+        client_secret: 'literal',
+        token_endpoint: 'https://idp/token',
+        session: { secret: '${S:-fallback-literal}' },
+        pin: '1234',
+        timeout_ms: 5,
+      },
+    },
+    redaction,
+  );
+  assert.deepEqual(masked, {
+    name: 'alice',
+    credentials: {
+      'key-auth': { key: '<redacted>' },
+      'basic-auth': { username: '<redacted>', password: '${PW}' },
+    },
+    config: {
+      client_secret: '<redacted>',
+      token_endpoint: 'https://idp/token',
+      // A default after :- may itself be a literal secret.
+      session: { secret: '<redacted>' },
+      pin: '<redacted>',
+      timeout_ms: 5,
+    },
+  });
+});
+
+test('mcp secrets: markers sent back take the stored value; a marker with nothing stored is reported', () => {
+  const stored = { url: 'redis://x', password: 'p1', tls: { keys: ['a', 'b'] } };
+  const back = restoreSecrets(
+    { url: 'redis://y', password: '<redacted>', tls: { keys: ['<redacted>', 'c'] } },
+    stored,
+  );
+  assert.deepEqual(back, {
+    value: { url: 'redis://y', password: 'p1', tls: { keys: ['a', 'c'] } },
+    missing: [],
+  });
+  assert.deepEqual(restoreSecrets({ password: '<redacted>' }, undefined).missing, ['password']);
+});
+
+test('mcp auth: bearer tokens match exactly; a token without scope reads', () => {
+  const verify = bearerVerifier([
+    { token: 'read-token-0123456789', name: 'r' },
+    { token: 'write-token-0123456789', scope: 'write' },
+  ]);
+  assert.deepEqual(verify('Bearer read-token-0123456789'), { scope: 'read', name: 'r' });
+  assert.deepEqual(verify('bearer write-token-0123456789'), { scope: 'write', name: undefined });
+  for (const header of [
+    undefined,
+    '',
+    'Bearer',
+    'Bearer read-token-012345678',
+    'Basic read-token-0123456789',
+  ])
+    assert.equal(verify(header), undefined, String(header));
+});
+
+test('mcp auth: Origin must be this listener or listed', () => {
+  const host = { host: '127.0.0.1:9090' };
+  assert.equal(originAllowed(host, []), true);
+  assert.equal(originAllowed({ ...host, origin: 'http://127.0.0.1:9090' }, []), true);
+  assert.equal(originAllowed({ ...host, origin: 'http://127.0.0.1:9091' }, []), false);
+  assert.equal(originAllowed({ ...host, origin: 'null' }, []), false);
+  assert.equal(originAllowed({ ...host, origin: 'https://ui.example' }, ['https://ui.example']), true);
+});
