@@ -20,11 +20,13 @@ export function locate(issues: Issue[], sent: NodeConfig[]): Located[] {
     const node = byPath ?? /node '([^']+)'/.exec(issue.message)?.[1];
     const port =
       /port '([^']+)'/.exec(issue.message)?.[1] ?? /from '[^']*\.([^'.]+)'/.exec(issue.message)?.[1];
+    // The editor already shows which policy this is.
+    const text = issue.message.replace(/^policy '[^']*': /, '');
     let where = '';
     if (inNode !== null) where = inNode[2] ?? '';
     else if (!/^(policies\[\d+\]|policy)?$/.test(issue.path)) where = issue.path;
     return {
-      message: where === '' ? issue.message : `${where}: ${issue.message}`,
+      message: where === '' ? text : `${where}: ${text}`,
       node,
       port: node === undefined ? undefined : port,
     };

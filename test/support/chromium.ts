@@ -1,0 +1,27 @@
+import { existsSync } from 'node:fs';
+import { chromium, type Browser } from 'playwright-core';
+
+/** The Chromium the UI tests drive: `CHROMIUM_BIN`, else Debian's package. */
+export const CHROMIUM_BIN = process.env.CHROMIUM_BIN ?? '/usr/bin/chromium';
+
+/**
+ * A reason to skip the browser tests, or false to run them. Only outside CI:
+ * with `CI=true` a missing Chromium must fail the run, so the tests run and
+ * fail at launch instead of passing silently.
+ */
+export function chromiumSkipReason(): string | false {
+  if (existsSync(CHROMIUM_BIN) || process.env.CI === 'true') return false;
+  return `no Chromium at ${CHROMIUM_BIN} (install the chromium package or set CHROMIUM_BIN)`;
+}
+
+/** Headless Chromium with the flags this machine kind needs (no sandbox as root, no GPU). */
+export function launchChromium(): Promise<Browser> {
+  if (!existsSync(CHROMIUM_BIN)) {
+    return Promise.reject(new Error(`Chromium is required here (CI=true) but ${CHROMIUM_BIN} is missing`));
+  }
+  return chromium.launch({
+    executablePath: CHROMIUM_BIN,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking'],
+  });
+}
