@@ -9,6 +9,7 @@ import { startAdminServer, type AdminServer } from './admin/server.js';
 import { EtcdConfigSource } from './config/etcd-source.js';
 import { EtcdUnavailable } from './config/etcd-client.js';
 import { registerStreamMetrics } from './observability/stream-metrics.js';
+import { acmeStoreIssues } from './acme/index.js';
 import { closeStreamListeners, startStreamListeners, type StreamListener } from './stream/index.js';
 
 const USAGE = `Usage:
@@ -51,8 +52,9 @@ function parseCli(argv: string[]): CliArgs {
 /** `switchyard validate`: every problem of both files with its path; exit 1 on any. */
 function validate(args: CliArgs): number {
   const problems: string[] = [];
+  let system;
   try {
-    loadSystemConfig(args.systemPath);
+    system = loadSystemConfig(args.systemPath);
   } catch (err) {
     if (!(err instanceof ConfigRejected)) throw err;
     problems.push(...err.issues.map((i) => `${args.systemPath}: ${i.path ? `${i.path}: ` : ''}${i.message}`));
@@ -65,6 +67,10 @@ function validate(args: CliArgs): number {
       args.gatewayPath,
     );
     for (const warning of runtime.warnings) process.stdout.write(`warning: ${warning}\n`);
+    if (system !== undefined)
+      problems.push(
+        ...acmeStoreIssues(system, runtime.stores.names).map((i) => `${args.systemPath}: ${i.message}`),
+      );
     void runtime.close();
   } catch (err) {
     if (!(err instanceof ConfigRejected)) throw err;

@@ -19,6 +19,7 @@ import { EtcdConfigSource } from './config/etcd-source.js';
 import type { GatewayMetrics, NodeSample } from './observability/metrics.js';
 import type { GatewayScope } from './plugins/define.js';
 import { createGatewayScope } from './engine/gateway-scope.js';
+import { AcmeManager, acmeConfigOf, acmeStoreIssues } from './acme/index.js';
 
 export interface GatewayOptions {
   system: SystemConfig;
@@ -57,6 +58,8 @@ export class Gateway {
   #lastAppliedText: string | undefined;
   readonly #etcd: EtcdConfigSource | undefined;
   #etcdWatch: { close(): void } | undefined;
+  /** Automatic data-plane certificates; undefined when system.yaml has no `acme:` block. */
+  readonly acme: AcmeManager | undefined;
 
   private constructor(options: GatewayOptions, runtime: Runtime, scope: GatewayScope) {
     this.scope = scope;
@@ -69,6 +72,16 @@ export class Gateway {
     this.env = options.env ?? process.env;
     this.#etcd = options.etcd;
     this.#slot = new RuntimeSlot(runtime);
+    const acme = acmeConfigOf(options.system);
+    this.acme =
+      acme === undefined
+        ? undefined
+        : new AcmeManager({
+            config: acme,
+            tls: options.system.tls,
+            logger: options.logger,
+            stores: () => this.#slot.runtime.stores,
+          });
   }
 
   /**
@@ -97,6 +110,11 @@ export class Gateway {
     const scope = createGatewayScope({ cacheMaxEntries: options.system.cache.max_entries });
     const env = options.env ?? process.env;
     const runtime = compileWith(config, options.logger, env, options.gatewayPath, scope);
+    const acmeIssues = acmeStoreIssues(options.system, runtime.stores.names);
+    if (acmeIssues.length > 0) {
+      void runtime.close();
+      throw new ConfigRejected(acmeIssues);
+    }
     for (const warning of runtime.warnings) options.logger.warn(warning);
     const gateway = new Gateway(options, runtime, scope);
     gateway.#lastAppliedText = text;
@@ -233,6 +251,7 @@ export class Gateway {
       onFinished: this.metrics.requestFinished,
       ...(this.debug.tap === undefined ? {} : { debug: this.debug.tap }),
     });
+    await this.acme?.prepare();
     const listener = await startListener(
       {
         label: 'data plane',
@@ -243,11 +262,13 @@ export class Gateway {
         timeouts: this.system.timeouts,
         logger: this.logger,
         beforeCut: closeTunnels,
+        managedCertificates: this.acme,
       },
       dataPlane.handle,
       dataPlane.handleUpgrade,
     );
     this.#listener = listener;
+    this.acme?.start();
     const address = listener.address;
     if (this.gatewayPath !== undefined && this.system.config.source === 'file' && this.system.config.watch) {
       this.#watcher = watchConfigFile(this.gatewayPath, 500, () => this.onFileChange());
@@ -319,6 +340,7 @@ export class Gateway {
   async shutdown(): Promise<void> {
     this.#watcher?.close();
     this.#etcdWatch?.close();
+    await this.acme?.stop();
     await this.#listener?.close(this.system.timeouts.shutdown_timeout_seconds * 1000);
     await this.#slot.runtime.close();
   }

@@ -4,6 +4,7 @@ import { ConfigRejected, formatIssues } from '../config/schema-validate.js';
 import type { Gateway } from '../gateway.js';
 import { registry } from '../plugins/index.js';
 import { listEnvVarNames, listVars } from '../template/index.js';
+import { acmeNotReady, acmeRoutes } from './acme-routes.js';
 import { cacheRoutes } from './cache-purge.js';
 import { pluginCatalog } from './catalog.js';
 import { debugRoutes } from './debug-routes.js';
@@ -23,8 +24,8 @@ const VERSION = (
 /**
  * The whole Admin API as data: the server dispatches from this table, and a
  * test walks it to prove that only `auth: false` routes answer without
- * credentials. Endpoints of later features (ACME, MCP status) are
- * absent and so answer 404.
+ * credentials. Endpoints of later features (MCP status) are absent and
+ * so answer 404.
  */
 export function adminRoutes(gateway: Gateway, startedAt: number = Date.now()): AdminRoute[] {
   return [
@@ -33,10 +34,12 @@ export function adminRoutes(gateway: Gateway, startedAt: number = Date.now()): A
       method: 'GET',
       path: '/readyz',
       auth: false,
-      handler: () =>
-        gateway.runtime.router.size > 0
-          ? json(200, { status: 'ready' })
-          : json(503, { status: 'not_ready', reason: 'the route table is empty' }),
+      handler: () => {
+        if (gateway.runtime.router.size === 0)
+          return json(503, { status: 'not_ready', reason: 'the route table is empty' });
+        const acme = acmeNotReady(gateway);
+        return acme === undefined ? json(200, { status: 'ready' }) : json(503, acme);
+      },
     },
     {
       method: 'GET',
@@ -59,6 +62,7 @@ export function adminRoutes(gateway: Gateway, startedAt: number = Date.now()): A
     { method: 'GET', path: '/api/plugins', auth: true, handler: () => json(200, pluginCatalog(registry)) },
     ...cacheRoutes(gateway),
     ...debugRoutes(gateway),
+    ...acmeRoutes(gateway),
     { method: 'GET', path: '/api/vars', auth: true, handler: () => json(200, listVars()) },
     {
       method: 'GET',

@@ -3,6 +3,7 @@ import { parse as parseYaml } from 'yaml';
 import { interpolateEnv } from './interpolate.js';
 import { systemSchema } from './system-schema.js';
 import { ConfigRejected, validateAgainst, type ConfigIssue } from './schema-validate.js';
+import { acmeConfigIssues } from '../acme/config.js';
 
 export interface TlsConfig {
   cert_path?: string;
@@ -66,6 +67,7 @@ export interface SystemConfig {
   };
   stream: StreamListenerConfig[];
   debug: DebugConfig;
+  /** Validated by src/acme/config.ts; read it through `acmeConfigOf`. */
   acme?: Record<string, unknown>;
   cache: { max_entries: number };
   workers: number | 'auto';
@@ -191,6 +193,7 @@ function crossFieldIssues(config: SystemConfig): ConfigIssue[] {
   const hasAcme = config.acme !== undefined;
   if (config.tls) issues.push(...tlsIssues('tls', config.tls, true, hasAcme));
   if (config.admin?.tls) issues.push(...tlsIssues('admin.tls', config.admin.tls, false, hasAcme));
+  issues.push(...acmeConfigIssues(config));
   const src = config.config;
   if ((src.source === 'etcd' || src.source === 'kvcluster') && src.etcd === undefined) {
     issues.push({

@@ -16,7 +16,7 @@ import { createServer as createTlsServer, type TLSSocket } from 'node:tls';
 import { Duplex } from 'node:stream';
 import type { SystemConfig, TlsConfig } from '../config/system.js';
 import type { Logger } from '../observability/logger.js';
-import { TlsMaterial } from './tls-material.js';
+import { ACME_TLS_ALPN, TlsMaterial, type ManagedCertificates } from './tls-material.js';
 
 export type RequestHandler = (
   req: IncomingMessage | Http2ServerRequest,
@@ -34,6 +34,8 @@ export interface ListenerSpec {
   logger: Logger;
   /** Runs when the drain window ends, before connections are cut (WebSocket tunnels get their 1001). */
   beforeCut?: () => void;
+  /** ACME-managed certificates of `tls` (placeholder or issued) and the TLS-ALPN-01 answers. */
+  managedCertificates?: ManagedCertificates | undefined;
 }
 
 export interface Listener {
@@ -109,15 +111,21 @@ export async function startListener(
   let front: NetServer;
   let material: TlsMaterial | undefined;
   if (spec.tls !== undefined) {
-    material = new TlsMaterial(spec.tls, logger, spec.label);
+    material = new TlsMaterial(spec.tls, logger, spec.label, spec.managedCertificates);
     const options = material.serverOptions();
     const optionalClientCert = options.requestCert && !options.rejectUnauthorized;
+    const protocols = spec.http2 ? ['h2', 'http/1.1'] : ['http/1.1'];
     const tlsServer = createTlsServer({
       ...options,
       SNICallback: material.sniCallback,
-      ALPNProtocols: spec.http2 ? ['h2', 'http/1.1'] : ['http/1.1'],
+      ...(material.acmeServerOptions(protocols) ?? { ALPNProtocols: protocols }),
     });
     tlsServer.on('secureConnection', (socket: TLSSocket) => {
+      // A TLS-ALPN-01 validator only reads the certificate; nothing is served on that connection.
+      if (socket.alpnProtocol === ACME_TLS_ALPN) {
+        socket.end();
+        return;
+      }
       // An optional client certificate that is sent must still verify.
       if (optionalClientCert && !socket.authorized && hasPeerCertificate(socket)) {
         socket.destroy();

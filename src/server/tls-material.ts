@@ -1,5 +1,11 @@
 import { readFileSync } from 'node:fs';
-import { createSecureContext, type SecureContext, type SecureContextOptions } from 'node:tls';
+import {
+  createSecureContext,
+  type SecureContext,
+  type SecureContextOptions,
+  type TlsOptions,
+  type TLSSocket,
+} from 'node:tls';
 import type { TlsConfig } from '../config/system.js';
 import type { Logger } from '../observability/logger.js';
 import { watchConfigFile, type ConfigWatcher } from '../config/watch.js';
@@ -8,6 +14,23 @@ interface CertFiles {
   cert_path: string;
   key_path: string;
 }
+
+/**
+ * Certificates supplied by something other than files (ACME, src/acme/):
+ * the pair of the `tls.acme` slot (`'default'`) or of `sni_certs[i].acme`,
+ * a signal when any of them changes, and the TLS-ALPN-01 answers.
+ */
+export interface ManagedCertificates {
+  pair(slot: 'default' | number): { cert: string; key: string };
+  onChange(listener: () => void): () => void;
+  challengeContext(servername: string): SecureContext | undefined;
+}
+
+/** RFC 8737: the ALPN protocol of a TLS-ALPN-01 validation connection. */
+export const ACME_TLS_ALPN = 'acme-tls/1';
+
+/** Sockets that offered `acme-tls/1` (TLS 1.3 runs the ALPN callback before the SNI callback). */
+const acmeValidations = new WeakSet<TLSSocket>();
 
 interface LoadedContext {
   context: SecureContext;
@@ -34,19 +57,78 @@ export class TlsMaterial {
   readonly #clientCa: Buffer | undefined;
   /** Called with the new default pair so the server can `setSecureContext`. */
   onDefaultChange: ((options: SecureContextOptions) => void) | undefined;
+  readonly #managed: ManagedCertificates | undefined;
+  #unsubscribe: (() => void) | undefined;
 
-  constructor(config: TlsConfig, logger: Logger, label: string) {
+  constructor(config: TlsConfig, logger: Logger, label: string, managed?: ManagedCertificates) {
     this.#config = config;
     this.#logger = logger;
     this.#label = label;
+    this.#managed = managed;
     this.#clientCa = config.client_ca_path === undefined ? undefined : readFileSync(config.client_ca_path);
-    if (config.cert_path === undefined || config.key_path === undefined) {
+    if (config.acme !== undefined && managed !== undefined) {
+      this.#default = this.#loadPem(managed.pair('default'));
+    } else if (config.cert_path === undefined || config.key_path === undefined) {
       throw new Error(`${label}: set cert_path + key_path`);
+    } else {
+      this.#default = this.#load(config as CertFiles);
     }
-    this.#default = this.#load(config as CertFiles);
-    for (const sni of config.sni_certs) {
-      if (sni.cert_path === undefined || sni.key_path === undefined) continue;
+    config.sni_certs.forEach((sni, i) => {
+      if (sni.acme !== undefined && managed !== undefined)
+        this.#store(sni.server_name, this.#loadPem(managed.pair(i)));
+      if (sni.cert_path === undefined || sni.key_path === undefined) return;
       this.#store(sni.server_name, this.#load(sni as CertFiles));
+    });
+    this.#unsubscribe = managed?.onChange(() => this.#reloadManaged());
+  }
+
+  /**
+   * When ACME manages a certificate here: the SNI and ALPN hooks that answer
+   * TLS-ALPN-01 validations with the challenge certificate and negotiate
+   * `protocols` for every other client. Undefined otherwise (plain ALPNProtocols).
+   */
+  acmeServerOptions(
+    protocols: readonly string[],
+  ): Pick<TlsOptions, 'SNICallback' | 'ALPNCallback'> | undefined {
+    const managed = this.#managed;
+    if (managed === undefined) return undefined;
+    const byName = this.sniCallback;
+    return {
+      // Called as a method of the TLSSocket being handshaken.
+      SNICallback(this: TLSSocket, servername, done) {
+        if (!acmeValidations.has(this)) return byName(servername, done);
+        const challenge = managed.challengeContext(servername);
+        // RFC 8737 §3: no pending challenge for the name → refuse the handshake.
+        if (challenge === undefined) done(new Error(`no pending tls-alpn-01 challenge for ${servername}`));
+        else done(null, challenge);
+      },
+      ALPNCallback(this: TLSSocket, { servername, protocols: offered }) {
+        if (offered.includes(ACME_TLS_ALPN)) {
+          acmeValidations.add(this);
+          return managed.challengeContext(servername) === undefined ? undefined : ACME_TLS_ALPN;
+        }
+        return protocols.find((p) => offered.includes(p));
+      },
+    };
+  }
+
+  #reloadManaged(): void {
+    const managed = this.#managed;
+    if (managed === undefined) return;
+    try {
+      if (this.#config.acme !== undefined) {
+        this.#default = this.#loadPem(managed.pair('default'));
+        this.onDefaultChange?.(this.#secureOptions(this.#default));
+      }
+      this.#config.sni_certs.forEach((sni, i) => {
+        if (sni.acme !== undefined) this.#store(sni.server_name, this.#loadPem(managed.pair(i)));
+      });
+      this.#logger.info({ listener: this.#label }, 'ACME certificates swapped in');
+    } catch (err) {
+      this.#logger.warn(
+        { listener: this.#label, err: (err as Error).message },
+        'cannot load an ACME certificate; keeping the previous one',
+      );
     }
   }
 
@@ -81,14 +163,18 @@ export class TlsMaterial {
   /** Starts watching every certificate and key file for changes. */
   watch(debounceMs = 200): void {
     const pairs: { files: CertFiles; apply: (loaded: LoadedContext) => void; name: string }[] = [
-      {
-        files: this.#config as CertFiles,
-        name: 'default',
-        apply: (loaded) => {
-          this.#default = loaded;
-          this.onDefaultChange?.(this.#secureOptions(loaded));
-        },
-      },
+      ...(this.#config.cert_path === undefined
+        ? []
+        : [
+            {
+              files: this.#config as CertFiles,
+              name: 'default',
+              apply: (loaded: LoadedContext) => {
+                this.#default = loaded;
+                this.onDefaultChange?.(this.#secureOptions(loaded));
+              },
+            },
+          ]),
       ...this.#config.sni_certs
         .filter((s): s is typeof s & CertFiles => s.cert_path !== undefined && s.key_path !== undefined)
         .map((s) => ({
@@ -117,6 +203,8 @@ export class TlsMaterial {
   }
 
   close(): void {
+    this.#unsubscribe?.();
+    this.#unsubscribe = undefined;
     for (const w of this.#watchers) w.close();
     this.#watchers = [];
   }
@@ -141,8 +229,12 @@ export class TlsMaterial {
   }
 
   #load(files: CertFiles): LoadedContext {
-    const cert = readFileSync(files.cert_path);
-    const key = readFileSync(files.key_path);
+    return this.#loadPem({ cert: readFileSync(files.cert_path), key: readFileSync(files.key_path) });
+  }
+
+  #loadPem(pem: { cert: string | Buffer; key: string | Buffer }): LoadedContext {
+    const cert = Buffer.from(pem.cert);
+    const key = Buffer.from(pem.key);
     // createSecureContext checks that the key matches the certificate.
     const context = createSecureContext(this.#secureOptions({ cert, key }));
     return { context, cert, key };

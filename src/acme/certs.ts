@@ -1,0 +1,85 @@
+import { X509Certificate, createPrivateKey, createPublicKey, randomBytes, webcrypto } from 'node:crypto';
+import * as x509 from '@peculiar/x509';
+import acme from 'acme-client';
+import type { AcmeConfig } from './config.js';
+
+/** A certificate chain and its private key, both PEM. */
+export interface PemPair {
+  cert: string;
+  key: string;
+}
+
+/** What the Admin API and the renewal timer need to know about a certificate. */
+export interface CertFacts {
+  notBefore: Date;
+  notAfter: Date;
+  issuer: string;
+  serial: string;
+}
+
+/** A fresh ECDSA private key (PKCS#8 PEM) of the configured curve. */
+export async function newPrivateKey(keyType: AcmeConfig['key_type']): Promise<string> {
+  const key = await acme.crypto.createPrivateEcdsaKey(keyType === 'ecdsa-p384' ? 'P-384' : 'P-256');
+  return key.toString();
+}
+
+/**
+ * A self-signed certificate for `domains`, served until the CA issues the
+ * real one; nothing trusts it, which is the point of `/readyz` saying so.
+ */
+export async function createPlaceholder(domains: readonly string[], validityMs: number): Promise<PemPair> {
+  const alg = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' };
+  const keys = await webcrypto.subtle.generateKey(alg, true, ['sign', 'verify']);
+  const now = Date.now();
+  const cert = await x509.X509CertificateGenerator.createSelfSigned(
+    {
+      serialNumber: randomBytes(8)
+        .toString('hex')
+        .replace(/^[89a-f]/, '1'),
+      name: `CN=${domains[0] ?? 'placeholder'}, O=Switchyard ACME placeholder`,
+      notBefore: new Date(now - 60_000),
+      notAfter: new Date(now + validityMs),
+      signingAlgorithm: alg,
+      keys,
+      extensions: [
+        new x509.BasicConstraintsExtension(false, undefined, true),
+        new x509.SubjectAlternativeNameExtension(domains.map((value) => ({ type: 'dns' as const, value }))),
+      ],
+    },
+    webcrypto,
+  );
+  const pkcs8 = await webcrypto.subtle.exportKey('pkcs8', keys.privateKey);
+  const key = createPrivateKey({ key: Buffer.from(pkcs8), format: 'der', type: 'pkcs8' })
+    .export({ format: 'pem', type: 'pkcs8' })
+    .toString();
+  return { cert: cert.toString('pem'), key };
+}
+
+/** Validity, issuer and serial of the leaf (first) certificate of a chain. */
+export function certFacts(chainPem: string): CertFacts {
+  const leaf = new X509Certificate(chainPem);
+  return {
+    notBefore: new Date(leaf.validFrom),
+    notAfter: new Date(leaf.validTo),
+    issuer: /CN=([^\n]+)/.exec(leaf.issuer)?.[1] ?? leaf.issuer,
+    serial: leaf.serialNumber.toLowerCase(),
+  };
+}
+
+/**
+ * Checks a chain before it may replace anything: it parses, its leaf carries
+ * our key, covers every domain and has not expired. Throws with the reason.
+ */
+export function verifyIssued(pair: PemPair, domains: readonly string[], now = Date.now()): CertFacts {
+  const leaf = new X509Certificate(pair.cert);
+  const ours = createPublicKey(pair.key).export({ format: 'der', type: 'spki' });
+  const theirs = leaf.publicKey.export({ format: 'der', type: 'spki' });
+  if (!ours.equals(theirs)) throw new Error('the certificate does not match its private key');
+  for (const d of domains) {
+    if (leaf.checkHost(d, { wildcards: false }) === undefined)
+      throw new Error(`the certificate does not cover ${d}`);
+  }
+  const facts = certFacts(pair.cert);
+  if (facts.notAfter.getTime() <= now) throw new Error('the certificate has expired');
+  return facts;
+}

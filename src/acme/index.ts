@@ -1,0 +1,11 @@
+export { AcmeManager, type CertView, type RenewAnswer, type CertState } from './manager.js';
+export {
+  acmeConfigIssues,
+  acmeConfigOf,
+  acmeStoreIssues,
+  certIdOf,
+  managedCerts,
+  parseDuration,
+  type AcmeConfig,
+  type AcmeSlotRef,
+} from './config.js';

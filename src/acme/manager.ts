@@ -1,0 +1,432 @@
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { Agent } from 'node:https';
+import { hostname } from 'node:os';
+import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
+import * as acme from 'acme-client';
+import type { TlsConfig } from '../config/system.js';
+import type { Logger } from '../observability/logger.js';
+import type { StoreLookup } from '../stores/index.js';
+import {
+  certFacts,
+  createPlaceholder,
+  newPrivateKey,
+  verifyIssued,
+  type CertFacts,
+  type PemPair,
+} from './certs.js';
+import {
+  DEFAULT_ACME_DIR,
+  managedCerts,
+  parseDuration,
+  type AcmeConfig,
+  type AcmeSlotRef,
+  type ManagedCertSpec,
+} from './config.js';
+import { FilesystemStorage } from './fs-storage.js';
+import type { AcmeStorage } from './storage.js';
+import { StoreStorage } from './store-storage.js';
+
+export type CertState = 'placeholder' | 'issued' | 'renewing' | 'failed';
+
+/** One certificate as the Admin API shows it; never a key. */
+export interface CertView {
+  id: string;
+  domains: string[];
+  state: CertState;
+  placeholder: boolean;
+  not_before: string | null;
+  not_after: string | null;
+  issuer: string | null;
+  serial: string | null;
+  next_renewal_at: string | null;
+  last_attempt_at: string | null;
+  last_error: string | null;
+}
+
+export type RenewAnswer = 'scheduled' | 'not_due' | 'in_progress' | 'unknown';
+
+export interface AcmeManagerOptions {
+  config: AcmeConfig;
+  tls: TlsConfig | undefined;
+  logger: Logger;
+  /** The stores of the running configuration, for `storage.type: store`. */
+  stores: () => StoreLookup;
+  /** How often due certificates are looked for (default one minute). */
+  checkIntervalMs?: number;
+}
+
+interface Entry {
+  spec: ManagedCertSpec;
+  pair: PemPair;
+  placeholder: boolean;
+  facts: CertFacts | undefined;
+  failed: boolean;
+  nextRenewalAt: number;
+  lastAttemptAt: number | undefined;
+  lastError: string | undefined;
+  failures: number;
+  running: Promise<void> | undefined;
+}
+
+const PLACEHOLDER_VALIDITY_MS = 24 * 3_600_000;
+const LEASE_TTL_MS = 5 * 60_000;
+/** A peer holds the lease: look at the storage again this much later. */
+const PEER_POLL_MS = 60_000;
+const BACKOFF_MIN_MS = 60_000;
+const BACKOFF_MAX_MS = 3_600_000;
+
+/**
+ * Obtains and renews the data-plane certificates that `tls` asks ACME for
+ * (TLS-ALPN-01, RFC 8737), and hands them to the listener: a self-signed
+ * placeholder until the CA has issued, then the real chain, swapped in for
+ * new connections without a restart.
+ */
+export class AcmeManager {
+  readonly #config: AcmeConfig;
+  readonly #logger: Logger;
+  readonly #storage: AcmeStorage;
+  readonly #entries = new Map<string, Entry>();
+  readonly #slots = new Map<AcmeSlotRef, Entry>();
+  readonly #renewBeforeMs: number;
+  readonly #owner = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  readonly #listeners = new Set<() => void>();
+  /** Pending TLS-ALPN-01 answers by domain (lowercase). */
+  readonly #challenges = new Map<string, SecureContext>();
+  readonly #checkIntervalMs: number;
+  #timer: NodeJS.Timeout | undefined;
+  #client: acme.Client | undefined;
+  #stopped = false;
+
+  constructor(options: AcmeManagerOptions) {
+    this.#config = options.config;
+    this.#logger = options.logger;
+    this.#renewBeforeMs = parseDuration(options.config.renew_before) ?? 30 * 86_400_000;
+    this.#checkIntervalMs = options.checkIntervalMs ?? 60_000;
+    const storage = options.config.storage ?? { type: 'filesystem' };
+    this.#storage =
+      storage.type === 'store'
+        ? new StoreStorage(storage.store ?? '', storage.encryption_key ?? '', options.stores)
+        : new FilesystemStorage(storage.dir ?? DEFAULT_ACME_DIR);
+    for (const spec of managedCerts(options.tls)) {
+      // Filled by prepare(); nothing is served before it.
+      const entry: Entry = {
+        spec,
+        pair: { cert: '', key: '' },
+        placeholder: true,
+        facts: undefined,
+        failed: false,
+        nextRenewalAt: 0,
+        lastAttemptAt: undefined,
+        lastError: undefined,
+        failures: 0,
+        running: undefined,
+      };
+      this.#entries.set(spec.id, entry);
+      for (const slot of spec.slots) this.#slots.set(slot, entry);
+    }
+  }
+
+  get storageKind(): string {
+    return this.#storage.kind;
+  }
+
+  /**
+   * Loads every stored certificate that is still valid and mints a
+   * placeholder for the rest, so the listener can start at once. A storage
+   * that cannot be read is not fatal: the placeholder serves and issuance
+   * retries later.
+   */
+  async prepare(): Promise<void> {
+    for (const entry of this.#entries.values()) {
+      try {
+        const stored = await this.#storage.loadCert(entry.spec.id);
+        if (stored !== undefined) {
+          const facts = verifyIssued(stored, entry.spec.domains);
+          this.#publish(entry, stored, facts, false);
+          this.#logger.info(
+            { acme: entry.spec.id, domains: entry.spec.domains, not_after: facts.notAfter.toISOString() },
+            'ACME certificate loaded from storage',
+          );
+          continue;
+        }
+      } catch (err) {
+        this.#logger.warn(
+          { acme: entry.spec.id, storage: this.#storage.kind, err: (err as Error).message },
+          'cannot use the stored ACME certificate; serving a placeholder',
+        );
+      }
+      entry.pair = await createPlaceholder(entry.spec.domains, PLACEHOLDER_VALIDITY_MS);
+      entry.placeholder = true;
+      this.#logger.warn(
+        { acme: entry.spec.id, domains: entry.spec.domains },
+        'serving a self-signed placeholder until the ACME certificate is issued',
+      );
+    }
+  }
+
+  /** Starts the renewal timer (unref'd) and looks for due certificates at once. */
+  start(): void {
+    this.#stopped = false;
+    this.#timer = setInterval(() => this.#tick(), this.#checkIntervalMs);
+    this.#timer.unref();
+    this.#tick();
+  }
+
+  /** Stops the timer; an order in flight is given a moment to finish and its result is dropped. */
+  async stop(graceMs = 5000): Promise<void> {
+    this.#stopped = true;
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+    const running = [...this.#entries.values()].flatMap((e) => (e.running === undefined ? [] : [e.running]));
+    if (running.length === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.allSettled(running),
+      new Promise((resolve) => (timer = setTimeout(resolve, graceMs).unref())),
+    ]);
+    clearTimeout(timer);
+  }
+
+  // --- what the TLS listener reads -------------------------------------------------
+
+  /** The pair currently served for a slot: the issued chain or the placeholder. */
+  pair(slot: AcmeSlotRef): PemPair {
+    const entry = this.#slots.get(slot);
+    if (entry === undefined) throw new Error(`no ACME certificate for slot ${String(slot)}`);
+    return entry.pair;
+  }
+
+  /** Registers a listener for certificate swaps; returns the unsubscribe function. */
+  onChange(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** The TLS-ALPN-01 certificate for `servername` while its validation is pending. */
+  challengeContext(servername: string): SecureContext | undefined {
+    return this.#challenges.get(servername.toLowerCase());
+  }
+
+  // --- readiness and the Admin API ----------------------------------------------------
+
+  /** Ids of certificates still served by a placeholder. */
+  placeholders(): string[] {
+    return [...this.#entries.values()].filter((e) => e.placeholder).map((e) => e.spec.id);
+  }
+
+  list(): CertView[] {
+    return [...this.#entries.values()].map((e) => ({
+      id: e.spec.id,
+      domains: e.spec.domains,
+      state: stateOf(e),
+      placeholder: e.placeholder,
+      not_before: e.facts?.notBefore.toISOString() ?? null,
+      not_after: e.facts?.notAfter.toISOString() ?? null,
+      issuer: e.facts?.issuer ?? null,
+      serial: e.facts?.serial ?? null,
+      next_renewal_at: new Date(e.nextRenewalAt).toISOString(),
+      last_attempt_at: e.lastAttemptAt === undefined ? null : new Date(e.lastAttemptAt).toISOString(),
+      last_error: e.lastError ?? null,
+    }));
+  }
+
+  /**
+   * Asks for a renewal now. A valid certificate outside the renewal window is
+   * re-issued only with `force` (CA duplicate-certificate limits).
+   */
+  renew(id: string, force: boolean): RenewAnswer {
+    const entry = this.#entries.get(id);
+    if (entry === undefined) return 'unknown';
+    if (entry.running !== undefined) return 'in_progress';
+    if (!force && !entry.placeholder && !entry.failed && entry.nextRenewalAt > Date.now()) return 'not_due';
+    this.#attempt(entry);
+    return 'scheduled';
+  }
+
+  // --- issuance ------------------------------------------------------------------------
+
+  #tick(): void {
+    if (this.#stopped) return;
+    const now = Date.now();
+    for (const entry of this.#entries.values()) {
+      if (entry.running === undefined && entry.nextRenewalAt <= now) this.#attempt(entry);
+    }
+  }
+
+  #attempt(entry: Entry): void {
+    const run = this.#order(entry).finally(() => {
+      entry.running = undefined;
+    });
+    entry.running = run;
+  }
+
+  async #order(entry: Entry): Promise<void> {
+    const { id, domains } = entry.spec;
+    entry.lastAttemptAt = Date.now();
+    let leased = false;
+    try {
+      leased = await this.#storage.acquireLease(id, this.#owner, LEASE_TTL_MS);
+      if (!leased) {
+        await this.#adoptStored(entry);
+        entry.nextRenewalAt = Math.max(entry.nextRenewalAt, Date.now() + PEER_POLL_MS);
+        this.#logger.info({ acme: id }, 'another instance is renewing this ACME certificate');
+        return;
+      }
+      // A peer may have renewed while we waited for the lease.
+      if (await this.#adoptStored(entry, true)) return;
+      const renewal = !entry.placeholder;
+      this.#logger.info({ acme: id, domains, renewal }, 'ordering an ACME certificate');
+      const client = await this.#accountClient();
+      const key = await newPrivateKey(this.#config.key_type);
+      const [, csr] = await acme.crypto.createCsr(
+        { commonName: domains[0] as string, altNames: domains },
+        key,
+      );
+      const cert = await client.auto({
+        csr,
+        termsOfServiceAgreed: true,
+        skipChallengeVerification: true,
+        challengePriority: ['tls-alpn-01'],
+        challengeCreateFn: async (authz, _challenge, keyAuthorization) => {
+          // EC like every managed certificate: OpenSSL keeps one certificate per key type on a
+          // connection, so an RSA challenge certificate would lose to the EC one already there.
+          const [challengeKey, challengeCert] = await acme.crypto.createAlpnCertificate(
+            authz,
+            keyAuthorization,
+            await newPrivateKey('ecdsa-p256'),
+          );
+          this.#challenges.set(
+            authz.identifier.value.toLowerCase(),
+            createSecureContext({ key: challengeKey, cert: challengeCert }),
+          );
+        },
+        challengeRemoveFn: (authz) => {
+          this.#challenges.delete(authz.identifier.value.toLowerCase());
+          return Promise.resolve();
+        },
+      });
+      const pair = { cert, key };
+      const facts = verifyIssued(pair, domains);
+      await this.#storage.saveCert(id, { ...pair, issued_at: new Date().toISOString() });
+      if (this.#stopped) return;
+      this.#publish(entry, pair, facts, true);
+      this.#logger.info(
+        {
+          acme: id,
+          domains,
+          renewal,
+          issuer: facts.issuer,
+          serial: facts.serial,
+          not_after: facts.notAfter.toISOString(),
+        },
+        renewal ? 'ACME certificate renewed' : 'ACME certificate issued',
+      );
+    } catch (err) {
+      entry.failures++;
+      entry.failed = true;
+      entry.lastError = errorText(err);
+      const delay = Math.min(BACKOFF_MIN_MS * 2 ** (entry.failures - 1), BACKOFF_MAX_MS);
+      entry.nextRenewalAt = Date.now() + delay;
+      this.#logger.warn(
+        {
+          acme: id,
+          domains,
+          err: entry.lastError,
+          retry_in_seconds: delay / 1000,
+          placeholder: entry.placeholder,
+        },
+        'ACME order failed; the current certificate keeps serving',
+      );
+      if (entry.placeholder) await this.#refreshPlaceholder(entry);
+    } finally {
+      if (leased) await this.#storage.releaseLease(id, this.#owner).catch(() => undefined);
+    }
+  }
+
+  /** Publishes a stored certificate that is newer than the one held; true when it is not due. */
+  async #adoptStored(entry: Entry, onlyIfNotDue = false): Promise<boolean> {
+    const stored = await this.#storage.loadCert(entry.spec.id);
+    if (stored === undefined) return false;
+    let facts: CertFacts;
+    try {
+      facts = verifyIssued(stored, entry.spec.domains);
+    } catch {
+      return false;
+    }
+    const held = entry.placeholder ? 0 : (entry.facts?.notAfter.getTime() ?? 0);
+    if (facts.notAfter.getTime() <= held) return false;
+    if (onlyIfNotDue && facts.notAfter.getTime() - this.#renewBeforeMs <= Date.now()) return false;
+    this.#publish(entry, stored, facts, true);
+    this.#logger.info({ acme: entry.spec.id }, 'ACME certificate picked up from storage');
+    return true;
+  }
+
+  #publish(entry: Entry, pair: PemPair, facts: CertFacts, notify: boolean): void {
+    entry.pair = { cert: pair.cert, key: pair.key };
+    entry.placeholder = false;
+    entry.facts = facts;
+    entry.failed = false;
+    entry.failures = 0;
+    entry.lastError = undefined;
+    entry.nextRenewalAt = facts.notAfter.getTime() - this.#renewBeforeMs;
+    if (notify) for (const listener of this.#listeners) listener();
+  }
+
+  /** Placeholders live a day; a gateway that keeps failing to issue re-mints them before they lapse. */
+  async #refreshPlaceholder(entry: Entry): Promise<void> {
+    const expires = certFacts(entry.pair.cert).notAfter.getTime();
+    if (expires - Date.now() > 3_600_000) return;
+    entry.pair = await createPlaceholder(entry.spec.domains, PLACEHOLDER_VALIDITY_MS);
+    for (const listener of this.#listeners) listener();
+  }
+
+  /** The ACME client with a registered account, created (and stored) on first use. */
+  async #accountClient(): Promise<acme.Client> {
+    if (this.#client !== undefined) return this.#client;
+    const config = this.#config;
+    if (config.directory_ca_path !== undefined) {
+      // acme-client shares one axios instance; there is one ACME directory per process.
+      acme.axios.defaults.httpsAgent = new Agent({
+        ca: [...rootCertificates, readFileSync(config.directory_ca_path, 'utf8')],
+      });
+    }
+    let account = await this.#storage.loadAccount();
+    if (account?.directory_url !== config.directory_url) account = undefined;
+    const key = account?.key ?? (await newPrivateKey('ecdsa-p256'));
+    const client = new acme.Client({
+      directoryUrl: config.directory_url,
+      accountKey: key,
+      backoffMin: 500,
+      backoffMax: 10_000,
+      backoffAttempts: 30,
+      ...(account?.url === undefined ? {} : { accountUrl: account.url }),
+      ...(config.eab === undefined
+        ? {}
+        : { externalAccountBinding: { kid: config.eab.key_id, hmacKey: config.eab.hmac_key } }),
+    });
+    if (account?.url === undefined) {
+      await client.createAccount({ termsOfServiceAgreed: true, contact: config.contact });
+      await this.#storage.saveAccount({
+        key,
+        directory_url: config.directory_url,
+        url: client.getAccountUrl(),
+      });
+      this.#logger.info({ directory: config.directory_url }, 'ACME account registered');
+    }
+    this.#client = client;
+    return client;
+  }
+}
+
+function stateOf(entry: Entry): CertState {
+  if (entry.running !== undefined) return 'renewing';
+  if (entry.failed) return 'failed';
+  return entry.placeholder ? 'placeholder' : 'issued';
+}
+
+/** The CA's problem detail when there is one, never a stack or a key. */
+function errorText(err: unknown): string {
+  const e = err as { message?: string; response?: { data?: { detail?: string } } };
+  return e.response?.data?.detail ?? e.message ?? String(err);
+}
