@@ -60,6 +60,7 @@ export function peerOf(req: IncomingMessage | Http2ServerRequest): { address: st
 const H2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
 
 const BAD_REQUEST = 'HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n';
+const REQUEST_TIMEOUT = 'HTTP/1.1 408 Request Timeout\r\nconnection: close\r\ncontent-length: 0\r\n\r\n';
 
 /**
  * One listening port serving HTTP/1.1 and, when enabled, HTTP/2: over TLS the
@@ -75,12 +76,19 @@ export async function startListener(
   const sockets = new Set<Duplex>();
   const sessions = new Set<Http2Session>();
 
-  const http1 = createHttp1Server({ keepAliveTimeout: t.idle_seconds * 1000 }, onRequest);
+  const http1 = createHttp1Server(
+    {
+      keepAliveTimeout: t.idle_seconds * 1000,
+      // How often headersTimeout/requestTimeout are checked: at least every second.
+      connectionsCheckingInterval: Math.max(100, Math.min(1000, t.connection_seconds * 1000)),
+    },
+    onRequest,
+  );
   http1.headersTimeout = t.connection_seconds * 1000;
   http1.requestTimeout = (t.connection_seconds + t.read_seconds) * 1000;
-  http1.on('clientError', (err, socket) => {
-    if (socket.writable) socket.end(BAD_REQUEST);
-    else socket.destroy(err);
+  http1.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    if (!socket.writable) socket.destroy(err);
+    else socket.end(err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? REQUEST_TIMEOUT : BAD_REQUEST);
   });
   if (onUpgrade !== undefined) http1.on('upgrade', onUpgrade);
 
@@ -165,6 +173,12 @@ export async function startListener(
     material?.close();
     throw err;
   }
+  // http1 gets its connections from `front` and never listens itself, but
+  // Node starts tracking connections (closeIdleConnections, headersTimeout,
+  // requestTimeout) on 'listening': without this, idle keep-alive
+  // connections held every shutdown for the whole grace period and slow
+  // header senders were never cut.
+  if (front !== http1) http1.emit('listening');
   const address = front.address() as AddressInfo;
   logger.info(
     {
@@ -200,6 +214,8 @@ export async function startListener(
         await Promise.race([drained, new Promise((r) => setTimeout(r, 500))]);
       }
       clearInterval(sweep);
+      // Stops http1's connection checks (it is not listening, so the callback gets ERR_SERVER_NOT_RUNNING).
+      if (front !== http1) http1.close(() => undefined);
       for (const session of sessions) session.destroy();
       for (const socket of sockets) socket.destroy();
     },
