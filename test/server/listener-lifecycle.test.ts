@@ -2,6 +2,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { Agent, request } from 'node:https';
+import { BASE_YAML } from '../admin/harness.js';
 import { startGateway } from '../support/in-process.js';
 import { createAuthority } from '../support/certs.js';
 import { tempDir } from '../support/temp-dir.js';
@@ -10,19 +11,7 @@ import { waitFor } from '../support/wait.js';
 const dir = tempDir();
 after(() => dir.remove());
 
-const GATEWAY = `
-routes:
-  - { name: r, match: { path: /x }, policy: p }
-policies:
-  - name: p
-    nodes:
-      - { id: in, type: listener }
-      - { id: m, type: mocking, config: { response_example: ok, content_type: text/plain } }
-      - { id: out, type: client }
-    edges:
-      - { from: in.out, to: m.in }
-      - { from: m.success, to: out.in }
-`;
+const GATEWAY = BASE_YAML;
 
 /** How long shutdown takes; the grace period is 30 s, so anything near it means idle connections were waited on. */
 async function stopMs(stop: () => Promise<void>): Promise<number> {
@@ -36,8 +25,8 @@ test('listener: an idle keep-alive connection does not hold shutdown (cleartext,
     systemYaml:
       'listener: { bind: 127.0.0.1, port: 0 }\nhttp2: { enabled: true }\ntimeouts: { shutdown_timeout_seconds: 30 }\n',
   });
-  const res = await fetch(`${g.url}/x`);
-  assert.equal(await res.text(), 'ok');
+  const res = await fetch(`${g.url}/hello`);
+  assert.equal(await res.text(), 'hello');
   assert.ok((await stopMs(() => g.stop())) < 10_000, 'shutdown waited for an idle keep-alive connection');
 });
 
@@ -49,7 +38,7 @@ test('listener: an idle keep-alive connection does not hold shutdown (TLS)', asy
   });
   const agent = new Agent({ keepAlive: true, ca: ca.certPem });
   const body = await new Promise<string>((resolve, reject) => {
-    request({ host: '127.0.0.1', port: g.port, path: '/x', agent, servername: 'localhost' }, (res) => {
+    request({ host: '127.0.0.1', port: g.port, path: '/hello', agent, servername: 'localhost' }, (res) => {
       let text = '';
       res.on('data', (d: Buffer) => (text += d.toString()));
       res.on('end', () => resolve(text));
@@ -57,7 +46,7 @@ test('listener: an idle keep-alive connection does not hold shutdown (TLS)', asy
       .on('error', reject)
       .end();
   });
-  assert.equal(body, 'ok');
+  assert.equal(body, 'hello');
   assert.ok((await stopMs(() => g.stop())) < 10_000, 'shutdown waited for an idle keep-alive connection');
   agent.destroy();
 });
@@ -74,7 +63,7 @@ test('listener: a client that never finishes its request headers is answered 408
     socket.on('data', (d: Buffer) => (received += d.toString()));
     socket.on('close', () => (closed = true));
     socket.on('error', () => undefined);
-    socket.write('GET /x HTTP/1.1\r\nHost: slow.test\r\nX-Slow: ');
+    socket.write('GET /hello HTTP/1.1\r\nHost: slow.test\r\nX-Slow: ');
     await waitFor(() => closed, { timeoutMs: 15_000, what: 'the slow client to be cut' });
     assert.match(received, /^HTTP\/1\.1 408/);
   } finally {
