@@ -102,6 +102,11 @@ async function run(args: CliArgs): Promise<number> {
     throw err;
   }
   const logger = createLogger(system.logging);
+  if (system.workers !== 1)
+    logger.warn(
+      { workers: system.workers },
+      'workers is not implemented yet: one process serves every listener',
+    );
   let gateway: Gateway;
   try {
     const etcd = system.config.etcd;
