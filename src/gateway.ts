@@ -20,6 +20,7 @@ import type { GatewayMetrics, NodeSample } from './observability/metrics.js';
 import type { GatewayScope } from './plugins/define.js';
 import { createGatewayScope } from './engine/gateway-scope.js';
 import { AcmeManager, acmeConfigOf, acmeStoreIssues } from './acme/index.js';
+import { registerAcmeMetrics } from './observability/acme-metrics.js';
 
 export interface GatewayOptions {
   system: SystemConfig;
@@ -82,6 +83,8 @@ export class Gateway {
             logger: options.logger,
             stores: () => this.#slot.runtime.stores,
           });
+    const manager = this.acme;
+    if (manager !== undefined) registerAcmeMetrics(this.metrics.registry, () => manager.samples());
   }
 
   /**

@@ -1,4 +1,11 @@
-export { AcmeManager, type CertView, type RenewAnswer, type CertState } from './manager.js';
+export {
+  AcmeManager,
+  CERT_STATES,
+  type AcmeSample,
+  type CertView,
+  type RenewAnswer,
+  type CertState,
+} from './manager.js';
 export {
   acmeConfigIssues,
   acmeConfigOf,

@@ -66,8 +66,24 @@ interface Entry {
   lastAttemptAt: number | undefined;
   lastError: string | undefined;
   failures: number;
+  /** Orders since start, by outcome (metrics). */
+  outcomes: { success: number; failure: number };
   running: Promise<void> | undefined;
 }
+
+/** One certificate as the metrics scrape reads it. */
+export interface AcmeSample {
+  id: string;
+  state: CertState;
+  /** Unix seconds; 0 while a placeholder serves. */
+  notAfter: number;
+  /** Unix seconds of the last order attempt; 0 before the first. */
+  lastAttempt: number;
+  success: number;
+  failure: number;
+}
+
+export const CERT_STATES: readonly CertState[] = ['placeholder', 'issued', 'renewing', 'failed'];
 
 const PLACEHOLDER_VALIDITY_MS = 24 * 3_600_000;
 const LEASE_TTL_MS = 5 * 60_000;
@@ -120,6 +136,7 @@ export class AcmeManager {
         lastAttemptAt: undefined,
         lastError: undefined,
         failures: 0,
+        outcomes: { success: 0, failure: 0 },
         running: undefined,
       };
       this.#entries.set(spec.id, entry);
@@ -231,6 +248,17 @@ export class AcmeManager {
     }));
   }
 
+  samples(): AcmeSample[] {
+    return [...this.#entries.values()].map((e) => ({
+      id: e.spec.id,
+      state: stateOf(e),
+      notAfter: e.placeholder || e.facts === undefined ? 0 : Math.floor(e.facts.notAfter.getTime() / 1000),
+      lastAttempt: e.lastAttemptAt === undefined ? 0 : Math.floor(e.lastAttemptAt / 1000),
+      success: e.outcomes.success,
+      failure: e.outcomes.failure,
+    }));
+  }
+
   /**
    * Asks for a renewal now. A valid certificate outside the renewal window is
    * re-issued only with `force` (CA duplicate-certificate limits).
@@ -311,6 +339,7 @@ export class AcmeManager {
       await this.#storage.saveCert(id, { ...pair, issued_at: new Date().toISOString() });
       if (this.#stopped) return;
       this.#publish(entry, pair, facts, true);
+      entry.outcomes.success++;
       this.#logger.info(
         {
           acme: id,
@@ -324,6 +353,7 @@ export class AcmeManager {
       );
     } catch (err) {
       entry.failures++;
+      entry.outcomes.failure++;
       entry.failed = true;
       entry.lastError = errorText(err);
       const delay = Math.min(BACKOFF_MIN_MS * 2 ** (entry.failures - 1), BACKOFF_MAX_MS);

@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import { startPebble, skipWithoutPebble, type PebbleServer } from '../support/pebble.js';
 import { tempDir } from '../support/temp-dir.js';
 import { waitFor } from '../support/wait.js';
-import { DOMAIN, handshake, startAcmeGateway, type AcmeGateway } from './harness.js';
+import { DOMAIN, handshake, PASSWORD, startAcmeGateway, USER, type AcmeGateway } from './harness.js';
 
 function get(port: number, path: string, ca: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
@@ -72,6 +72,15 @@ acme:
       reason: 'acme placeholder certs',
       acme: { placeholder: [DOMAIN] },
     });
+    const before = await metricsText(gw.admin.url);
+    assert.match(
+      before,
+      new RegExp(`^gateway_acme_cert_state\\{cert_id="${DOMAIN}",state="placeholder"\\} 1$`, 'm'),
+    );
+    assert.match(
+      before,
+      new RegExp(`^gateway_acme_cert_not_after_timestamp_seconds\\{cert_id="${DOMAIN}"\\} 0$`, 'm'),
+    );
     const placeholder = await handshake(gw.port, { ca: root });
     assert.equal(placeholder.authorized, false, 'the placeholder is self-signed');
     assert.match(String(placeholder.cert.subject.O), /placeholder/);
@@ -91,6 +100,21 @@ acme:
     assert.equal(issued.cert.subjectaltname, `DNS:${DOMAIN}`);
     assert.match(String(issued.cert.issuer.CN), /Pebble/);
     assert.deepEqual(await get(gw.port, '/hello', root), { status: 200, body: 'hello' });
+    const after = await metricsText(gw.admin.url);
+    assert.match(
+      after,
+      new RegExp(`^gateway_acme_cert_state\\{cert_id="${DOMAIN}",state="issued"\\} 1$`, 'm'),
+    );
+    assert.match(
+      after,
+      new RegExp(`^gateway_acme_renewals_total\\{cert_id="${DOMAIN}",result="success"\\} 1$`, 'm'),
+    );
+    const notAfter = Number(
+      new RegExp(`^gateway_acme_cert_not_after_timestamp_seconds\\{cert_id="${DOMAIN}"\\} (\\d+)$`, 'm').exec(
+        after,
+      )?.[1],
+    );
+    assert.equal(notAfter, Math.floor(new Date(issued.cert.valid_to).getTime() / 1000));
 
     const list = await gw.call('GET', '/api/acme/certs');
     const certs = list.body.certs as Record<string, unknown>[];
@@ -153,3 +177,12 @@ acme:
     assert.equal(certs[0]?.last_attempt_at, null, 'no order was placed');
   });
 });
+
+/** The admin listener's Prometheus text. */
+async function metricsText(adminUrl: string): Promise<string> {
+  const res = await fetch(`${adminUrl}/metrics`, {
+    headers: { authorization: `Basic ${Buffer.from(`${USER}:${PASSWORD}`).toString('base64')}` },
+  });
+  assert.equal(res.status, 200);
+  return res.text();
+}
