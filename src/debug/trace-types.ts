@@ -50,23 +50,11 @@ export interface Trace {
   steps: TraceStep[];
 }
 
-/** One row of `GET /api/debug/traces`. */
-export interface TraceSummary {
-  id: string;
-  seq: number;
-  source: TraceSource;
-  started_ms: number;
-  route?: string;
-  policy: string;
-  method: string;
-  path: string;
-  status: number;
-  duration_us: number;
+/** One row of `GET /api/debug/traces`: the trace without its snapshots, steps and notes. */
+export type TraceSummary = Omit<Trace, 'notes' | 'initial' | 'steps'> & {
   step_count: number;
   error_count: number;
-  captured_bodies: boolean;
-  response_origin: ResponseOrigin | null;
-}
+};
 
 /** Policy label of a request that matched no route (COMPAT §6.1). */
 export const NO_ROUTE_POLICY = '(no route matched)';

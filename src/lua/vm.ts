@@ -42,8 +42,8 @@ export type CallFailure = string | undefined;
 export interface StaticEnv {
   env: number;
   scratch: number;
-  /** The metatable of `scratch`: its `__index` holds the top level's globals. */
-  scratchMeta: number;
+  /** The top level's globals over the library (what `scratch` reads through to). */
+  defaults: number;
   /** True when neither table holds anything, so the scrub after a call has nothing to do. */
   clean: () => boolean;
 }
@@ -181,8 +181,6 @@ export class LuaVm {
     lua.lua_createtable(L, 0, 0);
     const scratch = lua.lua_gettop(L);
     pushProtectedMeta(L, [[INDEX_KEY, defaults]]);
-    lua.lua_pushvalue(L, -1);
-    const scratchMeta = lauxlib.luaL_ref(L, lua.LUA_REGISTRYINDEX);
     lua.lua_setmetatable(L, scratch);
     // env: always empty, so every read and write goes through its metatable.
     lua.lua_createtable(L, 0, 0);
@@ -208,7 +206,7 @@ export class LuaVm {
     const scratchEmpty = emptinessProbe(L, scratch);
     const envEmpty = emptinessProbe(L, env);
     const refs: StaticEnv = {
-      scratchMeta,
+      defaults: (lua.lua_pushvalue(L, defaults), lauxlib.luaL_ref(L, lua.LUA_REGISTRYINDEX)),
       clean: () => scratchEmpty() && envEmpty(),
       scratch: (lua.lua_pushvalue(L, scratch), lauxlib.luaL_ref(L, lua.LUA_REGISTRYINDEX)),
       env: (lua.lua_pushvalue(L, env), lauxlib.luaL_ref(L, lua.LUA_REGISTRYINDEX)),
@@ -226,11 +224,9 @@ export class LuaVm {
   /** Pushes global `name` of a static unit as the top level left it. */
   pushStaticGlobal(env: StaticEnv, name: LuaString): number {
     const L = this.L;
-    lua.lua_rawgeti(L, lua.LUA_REGISTRYINDEX, env.scratchMeta);
-    lua.lua_getfield(L, -1, INDEX_KEY);
+    lua.lua_rawgeti(L, lua.LUA_REGISTRYINDEX, env.defaults);
     lua.lua_pushstring(L, name);
     const t = lua.lua_rawget(L, -2);
-    lua.lua_remove(L, -2);
     lua.lua_remove(L, -2);
     return t;
   }

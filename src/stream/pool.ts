@@ -1,4 +1,5 @@
 import type { StreamUpstreamConfig } from '../config/system.js';
+import { leastLoaded, smoothWeighted } from '../outbound/balancer/weighted.js';
 
 /** One backend of a stream pool, with the live connection count least_connections reads. */
 export interface StreamTarget {
@@ -9,7 +10,11 @@ export interface StreamTarget {
   readonly address: string;
   /** Connections (TCP) or datagram sessions (UDP) open to it now. */
   active: number;
+  /** Stream targets have no health checks: always in rotation. */
+  isAvailable(now: number): boolean;
 }
+
+const ALWAYS = (): boolean => true;
 
 /**
  * The targets of a stream listener (or of one SNI route) and the order in
@@ -32,6 +37,7 @@ export class StreamPool {
         weight: t.weight,
         address: t.host.includes(':') ? `[${t.host}]:${t.port}` : `${t.host}:${t.port}`,
         active: 0,
+        isAvailable: ALWAYS,
       }))
       .filter((t) => t.weight > 0);
     this.#kind = config.load_balancing;
@@ -58,32 +64,14 @@ export class StreamPool {
     }
   }
 
-  /** nginx's smooth weighted round robin: weights 5,1,1 give a a b a c a a. */
   #roundRobin(): StreamTarget | undefined {
-    const credit = this.#credit;
-    let best = 0;
-    let total = 0;
-    for (let i = 0; i < this.targets.length; i++) {
-      const weight = this.targets[i]!.weight;
-      credit[i]! += weight;
-      total += weight;
-      if (credit[i]! > credit[best]!) best = i;
-    }
-    credit[best]! -= total;
-    return this.targets[best];
+    return smoothWeighted(this.targets, this.#credit, 0, null, false);
   }
 
-  /** Fewest open connections per unit of weight; ties rotate. */
   #leastConnections(): StreamTarget | undefined {
-    const n = this.targets.length;
     const start = this.#offset;
-    this.#offset = (start + 1) % n;
-    let best: StreamTarget | undefined;
-    for (let k = 0; k < n; k++) {
-      const t = this.targets[(start + k) % n]!;
-      if (best === undefined || (t.active + 1) * best.weight < (best.active + 1) * t.weight) best = t;
-    }
-    return best;
+    this.#offset = (start + 1) % this.targets.length;
+    return leastLoaded(this.targets, start, 0, null, false);
   }
 }
 
