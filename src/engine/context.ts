@@ -77,6 +77,21 @@ export class RequestPart {
     return this.#rawQuery === '' ? this.path : `${this.path}?${this.#rawQuery}`;
   }
 
+  /**
+   * Removes every parameter named in `names` from the query, keeping the
+   * others byte for byte (order and encoding) as the client sent them.
+   */
+  dropQueryParams(...names: string[]): void {
+    if (this.#rawQuery === '') return;
+    const drop = new Set(names);
+    const kept = this.#rawQuery.split('&').filter((pair) => {
+      const eq = pair.indexOf('=');
+      const rawName = eq === -1 ? pair : pair.slice(0, eq);
+      return !drop.has(decodeQueryName(rawName));
+    });
+    this.rawQuery = kept.join('&');
+  }
+
   get query(): Map<string, string[]> {
     this.#query ??= parseQuery(this.#rawQuery);
     return this.#query;
@@ -240,6 +255,14 @@ export class Context {
 export function firstHeader(headers: HeaderMap, name: string): string | undefined {
   const value = headers[name] ?? headers[name.toLowerCase()];
   return Array.isArray(value) ? value[0] : value;
+}
+
+function decodeQueryName(raw: string): string {
+  try {
+    return decodeURIComponent(raw.replaceAll('+', ' '));
+  } catch {
+    return raw;
+  }
 }
 
 export function parseQuery(raw: string): Map<string, string[]> {

@@ -18,6 +18,8 @@ export interface FeishuServer extends FakeService {
   issueCode(user: FeishuUser, redirectUri: string, code?: string): string;
   /** Codes that Feishu answers with 20010: the user may not use the app. */
   readonly barred: Set<string>;
+  /** Codes Feishu answers with HTTP 200 and this non-zero `code` (older API versions do so). */
+  readonly refusedInBody: Map<string, number>;
 }
 
 /**
@@ -33,6 +35,7 @@ export async function startFeishuServer(apps: Record<string, string>): Promise<F
   const codes = new Map<string, { user: FeishuUser; redirectUri: string }>();
   const tokens = new Map<string, FeishuUser>();
   const barred = new Set<string>();
+  const refusedInBody = new Map<string, number>();
   const oauthError = (code: number, error: string, description: string) => ({
     status: 400,
     json: { code, error, error_description: description },
@@ -48,6 +51,8 @@ export async function startFeishuServer(apps: Record<string, string>): Promise<F
         return oauthError(20002, 'invalid_client', 'The client secret is invalid.');
       }
       const code = jsonField(call, 'code');
+      const inBody = refusedInBody.get(code);
+      if (inBody !== undefined) return { status: 200, json: { code: inBody, msg: 'invalid code' } };
       if (barred.has(code)) return oauthError(20010, 'invalid_grant', 'The user does not have permission.');
       const grant = codes.get(code);
       if (grant === undefined)
@@ -87,6 +92,7 @@ export async function startFeishuServer(apps: Record<string, string>): Promise<F
     accessTokenUrl: `${service.url}/open-apis/authen/v2/oauth/token`,
     userinfoUrl: `${service.url}/open-apis/authen/v1/user_info`,
     barred,
+    refusedInBody,
     issueCode(user: FeishuUser, redirectUri: string, code = randomBytes(8).toString('hex')) {
       codes.set(code, { user, redirectUri });
       return code;

@@ -102,13 +102,12 @@ export const authzKeycloak = definePlugin({
           body: body(ctx),
         });
         const status = answer.status;
-        if (status === 200) {
+        // Any 2xx grants (an RPT or a decision); only an explicit `result: false` denies.
+        if (status >= 200 && status < 300) {
           const result = asObject(parseJson(answer.body))?.['result'];
-          if (result === true) return 'success';
-          if (result === false) return deny(ctx);
-          throw client.failure('Keycloak answered 200 without a decision', endpoint);
+          return result === false ? deny(ctx) : 'success';
         }
-        if (status === 400 || status === 403) return deny(ctx);
+        if (status === 403) return deny(ctx);
         if (status === 401) {
           const reason = stringField(parseJson(answer.body), 'error_description') ?? 'token refused';
           const res = ctx.response;

@@ -156,6 +156,8 @@ export const casAuth = definePlugin({
       const verdict = await validate(ctx, ticket, serviceUrl(ctx));
       if ('refused' in verdict) return unauthorized(ctx, `CAS ticket refused: ${verdict.refused}`);
       attachUser(ctx, verdict.user);
+      // The ticket is single-use and spent: the upstream gets every other parameter.
+      ctx.request.dropQueryParams(ticketParam);
       return 'success';
     };
 

@@ -117,8 +117,12 @@ export function codeExchangeNode(
         delete ctx.request.headers['x-userinfo'];
         const found = code(ctx);
         if (found === undefined) return unauthorized(ctx, missing);
+        const fromQuery = (ctx.request.header(config.code_header) ?? '') === '';
         const info = await login.resolve(ctx, found);
-        return typeof info === 'string' ? unauthorized(ctx, info) : attach(ctx, info);
+        if (typeof info === 'string') return unauthorized(ctx, info);
+        // The one-time code (and its OAuth `state`) is spent: forward every other parameter.
+        if (fromQuery) ctx.request.dropQueryParams(config.code_query, 'state');
+        return attach(ctx, info);
       },
       close: () => login.close(),
     };

@@ -10,9 +10,6 @@ interface FeishuAuthConfig extends CodeExchangeConfig {
   auth_redirect_uri: string;
 }
 
-/** Token-endpoint codes about the user's code, not the app: unknown, expired, or no access to the app. */
-const REFUSED_CODES = new Set([20003, 20004, 20010]);
-
 /**
  * Resolves a Feishu (Lark) login code to the Feishu user: the OAuth 2.0 token
  * endpoint (`authorization_code` grant with the app credentials and
@@ -92,7 +89,9 @@ export const feishuAuth = definePlugin({
       const error = stringField(doc, 'error');
       const description =
         stringField(doc, 'error_description') ?? stringField(doc, 'msg') ?? error ?? 'refused';
-      if (error === 'invalid_grant' || (feishuCode !== undefined && REFUSED_CODES.has(feishuCode))) {
+      // Any non-zero code in a 200 answer is Feishu refusing the code (the reference and APISIX alike).
+      const refusedCode = feishuCode !== undefined && feishuCode !== 0 && answer.status === 200;
+      if (error === 'invalid_grant' || refusedCode) {
         return `Feishu rejected the code (${String(feishuCode ?? error)}: ${description})`;
       }
       const token = stringField(doc, 'access_token');

@@ -184,6 +184,14 @@ describe('cas-auth: stateless mode', () => {
     assert.deepEqual(cas.validations.at(-1), { ticket, service: service('/app/page') });
   });
 
+  test('cas-auth: stateless, the spent ticket leaves the query; every other parameter reaches the upstream', async () => {
+    const node = instantiate(casAuth, { idp_uri: cas.url, timeout_ms: 1500 }, templatedEnv());
+    const ticket = cas.issueTicket('alice', 'http://gateway.test/app/page');
+    const ctx = requestContext({ url: `/app/page?a=1&ticket=${ticket}&b=x%2By` });
+    assert.equal(await node.run(ctx), 'success');
+    assert.equal(ctx.request.url, '/app/page?a=1&b=x%2By');
+  });
+
   test('cas-auth: stateless, no ticket → 401 unauthorized without a challenge', async () => {
     const res = await new Browser().get(`${gw.url}/app/page`);
     assert.equal(res.status, 401);

@@ -95,6 +95,19 @@ describe('dingtalk-auth: code exchange (stateless)', () => {
     assert.equal(lookup.path, '/topapi/v2/user/getuserinfo');
     assert.match(lookup.query.get('access_token') ?? '', /^[0-9a-f]{32}$/);
     assert.deepEqual(lookup.json, { code: 'good-code' });
+    assert.equal(ctx.request.url, '/thing', 'the spent code is not forwarded');
+  });
+
+  test('dingtalk-auth: only the spent code and state leave the query; a header code leaves it alone', async () => {
+    const fromQuery = requestContext({ url: '/t?x=1&code=good-code&state=abc&y=%C3%A9' });
+    assert.equal(await runNode(create(), fromQuery), 'success');
+    assert.equal(fromQuery.request.url, '/t?x=1&y=%C3%A9');
+    const fromHeader = requestContext({
+      url: '/t?code=other&state=s',
+      headers: { host: 'gw.test', 'x-dingtalk-code': 'good-code' },
+    });
+    assert.equal(await runNode(create(), fromHeader), 'success');
+    assert.equal(fromHeader.request.url, '/t?code=other&state=s');
   });
 
   test('dingtalk-auth: the code header wins over the query; X-Userinfo only when asked', async () => {
@@ -182,7 +195,7 @@ describe('dingtalk-auth: code exchange (stateless)', () => {
     const ok = await request(`${gateway.url}/dingtalk/thing?code=good-code`);
     assert.equal(ok.status, 200);
     const seen = JSON.parse(ok.body) as { url: string; headers: Record<string, string> };
-    assert.equal(seen.url, '/thing?code=good-code', 'the code reaches the upstream untouched');
+    assert.equal(seen.url, '/thing', 'the spent code is not forwarded');
     assert.ok(seen.headers['x-userinfo'] !== undefined);
     assert.equal((await request(`${gateway.url}/dingtalk/thing?code=bad-code`)).status, 401);
     assert.equal((await request(`${gateway.url}/dingtalk/thing`)).status, 401);

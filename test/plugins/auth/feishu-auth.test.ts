@@ -138,6 +138,21 @@ describe('feishu-auth: code exchange (stateless)', () => {
     assert.equal(fs.calls.length, calls, 'no code: no callout');
   });
 
+  test('feishu-auth: any non-zero code in a 200 answer is a refused code (401), not a provider error', async () => {
+    fs.refusedInBody.set('odd-code', 20037);
+    const ctx = withCode('odd-code');
+    assert.equal(await runNode(create(), ctx), 'denied');
+    assert.equal(ctx.response.status, 401);
+    assert.match(String(responseJson(ctx)['message']), /Feishu rejected the code \(20037/);
+  });
+
+  test('feishu-auth: a code taken from the query is removed (with state) from what goes upstream', async () => {
+    const code = fs.issueCode({ name: 'Q', open_id: 'ou_q', union_id: 'on_q', user_id: 'q' }, REDIRECT);
+    const ctx = requestContext({ url: `/t?a=1&code=${code}&state=s1&b=%20x` });
+    assert.equal(await runNode(create(), ctx), 'success');
+    assert.equal(ctx.request.url, '/t?a=1&b=%20x');
+  });
+
   test('feishu-auth: Feishu refusing the app, failing or silent → 502 FEISHU_UPSTREAM_ERROR', async () => {
     const wrong = await failsWith(
       create({ app_secret: 'nope' }),
@@ -181,7 +196,7 @@ describe('feishu-auth: code exchange (stateless)', () => {
   test('feishu-auth: E2E-FEISHU-01 valid code 200; E2E-FEISHU-02 bad code 401', async () => {
     const ok = await request(`${gateway.url}/feishu/thing?code=good-code`);
     assert.equal(ok.status, 200);
-    assert.equal((JSON.parse(ok.body) as { url: string }).url, '/thing?code=good-code');
+    assert.equal((JSON.parse(ok.body) as { url: string }).url, '/thing', 'the spent code is not forwarded');
     assert.equal((await request(`${gateway.url}/feishu/thing?code=bad-code`)).status, 401);
     fs.fault = 'reset';
     try {
