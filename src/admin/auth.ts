@@ -9,20 +9,32 @@ export interface AdminAccount {
   password: string;
 }
 
+/**
+ * What an `Authorization` header proved: nothing sent (`none`, the browser's
+ * first request before its login prompt), a configured account (`ok`), or a
+ * failed attempt with the user name it claimed, when it could be decoded.
+ */
+export type AuthOutcome =
+  { kind: 'none' } | { kind: 'ok'; username: string } | { kind: 'failed'; username: string | undefined };
+
 const digest = (text: string): Buffer => createHash('sha256').update(text, 'utf8').digest();
 
 /**
  * HTTP Basic verification against every configured account. Comparing
  * fixed-length digests with timingSafeEqual, and always visiting every
  * account, keeps the time independent of how much of a guess was right.
+ * An empty password never verifies, whatever the accounts say (H3).
  */
 export function basicAuthVerifier(
   accounts: readonly AdminAccount[],
-): (header: string | undefined) => boolean {
-  const known = accounts.map((a) => ({ user: digest(a.username), pass: digest(a.password) }));
+): (header: string | undefined) => AuthOutcome {
+  const known = accounts
+    .filter((a) => a.password !== '')
+    .map((a) => ({ user: digest(a.username), pass: digest(a.password) }));
   return (header) => {
+    if (header === undefined || header === '') return { kind: 'none' };
     const credentials = parseBasic(header);
-    if (credentials === undefined) return false;
+    if (credentials === undefined) return { kind: 'failed', username: undefined };
     const user = digest(credentials.username);
     const pass = digest(credentials.password);
     let ok = false;
@@ -31,12 +43,12 @@ export function basicAuthVerifier(
       const passOk = timingSafeEqual(pass, account.pass);
       ok = (userOk && passOk) || ok;
     }
-    return ok;
+    if (ok && credentials.password !== '') return { kind: 'ok', username: credentials.username };
+    return { kind: 'failed', username: credentials.username };
   };
 }
 
-function parseBasic(header: string | undefined): AdminAccount | undefined {
-  if (header === undefined) return undefined;
+function parseBasic(header: string): AdminAccount | undefined {
   const match = /^basic\s+([A-Za-z0-9+/=_-]+)\s*$/i.exec(header);
   if (match === null) return undefined;
   const decoded = Buffer.from(match[1] as string, 'base64').toString('utf8');

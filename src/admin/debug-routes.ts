@@ -2,7 +2,7 @@ import { renderTrace } from '../debug/render.js';
 import { runSandbox, SandboxError } from '../debug/sandbox.js';
 import type { TraceFilter } from '../debug/store.js';
 import type { Gateway } from '../gateway.js';
-import { AdminError, badRequest, json, notFound, readJsonObject } from './http.js';
+import { AdminError, badRequest, json, notFound, readJsonObject, bodyLimitsOf } from './http.js';
 import type { AdminRoute } from './router.js';
 
 /**
@@ -59,7 +59,10 @@ export function debugRoutes(gateway: Gateway): AdminRoute[] {
       handler: async ({ req }) => {
         if (!debug.sandboxEnabled) throw notFound();
         try {
-          return json(200, await runSandbox(gateway, await readJsonObject(req)));
+          return json(
+            200,
+            await runSandbox(gateway, await readJsonObject(req, bodyLimitsOf(gateway.system))),
+          );
         } catch (err) {
           if (err instanceof SandboxError) throw new AdminError(err.status, err.body);
           throw err;

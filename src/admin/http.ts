@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ConfigIssue } from '../config/schema-validate.js';
+import type { SystemConfig } from '../config/system.js';
 
 /** What a handler answers: a JSON value, or text with its content type. */
 export interface Reply {
@@ -34,21 +35,51 @@ export const badRequest = (error: string, details?: ConfigIssue[]): AdminError =
 export const json = (status: number, body: unknown, headers?: Record<string, string>): Reply =>
   headers === undefined ? { status, body } : { status, body, headers };
 
-const MAX_BODY_BYTES = 10 * 1024 * 1024;
+/** Limits of one Admin write body (`admin.limits`; the defaults match the schema's). */
+export interface BodyLimits {
+  max_body_bytes: number;
+  max_json_depth: number;
+}
 
-/** Reads the whole request body (bounded) and parses it as a JSON object. */
-export async function readJsonObject(req: IncomingMessage): Promise<Record<string, unknown>> {
+export const DEFAULT_BODY_LIMITS: BodyLimits = { max_body_bytes: 10 * 1024 * 1024, max_json_depth: 128 };
+
+/** The configured limits, or the defaults for a gateway without an `admin:` block (MCP-only tests). */
+export const bodyLimitsOf = (system: SystemConfig): BodyLimits => system.admin?.limits ?? DEFAULT_BODY_LIMITS;
+
+const tooLarge = (limit: number): AdminError =>
+  new AdminError(
+    413,
+    {
+      error: 'payload_too_large',
+      message: `request body must not exceed ${limit} bytes (admin.limits.max_body_bytes)`,
+    },
+    { connection: 'close' },
+  );
+
+/**
+ * Reads the whole request body (bounded) and parses it as a JSON object.
+ * The nesting depth is checked before parsing (L1): a 100k-deep document
+ * parses, but every recursive walk after it (schema validation, cloning,
+ * YAML rendering) would overflow the stack.
+ */
+export async function readJsonObject(
+  req: IncomingMessage,
+  limits: BodyLimits = DEFAULT_BODY_LIMITS,
+): Promise<Record<string, unknown>> {
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > limits.max_body_bytes) throw tooLarge(limits.max_body_bytes);
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req as AsyncIterable<Buffer>) {
     size += chunk.length;
-    if (size > MAX_BODY_BYTES) {
-      throw new AdminError(413, { error: 'payload_too_large' }, { connection: 'close' });
-    }
+    if (size > limits.max_body_bytes) throw tooLarge(limits.max_body_bytes);
     chunks.push(chunk);
   }
   const text = Buffer.concat(chunks).toString('utf8');
   if (text.trim() === '') throw badRequest('request body must be a JSON object');
+  if (jsonDepthExceeds(text, limits.max_json_depth)) {
+    throw badRequest(`JSON nested deeper than ${limits.max_json_depth} levels (admin.limits.max_json_depth)`);
+  }
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -59,6 +90,30 @@ export async function readJsonObject(req: IncomingMessage): Promise<Record<strin
     throw badRequest('request body must be a JSON object');
   }
   return value as Record<string, unknown>;
+}
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const OPEN_BRACE = 0x7b;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACE = 0x7d;
+const CLOSE_BRACKET = 0x5d;
+
+/** Whether `[`/`{` outside strings nest deeper than `max` anywhere in `text` (one linear pass). */
+export function jsonDepthExceeds(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === BACKSLASH) i++;
+      else if (c === QUOTE) inString = false;
+    } else if (c === QUOTE) inString = true;
+    else if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+      if (++depth > max) return true;
+    } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) depth--;
+  }
+  return false;
 }
 
 /** A strong validator of one resource's stored JSON. */

@@ -10,7 +10,16 @@ import {
 import { ConfigRejected, formatIssues, validateAgainst } from '../config/schema-validate.js';
 import type { Runtime } from '../engine/compile.js';
 import type { Gateway } from '../gateway.js';
-import { AdminError, badRequest, checkIfMatch, etagOf, json, notFound, readJsonObject } from './http.js';
+import {
+  AdminError,
+  badRequest,
+  checkIfMatch,
+  etagOf,
+  json,
+  notFound,
+  readJsonObject,
+  bodyLimitsOf,
+} from './http.js';
 import {
   pluginConfigReferences,
   policyReferences,
@@ -133,8 +142,28 @@ export function mutate(gateway: Gateway, edit: (draft: GatewayConfig) => void): 
   return gateway.apply((current) => {
     const draft = structuredClone(current);
     edit(draft);
+    checkConfigSize(gateway, current, draft);
     return draft;
   }, 'admin');
+}
+
+const DEFAULT_MAX_CONFIG_BYTES = 16 * 1024 * 1024;
+
+/**
+ * L8: an Admin write may not grow the configuration past
+ * `admin.limits.max_config_bytes` (measured as its JSON, which tracks the
+ * size of gateway.yaml). Every later write re-renders and re-compiles the whole
+ * file, so one huge value slows them all. A write that shrinks an oversized
+ * configuration is let through, so it can be repaired.
+ */
+function checkConfigSize(gateway: Gateway, before: GatewayConfig, after: GatewayConfig): void {
+  const max = gateway.system.admin?.limits.max_config_bytes ?? DEFAULT_MAX_CONFIG_BYTES;
+  const size = Buffer.byteLength(JSON.stringify(after));
+  if (size <= max || size <= Buffer.byteLength(JSON.stringify(before))) return;
+  throw new AdminError(413, {
+    error: 'config_too_large',
+    message: `the configuration would be ${size} bytes; admin.limits.max_config_bytes allows ${max}`,
+  });
 }
 
 /**
@@ -148,6 +177,7 @@ export async function dryRun(
 ): Promise<readonly string[]> {
   const draft = structuredClone(gateway.runtime.config);
   edit(draft);
+  checkConfigSize(gateway, gateway.runtime.config, draft);
   const runtime = gateway.compile(draft);
   await runtime.close();
   return runtime.warnings;
@@ -216,7 +246,7 @@ export function resourceRoutes(gateway: Gateway, kind: ResourceKind): AdminRoute
       path: `${base}/:name`,
       auth: true,
       handler: async ({ req, params }) => {
-        const { name: _fromBody, ...rest } = await readJsonObject(req);
+        const { name: _fromBody, ...rest } = await readJsonObject(req, bodyLimitsOf(gateway.system));
         const name = params.name as string;
         const body: Named = { name, ...rest };
         let created = false;
@@ -243,7 +273,7 @@ export function resourceRoutes(gateway: Gateway, kind: ResourceKind): AdminRoute
       path: base,
       auth: true,
       handler: async ({ req }) => {
-        const body = (await readJsonObject(req)) as Named;
+        const body = (await readJsonObject(req, bodyLimitsOf(gateway.system))) as Named;
         await mutate(gateway, (draft) => {
           const list = listOf(draft, kind.section);
           const item = checked(kind, body, list.length);

@@ -8,7 +8,7 @@ import { acmeNotReady, acmeRoutes } from './acme-routes.js';
 import { cacheRoutes } from './cache-purge.js';
 import { pluginCatalog } from './catalog.js';
 import { debugRoutes } from './debug-routes.js';
-import { AdminError, json, readJsonObject } from './http.js';
+import { AdminError, json, readJsonObject, bodyLimitsOf } from './http.js';
 import { resourceKinds, resourceRoutes } from './resources.js';
 import { sessionRoutes } from './sessions.js';
 import { storePingRoute } from './store-ping.js';
@@ -57,7 +57,8 @@ export function adminRoutes(gateway: Gateway, startedAt: number = Date.now()): A
       method: 'POST',
       path: '/api/policies/validate',
       auth: true,
-      handler: async ({ req }) => json(200, validatePolicy(gateway, await readJsonObject(req))),
+      handler: async ({ req }) =>
+        json(200, validatePolicy(gateway, await readJsonObject(req, bodyLimitsOf(gateway.system)))),
     },
     { method: 'GET', path: '/api/plugins', auth: true, handler: () => json(200, pluginCatalog(registry)) },
     ...cacheRoutes(gateway),

@@ -7,7 +7,9 @@ import type { AdminConfig } from '../config/system.js';
 import type { Gateway } from '../gateway.js';
 import type { Logger } from '../observability/logger.js';
 import { basicAuthVerifier, CHALLENGE, type AdminAccount } from './auth.js';
+import { contentTypeGuard, crossOriginGuard } from './csrf.js';
 import { AdminError, send, type Reply } from './http.js';
+import { LoginThrottle } from './login-throttle.js';
 import { AdminRouter, type AdminRoute } from './router.js';
 import { adminRoutes } from './routes.js';
 import { createUiHandler } from './ui.js';
@@ -34,6 +36,19 @@ export interface AdminServer {
 }
 
 const UNAUTHORIZED: Reply = { status: 401, body: { error: 'unauthorized' }, headers: CHALLENGE };
+
+const tooManyFailures = (seconds: number): Reply => ({
+  status: 429,
+  body: {
+    error: 'too_many_failed_logins',
+    message: `too many failed logins from this address; retry in ${seconds} s`,
+  },
+  headers: { 'retry-after': String(seconds) },
+});
+
+/** 127.0.0.0/8, ::1 and their IPv4-mapped forms, and `localhost`. */
+export const isLoopback = (bind: string): boolean =>
+  /^(127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+|localhost)$/i.test(bind);
 const NOT_FOUND: Reply = { status: 404, body: { error: 'not_found' } };
 
 /** Paths behind HTTP Basic even when no route matches them (so unknown API paths do not leak a 404). */
@@ -59,7 +74,25 @@ export async function startAdminServer(
     print(`switchyard admin: generated password for user '${admin.username}': ${password}\n`);
   }
   const accounts: AdminAccount[] = [{ username: admin.username, password }, ...(admin.users ?? [])];
-  const authorized = basicAuthVerifier(accounts);
+  const verify = basicAuthVerifier(accounts);
+  const throttle = new LoginThrottle(admin.login_throttle, logger);
+  /** undefined when the request may go on: a lock, a missing or a wrong credential answers here. */
+  const authenticate = (req: IncomingMessage): Reply | undefined => {
+    const client = req.socket.remoteAddress ?? 'unknown';
+    const locked = throttle.retryAfter(client);
+    if (locked !== undefined) return tooManyFailures(locked);
+    const outcome = verify(req.headers.authorization);
+    if (outcome.kind === 'ok') {
+      throttle.succeeded(client);
+      return undefined;
+    }
+    if (outcome.kind === 'failed') {
+      const lock = throttle.failed(client, outcome.username);
+      if (lock !== undefined) return tooManyFailures(lock);
+    }
+    return UNAUTHORIZED;
+  };
+  const crossOrigin = crossOriginGuard(admin.tls === undefined ? 'http' : 'https', admin.allowed_origins);
   const routes = adminRoutes(gateway);
   const router = new AdminRouter(routes);
   const ui = admin.ui_enabled ? createUiHandler(options.uiDir) : undefined;
@@ -82,7 +115,15 @@ export async function startAdminServer(
     const found = router.match(method, pathname);
     const needsAuth =
       found.kind === 'none' ? isProtected(pathname) : found.kind === 'found' ? found.route.auth : found.auth;
-    if (needsAuth && !authorized(req.headers.authorization)) return UNAUTHORIZED;
+    // CSRF before credentials: a forged write neither runs nor counts as a failed login.
+    const refused = crossOrigin(req, method);
+    if (refused !== undefined) return refused;
+    if (needsAuth) {
+      const denied = authenticate(req);
+      if (denied !== undefined) return denied;
+    }
+    const untyped = contentTypeGuard(req, method);
+    if (untyped !== undefined) return untyped;
     if (found.kind === 'found')
       return found.route.handler({ req, params: found.params, query: url.searchParams });
     if (found.kind === 'method') {
@@ -125,6 +166,12 @@ export async function startAdminServer(
   const address = listener.address;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const scheme = listener.scheme;
+  if (!isLoopback(admin.bind) && admin.tls === undefined) {
+    logger.warn(
+      { bind: admin.bind, port: address.port },
+      'the admin listener accepts connections from other hosts over plain HTTP: Basic credentials travel in clear text (set admin.tls, or admin.bind: 127.0.0.1)',
+    );
+  }
 
   return {
     address,

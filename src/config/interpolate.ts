@@ -1,3 +1,5 @@
+import { randomBytes } from 'node:crypto';
+
 const PLACEHOLDER = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
 
 /**
@@ -37,4 +39,49 @@ export function interpolateLeaves<T>(value: T, env: NodeJS.ProcessEnv = process.
 export function hasPlaceholder(text: string): boolean {
   PLACEHOLDER.lastIndex = 0;
   return PLACEHOLDER.test(text);
+}
+
+/** A placeholder of a text that resolved to empty: `${NAME}` unset or empty, or `${NAME:-}` with NAME unset. */
+export interface EmptyPlaceholder {
+  /** As written: `${OPS_PASSWORD}`. */
+  source: string;
+  name: string;
+  /** Written with a default (`${NAME:-}`), i.e. the author allowed it to be empty. */
+  hasDefault: boolean;
+  /** The variable exists in the environment (with an empty value). */
+  set: boolean;
+}
+
+export interface MarkedText {
+  /** The text with every non-empty placeholder resolved and every empty one replaced by a marker. */
+  text: string;
+  empties: EmptyPlaceholder[];
+  /** The placeholders (in `empties`) whose markers occur in `value`. */
+  emptiesIn(value: string): EmptyPlaceholder[];
+}
+
+/**
+ * Interpolates like `interpolateEnv`, but leaves a plain-scalar-safe marker
+ * where a placeholder resolved to empty, so a parsed document can tell which
+ * key an unset variable landed in (H3: an unset password variable must not
+ * become an empty password).
+ */
+export function interpolateMarkingEmpty(text: string, env: NodeJS.ProcessEnv = process.env): MarkedText {
+  const empties: EmptyPlaceholder[] = [];
+  const tag = `__switchyard_empty_${randomBytes(6).toString('hex')}_`;
+  const marked = text.replace(PLACEHOLDER, (match, name: string, fallback: string | undefined) => {
+    const value = env[name];
+    const resolved =
+      fallback !== undefined ? (value === undefined || value === '' ? fallback : value) : (value ?? '');
+    if (resolved !== '') return resolved;
+    empties.push({ source: match, name, hasDefault: fallback !== undefined, set: value !== undefined });
+    return `${tag}${empties.length - 1}__`;
+  });
+  const markers = new RegExp(`${tag}(\\d+)__`, 'g');
+  return {
+    text: marked,
+    empties,
+    emptiesIn: (value) =>
+      [...value.matchAll(markers)].map((m) => empties[Number(m[1])]).filter((e) => e !== undefined),
+  };
 }

@@ -109,8 +109,10 @@ export const systemSchema = {
       additionalProperties: false,
       required: ['username'],
       properties: {
-        bind: { type: 'string', default: '0.0.0.0' },
+        // Loopback unless asked: the admin listener speaks Basic auth, often over plain HTTP (M1).
+        bind: { type: 'string', default: '127.0.0.1' },
         port: port(9090),
+
         username: str,
         // Empty or absent: a random password is generated and printed once (DESIGN §2).
         password: { type: 'string', default: '' },
@@ -124,6 +126,34 @@ export const systemSchema = {
           },
         },
         ui_enabled: bool(true),
+        // Origins besides the listener's own whose browsers may send Admin writes (CSRF rule).
+        allowed_origins: { type: 'array', items: str, default: [] },
+        // Failed Basic logins per client address: over max_failures in window_seconds locks the
+        // address for lock_seconds, doubling per lock up to max_lock_seconds (M1).
+        login_throttle: {
+          type: 'object',
+          additionalProperties: false,
+          default: {},
+          properties: {
+            enabled: bool(true),
+            max_failures: int(10, 1),
+            window_seconds: int(60, 1),
+            lock_seconds: int(60, 1),
+            max_lock_seconds: int(3600, 1),
+            max_tracked: int(10000, 1),
+          },
+        },
+        // Admin writes: request body bytes, JSON nesting depth, and the whole config's size (L1, L8).
+        limits: {
+          type: 'object',
+          additionalProperties: false,
+          default: {},
+          properties: {
+            max_body_bytes: int(10 * 1024 * 1024, 1),
+            max_json_depth: int(128, 1),
+            max_config_bytes: int(16 * 1024 * 1024, 1),
+          },
+        },
         tls: tlsSchema,
         mcp: {
           type: 'object',

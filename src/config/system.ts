@@ -4,6 +4,7 @@ import { interpolateEnv } from './interpolate.js';
 import { systemSchema } from './system-schema.js';
 import { ConfigRejected, validateAgainst, type ConfigIssue } from './schema-validate.js';
 import { acmeConfigIssues } from '../acme/config.js';
+import { emptyCredentialIssues } from './system-credentials.js';
 
 export interface TlsConfig {
   cert_path?: string;
@@ -15,6 +16,23 @@ export interface TlsConfig {
   acme?: { domains?: string[] };
 }
 
+/** Failed-login throttling of the admin listener (M1); see docs/admin-api.md. */
+export interface LoginThrottleConfig {
+  enabled: boolean;
+  max_failures: number;
+  window_seconds: number;
+  lock_seconds: number;
+  max_lock_seconds: number;
+  max_tracked: number;
+}
+
+/** Size limits of Admin API writes (L1, L8). */
+export interface AdminLimitsConfig {
+  max_body_bytes: number;
+  max_json_depth: number;
+  max_config_bytes: number;
+}
+
 export interface AdminConfig {
   bind: string;
   port: number;
@@ -22,6 +40,10 @@ export interface AdminConfig {
   password: string;
   users?: { username: string; password: string }[];
   ui_enabled: boolean;
+  /** Origins besides the listener's own that may send Admin writes (CSRF rule). */
+  allowed_origins: string[];
+  login_throttle: LoginThrottleConfig;
+  limits: AdminLimitsConfig;
   tls?: TlsConfig;
   mcp?: {
     enabled: boolean;
@@ -101,8 +123,16 @@ export function parseSystemConfig(text: string, env: NodeJS.ProcessEnv = process
   }
   // An unset `${X}` leaves a null: treat it as "not given" so the default applies.
   const doc = dropNulls(raw) as Record<string, unknown>;
-  const issues = validateAgainst(systemSchema, doc, '');
-  if (issues.length === 0) issues.push(...crossFieldIssues(doc as unknown as SystemConfig));
+  // Credentials fed by an unset variable are named first; the schema's "is required" for the same key adds nothing.
+  const credentials = emptyCredentialIssues(text, env);
+  const named = new Set(credentials.map((i) => i.path));
+  const schemaIssues = validateAgainst(systemSchema, doc, '').filter((i) => !named.has(i.path));
+  const issues = [
+    ...credentials,
+    ...(schemaIssues.length > 0 ? schemaIssues : crossFieldIssues(doc as unknown as SystemConfig)).filter(
+      (i) => !named.has(i.path),
+    ),
+  ];
   if (issues.length > 0) throw new ConfigRejected(issues);
   const config = doc as unknown as SystemConfig;
   config.debug.trigger_header = config.debug.trigger_header.toLowerCase();
@@ -202,6 +232,13 @@ function crossFieldIssues(config: SystemConfig): ConfigIssue[] {
     });
   }
   issues.push(...streamIssues(config.stream));
+  config.admin?.users?.forEach((u, i) => {
+    if (u.password === '')
+      issues.push({
+        path: `admin.users[${i}].password`,
+        message: 'must not be empty (only admin.password may be empty, to generate one)',
+      });
+  });
   const mcp = config.admin?.mcp;
   if (mcp?.enabled) {
     if (mcp.tokens.length === 0) {

@@ -54,7 +54,7 @@ test('admin auth: admin.users entries are extra full-access accounts', async () 
     assert.equal(res.status, 200);
     const write = await fetch(`${h.url}/api/consumers`, {
       method: 'POST',
-      headers: { authorization: basic('ops', 'ops-secret') },
+      headers: { authorization: basic('ops', 'ops-secret'), 'content-type': 'application/json' },
       body: JSON.stringify({ name: 'c1' }),
     });
     assert.equal(write.status, 201);
@@ -243,10 +243,17 @@ test('admin auth: the verifier accepts exactly the configured pairs', () => {
     { username: 'b', password: 'q' },
   ]);
   const header = (u: string, p: string) => `Basic ${Buffer.from(`${u}:${p}`).toString('base64')}`;
-  assert.equal(verify(header('a', 'p:with:colons')), true);
-  assert.equal(verify(header('b', 'q')), true);
-  assert.equal(verify(header('a', 'q')), false);
-  assert.equal(verify(header('b', 'p:with:colons')), false);
-  assert.equal(verify(`basic ${Buffer.from('b:q').toString('base64')}`), true);
-  assert.equal(verify(undefined), false);
+  assert.deepEqual(verify(header('a', 'p:with:colons')), { kind: 'ok', username: 'a' });
+  assert.deepEqual(verify(header('b', 'q')), { kind: 'ok', username: 'b' });
+  assert.deepEqual(verify(header('a', 'q')), { kind: 'failed', username: 'a' });
+  assert.deepEqual(verify(header('b', 'p:with:colons')), { kind: 'failed', username: 'b' });
+  assert.deepEqual(verify(`basic ${Buffer.from('b:q').toString('base64')}`), { kind: 'ok', username: 'b' });
+  assert.deepEqual(verify(undefined), { kind: 'none' });
+  assert.deepEqual(verify('Basic !!!'), { kind: 'failed', username: undefined });
+});
+
+test('admin auth: the verifier never accepts an empty password, even for an account configured with one', () => {
+  const verify = basicAuthVerifier([{ username: 'ops', password: '' }]);
+  const header = `Basic ${Buffer.from('ops:').toString('base64')}`;
+  assert.deepEqual(verify(header), { kind: 'failed', username: 'ops' });
 });
