@@ -21,6 +21,7 @@ import type { GatewayScope } from './plugins/define.js';
 import { createGatewayScope } from './engine/gateway-scope.js';
 import { AcmeManager, acmeConfigOf, acmeStoreIssues } from './acme/index.js';
 import { registerAcmeMetrics } from './observability/acme-metrics.js';
+import { configurePools } from './outbound/pool-registry.js';
 
 export interface GatewayOptions {
   system: SystemConfig;
@@ -111,6 +112,7 @@ export class Gateway {
       config = parseGatewayConfig(text);
     }
     const scope = createGatewayScope({ cacheMaxEntries: options.system.cache.max_entries });
+    configurePools({ maxConnectionsPerTarget: options.system.upstream.max_connections_per_target });
     const env = options.env ?? process.env;
     const runtime = compileWith(config, options.logger, env, options.gatewayPath, scope);
     const acmeIssues = acmeStoreIssues(options.system, runtime.stores.names);
@@ -262,6 +264,8 @@ export class Gateway {
         port: this.system.listener.port,
         tls: this.system.tls,
         http2: this.system.http2.enabled,
+        http2Limits: this.system.http2,
+        maxConnections: this.system.listener.max_connections,
         timeouts: this.system.timeouts,
         logger: this.logger,
         beforeCut: closeTunnels,

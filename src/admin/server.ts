@@ -158,6 +158,8 @@ export async function startAdminServer(
       port: admin.port,
       tls: admin.tls,
       http2: gateway.system.http2.enabled,
+      http2Limits: gateway.system.http2,
+      maxConnections: admin.max_connections,
       timeouts: gateway.system.timeouts,
       logger,
     },

@@ -74,6 +74,15 @@ export const systemSchema = {
         bind: { type: 'string', default: '0.0.0.0' },
         port: port(8080),
         max_request_body_bytes: int(10 * 1024 * 1024, 1),
+        max_connections: {
+          anyOf: [
+            { type: 'integer', minimum: 1 },
+            { type: 'string', enum: ['auto'] },
+          ],
+          default: 'auto',
+          description:
+            'Open client connections accepted at once; more are closed on accept. auto = min(10000, half the soft RLIMIT_NOFILE).',
+        },
       },
     },
     tls: tlsSchema,
@@ -81,7 +90,19 @@ export const systemSchema = {
       type: 'object',
       additionalProperties: false,
       default: {},
-      properties: { enabled: bool(true) },
+      properties: {
+        enabled: bool(true),
+        max_concurrent_streams: {
+          ...int(128, 1),
+          description: 'SETTINGS_MAX_CONCURRENT_STREAMS advertised to every HTTP/2 client.',
+        },
+        max_reset_streams: {
+          ...int(100, 1),
+          description:
+            'Streams a client may reset before their response within reset_window_seconds; more = GOAWAY ENHANCE_YOUR_CALM (rapid reset).',
+        },
+        reset_window_seconds: int(10, 1),
+      },
     },
     timeouts: {
       type: 'object',
@@ -126,6 +147,10 @@ export const systemSchema = {
           },
         },
         ui_enabled: bool(true),
+        max_connections: {
+          ...int(256, 1),
+          description: 'Open connections to the admin listener; separate from listener.max_connections.',
+        },
         // Origins besides the listener's own whose browsers may send Admin writes (CSRF rule).
         allowed_origins: { type: 'array', items: str, default: [] },
         // Failed Basic logins per client address: over max_failures in window_seconds locks the
@@ -266,6 +291,18 @@ export const systemSchema = {
             store: str,
             encryption_key: str,
           },
+        },
+      },
+    },
+    upstream: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        max_connections_per_target: {
+          ...int(1024, 1),
+          description:
+            'Outbound connections kept to one upstream target (scheme://host:port); further requests queue within their timeout_ms.',
         },
       },
     },

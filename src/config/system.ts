@@ -40,6 +40,8 @@ export interface AdminConfig {
   password: string;
   users?: { username: string; password: string }[];
   ui_enabled: boolean;
+  /** Open connections to the admin listener (its own cap, so /healthz answers while the data plane is full). */
+  max_connections: number;
   /** Origins besides the listener's own that may send Admin writes (CSRF rule). */
   allowed_origins: string[];
   login_throttle: LoginThrottleConfig;
@@ -69,9 +71,15 @@ export interface DebugConfig {
 }
 
 export interface SystemConfig {
-  listener: { bind: string; port: number; max_request_body_bytes: number };
+  listener: {
+    bind: string;
+    port: number;
+    max_request_body_bytes: number;
+    /** 'auto' = min(10000, half the soft RLIMIT_NOFILE); see src/server/connection-limit.ts. */
+    max_connections: number | 'auto';
+  };
   tls?: TlsConfig;
-  http2: { enabled: boolean };
+  http2: Http2Config;
   timeouts: {
     connection_seconds: number;
     read_seconds: number;
@@ -91,8 +99,19 @@ export interface SystemConfig {
   debug: DebugConfig;
   /** Validated by src/acme/config.ts; read it through `acmeConfigOf`. */
   acme?: Record<string, unknown>;
+  /** Outbound connection pools shared by every upstream node. */
+  upstream: { max_connections_per_target: number };
   cache: { max_entries: number };
   workers: number | 'auto';
+}
+
+/** `http2.*`: the protocol switch and the limits applied to every HTTP/2 client connection. */
+export interface Http2Config {
+  enabled: boolean;
+  max_concurrent_streams: number;
+  /** More streams reset by the client before their response, within the window, is rapid reset. */
+  max_reset_streams: number;
+  reset_window_seconds: number;
 }
 
 /** A backend pool of a stream listener (COMPAT §2 `stream`). */

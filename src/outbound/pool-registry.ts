@@ -33,6 +33,20 @@ const IDLE_GRACE_MS = 30_000;
 
 const entries = new Map<string, Entry>();
 
+/** Default of `upstream.max_connections_per_target`. */
+export const DEFAULT_MAX_CONNECTIONS_PER_TARGET = 1024;
+let maxConnectionsPerTarget = DEFAULT_MAX_CONNECTIONS_PER_TARGET;
+
+/**
+ * Bounds the connections of pools created from now on
+ * (`upstream.max_connections_per_target`): a burst of requests to one target
+ * queues in its pool, within each request's deadline, instead of opening a
+ * socket per request until descriptors run out.
+ */
+export function configurePools(options: { maxConnectionsPerTarget: number }): void {
+  maxConnectionsPerTarget = options.maxConnectionsPerTarget;
+}
+
 /**
  * Returns the process-wide pool for `spec`, creating it on first use. Pools
  * outlive configurations: a reload that keeps a target keeps its connections.
@@ -40,10 +54,12 @@ const entries = new Map<string, Entry>();
 export function acquirePool(spec: PoolSpec): PoolLease {
   const https = spec.origin.startsWith('https:');
   const tls = https ? spec.tls : null;
-  const key = `${spec.origin}|${spec.connectTimeoutMs}|${tls?.fingerprint ?? ''}`;
+  const connections = maxConnectionsPerTarget;
+  const key = `${spec.origin}|${spec.connectTimeoutMs}|${connections}|${tls?.fingerprint ?? ''}`;
   let entry = entries.get(key);
   if (entry === undefined) {
-    entry = { key, pool: createPool(spec.origin, tls, spec.connectTimeoutMs), refs: 0, idleTimer: null };
+    const pool = createPool(spec.origin, tls, spec.connectTimeoutMs, connections);
+    entry = { key, pool, refs: 0, idleTimer: null };
     entries.set(key, entry);
   }
   if (entry.idleTimer !== null) {
@@ -94,8 +110,14 @@ function retire(entry: Entry): void {
   entry.pool.close().catch(ignore);
 }
 
-function createPool(origin: string, tls: TlsMaterial | null, connectTimeoutMs: number): Pool {
+function createPool(
+  origin: string,
+  tls: TlsMaterial | null,
+  connectTimeoutMs: number,
+  connections: number,
+): Pool {
   return new Pool(origin, {
+    connections,
     // Per-request deadlines are enforced by the exchange; these are only the client-wide fallbacks.
     headersTimeout: 0,
     bodyTimeout: 0,

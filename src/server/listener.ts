@@ -1,11 +1,6 @@
 import { once } from 'node:events';
 import { createServer as createHttp1Server, type IncomingMessage, type ServerResponse } from 'node:http';
-import {
-  createServer as createHttp2Server,
-  type Http2ServerRequest,
-  type Http2ServerResponse,
-  type Http2Session,
-} from 'node:http2';
+import type { Http2ServerRequest, Http2ServerResponse, Http2Session } from 'node:http2';
 import {
   createServer as createNetServer,
   type AddressInfo,
@@ -14,8 +9,11 @@ import {
 } from 'node:net';
 import { createServer as createTlsServer, type TLSSocket } from 'node:tls';
 import { Duplex } from 'node:stream';
-import type { SystemConfig, TlsConfig } from '../config/system.js';
+import type { Http2Config, SystemConfig, TlsConfig } from '../config/system.js';
 import type { Logger } from '../observability/logger.js';
+import { capConnections, resolveMaxConnections } from './connection-limit.js';
+import { createGuardedHttp2Server } from './h2-guard.js';
+import { ThrottledLog } from './throttled-log.js';
 import { ACME_TLS_ALPN, TlsMaterial, type ManagedCertificates } from './tls-material.js';
 
 export type RequestHandler = (
@@ -30,6 +28,10 @@ export interface ListenerSpec {
   port: number;
   tls?: TlsConfig | undefined;
   http2: boolean;
+  /** `http2.*` limits (stream cap, rapid reset); used when `http2` is on. */
+  http2Limits: Http2Config;
+  /** Connections over this are closed on accept (`listener.max_connections`, `admin.max_connections`). */
+  maxConnections: number | 'auto';
   timeouts: SystemConfig['timeouts'];
   logger: Logger;
   /** Runs when the drain window ends, before connections are cut (WebSocket tunnels get their 1001). */
@@ -75,6 +77,8 @@ export async function startListener(
   const { timeouts: t, logger } = spec;
   const sockets = new Set<Duplex>();
   const sessions = new Set<Http2Session>();
+  const abuseLog = new ThrottledLog(logger);
+  const headerMs = t.connection_seconds * 1000;
 
   const http1 = createHttp1Server(
     {
@@ -84,25 +88,29 @@ export async function startListener(
     },
     onRequest,
   );
-  http1.headersTimeout = t.connection_seconds * 1000;
+  http1.headersTimeout = headerMs;
   http1.requestTimeout = (t.connection_seconds + t.read_seconds) * 1000;
   http1.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     if (!socket.writable) socket.destroy(err);
-    else socket.end(err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? REQUEST_TIMEOUT : BAD_REQUEST);
+    else answerAndClose(socket, err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? REQUEST_TIMEOUT : BAD_REQUEST);
   });
   if (onUpgrade !== undefined) http1.on('upgrade', onUpgrade);
 
   const http2 = spec.http2
-    ? createHttp2Server(
-        { settings: { enableConnectProtocol: true } },
-        onRequest as (req: Http2ServerRequest, res: Http2ServerResponse) => void,
+    ? createGuardedHttp2Server(
+        {
+          label: spec.label,
+          limits: spec.http2Limits,
+          firstStreamMs: headerMs,
+          requestMs: (t.connection_seconds + t.read_seconds) * 1000,
+          log: abuseLog,
+        },
+        onRequest,
       )
     : undefined;
   // h2c connections reach nghttp2 through a JS duplex that has no peer address: 'session' fires
   // synchronously inside emit('connection'), so the address noted just before is this session's.
   let pendingPeer: { address: string; port: number } | undefined;
-  // The compatibility layer sends CONNECT (RFC 8441 WebSocket) to 'connect', and answers 405 without a listener.
-  http2?.on('connect', onRequest);
   http2?.on('session', (session: Http2Session) => {
     if (pendingPeer !== undefined) sessionPeers.set(session, pendingPeer);
     pendingPeer = undefined;
@@ -125,6 +133,8 @@ export async function startListener(
     const protocols = spec.http2 ? ['h2', 'http/1.1'] : ['http/1.1'];
     const tlsServer = createTlsServer({
       ...options,
+      // A handshake that never completes holds a descriptor like a silent cleartext client.
+      handshakeTimeout: headerMs,
       SNICallback: material.sniCallback,
       ...(material.acmeServerOptions(protocols) ?? { ALPNProtocols: protocols }),
     });
@@ -152,7 +162,7 @@ export async function startListener(
   } else if (http2 !== undefined) {
     front = createNetServer((socket) => {
       track(socket);
-      sniff(socket, (isH2) => {
+      sniff(socket, headerMs, (isH2) => {
         if (!isH2) {
           http1.emit('connection', socket);
           return;
@@ -166,6 +176,7 @@ export async function startListener(
     front = http1;
   }
 
+  capConnections(front, resolveMaxConnections(spec.maxConnections), abuseLog, spec.label);
   front.listen(spec.port, spec.bind);
   try {
     await once(front, 'listening');
@@ -258,14 +269,29 @@ function replayable(socket: Socket): Duplex {
   return duplex;
 }
 
-/** Reads just enough of a cleartext connection to tell the h2 preface from HTTP/1.1, then replays it. */
-function sniff(socket: Socket, dispatch: (isH2: boolean) => void): void {
+/** Writes a final answer and releases the descriptor once it is flushed, whether or not the client closes. */
+function answerAndClose(socket: Duplex, answer: string): void {
+  socket.end(answer, () => socket.destroy());
+}
+
+/**
+ * Reads just enough of a cleartext connection to tell the h2 preface from
+ * HTTP/1.1, then replays it. Nothing else times this stage, so it has the
+ * header timeout: silence gets 408 (as HTTP/1.1 would), a partial preface is cut.
+ */
+function sniff(socket: Socket, timeoutMs: number, dispatch: (isH2: boolean) => void): void {
   let buffered = Buffer.alloc(0);
+  const timer = setTimeout(() => {
+    socket.off('data', onData);
+    if (buffered.length === 0) answerAndClose(socket, REQUEST_TIMEOUT);
+    else socket.destroy();
+  }, timeoutMs);
   const onData = (chunk: Buffer) => {
     buffered = Buffer.concat([buffered, chunk]);
     const n = Math.min(buffered.length, H2_PREFACE.length);
     const matches = buffered.subarray(0, n).equals(H2_PREFACE.subarray(0, n));
     if (matches && buffered.length < H2_PREFACE.length) return;
+    clearTimeout(timer);
     socket.off('data', onData);
     socket.off('end', onEnd);
     socket.pause();
@@ -273,7 +299,11 @@ function sniff(socket: Socket, dispatch: (isH2: boolean) => void): void {
     dispatch(matches);
     socket.resume();
   };
-  const onEnd = () => socket.destroy();
+  const onEnd = () => {
+    clearTimeout(timer);
+    socket.destroy();
+  };
+  socket.once('close', () => clearTimeout(timer));
   socket.on('data', onData);
   socket.once('end', onEnd);
 }

@@ -1,0 +1,129 @@
+import {
+  constants,
+  createServer,
+  type Http2Server,
+  type Http2ServerRequest,
+  type Http2ServerResponse,
+  type Http2Session,
+  type ServerHttp2Stream,
+} from 'node:http2';
+import type { Http2Config } from '../config/system.js';
+import type { ThrottledLog } from './throttled-log.js';
+
+const { NGHTTP2_NO_ERROR, NGHTTP2_CANCEL, NGHTTP2_ENHANCE_YOUR_CALM } = constants;
+
+export interface Http2GuardOptions {
+  label: string;
+  limits: Http2Config;
+  /** A new session must open its first stream within this (`timeouts.connection_seconds`). */
+  firstStreamMs: number;
+  /** A request body must be complete this long after its stream opened (`connection_seconds + read_seconds`). */
+  requestMs: number;
+  log: ThrottledLog;
+}
+
+type Http2Handler = (req: Http2ServerRequest, res: Http2ServerResponse) => void;
+
+const TIMEOUT_BODY = JSON.stringify({
+  error: 'request_timeout',
+  message: 'request body not received in time',
+});
+
+/**
+ * An HTTP/2 server (compatibility API) whose clients are bounded: the stream
+ * cap is advertised in SETTINGS, a session must open a stream within the
+ * header timeout, a request body must arrive within the request timeout (408,
+ * then RST_STREAM), and a client resetting streams before their response
+ * faster than `max_reset_streams` per window gets GOAWAY ENHANCE_YOUR_CALM
+ * (CVE-2023-44487). Requests are handed to `onRequest` one macrotask late:
+ * a stream the client reset in the same read never runs its policy, so it
+ * never opens an upstream connection.
+ */
+export function createGuardedHttp2Server(options: Http2GuardOptions, onRequest: Http2Handler): Http2Server {
+  const server = createServer({
+    settings: { enableConnectProtocol: true, maxConcurrentStreams: options.limits.max_concurrent_streams },
+  });
+  server.on('session', (session: Http2Session) => watchSession(session, options));
+  const handle = (req: Http2ServerRequest, res: Http2ServerResponse) => {
+    watchRequestBody(req, res, options.requestMs);
+    setImmediate(dispatchOpen, req, res, onRequest);
+  };
+  server.on('request', handle);
+  // The compatibility layer sends CONNECT (RFC 8441 WebSocket) to 'connect', and answers 405 without a listener.
+  server.on('connect', handle);
+  return server;
+}
+
+function dispatchOpen(req: Http2ServerRequest, res: Http2ServerResponse, onRequest: Http2Handler): void {
+  const stream = req.stream;
+  if (stream.closed || stream.destroyed) return;
+  onRequest(req, res);
+}
+
+/** First-stream deadline and rapid-reset accounting of one client connection. */
+function watchSession(session: Http2Session, options: Http2GuardOptions): void {
+  const maxResets = options.limits.max_reset_streams;
+  const windowMs = options.limits.reset_window_seconds * 1000;
+  let firstStream: NodeJS.Timeout | undefined = setTimeout(() => {
+    if (!session.destroyed) session.destroy();
+  }, options.firstStreamMs);
+  firstStream.unref();
+  session.once('close', () => clearTimeout(firstStream));
+  let windowStart = 0;
+  let resets = 0;
+  session.on('stream', (stream: ServerHttp2Stream) => {
+    if (firstStream !== undefined) {
+      clearTimeout(firstStream);
+      firstStream = undefined;
+    }
+    stream.once('close', () => {
+      // Only streams that ended before any answer count: the reset cost us work and the client nothing.
+      if (stream.rstCode === NGHTTP2_NO_ERROR || stream.headersSent || session.destroyed) return;
+      const now = Date.now();
+      if (now - windowStart > windowMs) {
+        windowStart = now;
+        resets = 0;
+      }
+      if (++resets <= maxResets) return;
+      options.log.warn(
+        'rapid-reset',
+        {
+          listener: options.label,
+          remote_address: session.socket?.remoteAddress,
+          max_reset_streams: maxResets,
+          reset_window_seconds: options.limits.reset_window_seconds,
+        },
+        `${options.label}: HTTP/2 client reset too many streams (rapid reset); GOAWAY ENHANCE_YOUR_CALM`,
+      );
+      session.destroy(undefined, NGHTTP2_ENHANCE_YOUR_CALM);
+    });
+  });
+}
+
+/**
+ * The session idle timeout cannot fire while a client trickles DATA frames,
+ * so each stream with a body gets its own deadline; a CONNECT tunnel is
+ * bidirectional for its whole life and is exempt.
+ */
+function watchRequestBody(req: Http2ServerRequest, res: Http2ServerResponse, ms: number): void {
+  const stream = req.stream;
+  if (stream.endAfterHeaders || req.method === 'CONNECT') return;
+  const timer = setTimeout(requestTimedOut, ms, req, res);
+  const clear = () => clearTimeout(timer);
+  stream.once('end', clear);
+  stream.once('close', clear);
+}
+
+function requestTimedOut(req: Http2ServerRequest, res: Http2ServerResponse): void {
+  const stream = req.stream;
+  // The body arrived (END_STREAM received) but was not read: the request is complete, not slow.
+  if (stream.destroyed || stream.closed || stream.state.remoteClose === 1) return;
+  if (stream.headersSent) {
+    stream.close(NGHTTP2_CANCEL);
+    return;
+  }
+  res.writeHead(408, { 'content-type': 'application/json', 'content-length': String(TIMEOUT_BODY.length) });
+  res.end(TIMEOUT_BODY);
+  // RST_STREAM(NO_ERROR) once the 408 is out (RFC 9113 §8.1): stop the client sending the rest.
+  stream.close(NGHTTP2_NO_ERROR);
+}
