@@ -1,5 +1,6 @@
 import type { Context } from '../engine/context.js';
 import { ConfigError } from '../plugins/define.js';
+import { compileRegex, type ConfigRegex } from '../plugins/shared-regex.js';
 import { CidrError, compileIpMatcher } from './ip-match.js';
 import {
   expected,
@@ -174,22 +175,9 @@ function scalarList(value: unknown, key: string): (string | number | boolean)[] 
   });
 }
 
-/** PCRE's leading `(?i)` is common in APISIX configs; JavaScript spells it as a flag. */
-const INLINE_IGNORE_CASE = '(?i)';
-
-function regex(value: unknown, ignoreCase: boolean, key: string): RegExp {
+function regex(value: unknown, ignoreCase: boolean, key: string): ConfigRegex {
   if (typeof value !== 'string') throw new ConfigError(key, 'must be a regular expression string');
-  let source = value;
-  let flags = ignoreCase ? 'i' : '';
-  if (source.startsWith(INLINE_IGNORE_CASE)) {
-    source = source.slice(INLINE_IGNORE_CASE.length);
-    flags = 'i';
-  }
-  try {
-    return new RegExp(source, flags);
-  } catch (error) {
-    throw new ConfigError(key, (error as Error).message);
-  }
+  return compileRegex(value, key, ignoreCase ? 'i' : '');
 }
 
 function ipMatcher(value: unknown, key: string): (address: string) => boolean {

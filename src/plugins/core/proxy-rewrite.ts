@@ -1,7 +1,7 @@
 import type { Context, HeaderMap } from '../../engine/context.js';
 import { isHeaderName } from '../../template/readers.js';
 import { ConfigError, definePlugin, type PluginEnv, type Template } from '../define.js';
-import { compileRegex } from '../shared-regex.js';
+import { compileRegex, type ConfigRegex } from '../shared-regex.js';
 import { headerListSchema, headerPairs, type HeaderListConfig } from '../shared-schemas.js';
 import { mentionsResponseBody } from '../response-body-refs.js';
 
@@ -146,7 +146,7 @@ export const proxyRewrite = definePlugin({
     }
 
     const uri = config.uri === undefined ? undefined : env.template(config.uri, 'uri');
-    const regexUri: (readonly [RegExp, string])[] = [];
+    const regexUri: (readonly [ConfigRegex, string])[] = [];
     if (config.regex_uri !== undefined) {
       if (config.regex_uri.length % 2 !== 0) {
         throw new ConfigError(
@@ -194,7 +194,7 @@ export const proxyRewrite = definePlugin({
       } else {
         for (const [pattern, replacement] of regexUri) {
           if (pattern.test(req.path)) {
-            req.path = req.path.replace(pattern, replacement);
+            req.path = pattern.replace(req.path, replacement);
             break;
           }
         }

@@ -1,5 +1,6 @@
 import type { Context } from '../../engine/context.js';
 import { ConfigError, definePlugin, type Template } from '../define.js';
+import { compileRegex, type ConfigRegex } from '../shared-regex.js';
 
 interface RedirectConfig {
   uri?: string;
@@ -14,7 +15,7 @@ type RedirectPort = 'success' | 'redirect';
 
 /** One `regex_uri` pair: the pattern and its replacement (`$1`… captures). */
 interface Rewrite {
-  pattern: RegExp;
+  pattern: ConfigRegex;
   replacement: string;
 }
 
@@ -142,7 +143,7 @@ export const redirect = definePlugin({
         const path = ctx.request.path;
         for (const { pattern, replacement } of rewrites) {
           if (!pattern.test(path)) continue;
-          return prepare(ctx, status, finish(ctx, path.replace(pattern, replacement)));
+          return prepare(ctx, status, finish(ctx, pattern.replace(path, replacement)));
         }
         return 'success';
       },
@@ -156,13 +157,7 @@ function compileRewrites(list: string[]): Rewrite[] {
   }
   const out: Rewrite[] = [];
   for (let i = 0; i < list.length; i += 2) {
-    const source = list[i]!;
-    let pattern: RegExp;
-    try {
-      pattern = new RegExp(source);
-    } catch (err) {
-      throw new ConfigError(`regex_uri[${i}]`, `invalid regex: ${(err as Error).message}`);
-    }
+    const pattern = compileRegex(list[i]!, `regex_uri[${i}]`);
     // `${1}` (PCRE style) means the same as `$1`; a literal `$$` stays a dollar sign.
     out.push({ pattern, replacement: list[i + 1]!.replace(/\$\{(\d+)\}/g, '$$$1') });
   }

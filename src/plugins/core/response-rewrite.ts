@@ -4,6 +4,7 @@ import { compileVarsGate } from '../condition-vars.js';
 import { decodeBody } from '../content-codec.js';
 import { ConfigError, definePlugin, type PluginEnv, type Template } from '../define.js';
 import { mentionsResponseBody } from '../response-body-refs.js';
+import { compileRegex, type ConfigRegex } from '../shared-regex.js';
 
 type Scalar = string | number;
 
@@ -165,17 +166,14 @@ function compileBody(config: ResponseRewriteConfig, env: PluginEnv): Buffer | Te
 }
 
 interface Filter {
-  pattern: RegExp;
+  pattern: ConfigRegex;
   replace: string;
+  global: boolean;
 }
 
 function compileFilter(filter: FilterConfig, i: number): Filter {
-  const flags = (filter.scope === 'global' ? 'g' : '') + filter.options;
-  try {
-    return { pattern: new RegExp(filter.regex, flags), replace: filter.replace };
-  } catch (err) {
-    throw new ConfigError(`filters[${i}].regex`, `invalid regex: ${(err as Error).message}`);
-  }
+  const pattern = compileRegex(filter.regex, `filters[${i}].regex`, filter.options);
+  return { pattern, replace: filter.replace, global: filter.scope === 'global' };
 }
 
 /** Runs the filters over the (decoded) body; a body that cannot be decoded is left untouched. */
@@ -192,7 +190,9 @@ function applyFilters(ctx: Context, filters: Filter[], env: PluginEnv): void {
     );
     return;
   }
-  for (const { pattern, replace } of filters) text = text.replace(pattern, replace);
+  for (const { pattern, replace, global } of filters) {
+    text = global ? pattern.replaceAll(text, replace) : pattern.replace(text, replace);
+  }
   res.setBody(text);
   for (const name of BODY_DERIVED) delete res.headers[name];
 }

@@ -1,5 +1,6 @@
 import type { Context } from '../../engine/context.js';
 import { ConfigError, definePlugin } from '../define.js';
+import { compileRegex } from '../shared-regex.js';
 
 interface MaskRuleConfig {
   type: 'query' | 'header' | 'body';
@@ -105,13 +106,8 @@ function compileRule(rule: MaskRuleConfig, at: string): Rule {
       if (rule.regex === undefined) throw new ConfigError(`${at}.regex`, "is required for action 'regex'");
       const value = rule.value;
       if (value === undefined) throw new ConfigError(`${at}.value`, "is required for action 'regex'");
-      let pattern: RegExp;
-      try {
-        pattern = new RegExp(rule.regex, 'g');
-      } catch (err) {
-        throw new ConfigError(`${at}.regex`, `invalid regex: ${(err as Error).message}`);
-      }
-      mask = (s) => s.replace(pattern, value);
+      const pattern = compileRegex(rule.regex, `${at}.regex`);
+      mask = (s) => pattern.replaceAll(s, value);
       break;
     }
   }

@@ -7,6 +7,7 @@ import { isIPv4, isIPv6 } from 'node:net';
 import { Ajv, type ErrorObject, type Options, type ValidateFunction } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { ConfigError } from '../define.js';
+import { compileRegex } from '../shared-regex.js';
 
 export type { ValidateFunction };
 
@@ -56,6 +57,10 @@ export function schemaCompiler(options: { coerce?: boolean; dialect?: '07' | '20
     strict: false,
     allErrors: false,
     logger: false,
+    // `pattern` and `patternProperties` are config regexes matched against request data.
+    code: {
+      regExp: Object.assign((source: string) => compileRegex(source, 'pattern'), { code: 'compileRegex' }),
+    },
     ...(options.coerce === true ? { coerceTypes: 'array' as const } : {}),
   };
   const ajv = options.dialect === '2020' ? new Ajv2020(settings) : new Ajv(settings);

@@ -1,6 +1,7 @@
 import { parse as parseYaml } from 'yaml';
 import type { Context } from '../../engine/context.js';
 import { ConfigError, definePlugin } from '../define.js';
+import { compileRegex, type ConfigRegex } from '../shared-regex.js';
 import { compileSchema, describeErrors, schemaCompiler, type ValidateFunction } from './json-schema.js';
 import { FORM_TYPE, formDocument, isJsonType, mediaType } from './request-documents.js';
 
@@ -38,7 +39,7 @@ interface Operation {
 }
 
 interface PathTemplate {
-  pattern: RegExp;
+  pattern: ConfigRegex;
   names: string[];
   /** Literal characters: concrete paths are tried before templated ones. */
   score: number;
@@ -183,7 +184,7 @@ class SpecCompiler {
         if (!isObject(op)) throw new ConfigError(`${pathKey}.${method}`, 'must be an Operation Object');
         operations.set(method.toUpperCase(), this.operation(item, op, `${pathKey}.${method}`, pathKey));
       }
-      out.push({ pattern: new RegExp(`^${source}$`), names, score, operations });
+      out.push({ pattern: compileRegex(`^${source}$`, pathKey), names, score, operations });
     }
     return out.sort((a, b) => b.score - a.score || a.names.length - b.names.length);
   }

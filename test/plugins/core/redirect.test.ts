@@ -89,7 +89,11 @@ test('redirect: config rejections', () => {
     'append_query_string',
   );
   rejectsConfig(() => instantiate(redirect, { regex_uri: ['^/a', '/b', '^/c'] }), 'regex_uri');
-  rejectsConfig(() => instantiate(redirect, { regex_uri: ['(', '/b'] }), 'regex_uri[0]', /invalid regex/);
+  rejectsConfig(
+    () => instantiate(redirect, { regex_uri: ['(', '/b'] }),
+    'regex_uri[0]',
+    /not a valid regular expression/,
+  );
   rejectsSchema(() => instantiate(redirect, { uri: '/a', ret_code: 100 }), 'ret_code');
   rejectsSchema(() => instantiate(redirect, { uri: '/a', https_port: 443 }), 'https_port');
 });
