@@ -6,9 +6,11 @@ import { NO_ROUTE_BODY } from '../engine/errors.js';
 import { runPolicy, type RunHooks } from '../engine/run.js';
 import type { RouteTarget } from '../engine/compile.js';
 import { BodyTooLarge, hasBody, readBody } from './request-body.js';
+import { normaliseTarget, PathRejected } from './request-path.js';
 import { clientCertIdentity } from './client-cert.js';
 import { peerOf } from './listener.js';
 import { answerUpgrade, attachUpgrade, isRelayed } from './websocket.js';
+import { isWebSocketUpgrade, serveWithoutUpgrade } from './ignored-upgrade.js';
 import type { Duplex } from 'node:stream';
 import { sendJson, sendResponse } from './respond.js';
 import type { RuntimeSlot } from './runtime-slot.js';
@@ -47,20 +49,71 @@ function exposeClientCert(ctx: Context, socket: object): void {
   if (id.sanDns.length > 0) ctx.message['__client_cert_san_dns'] = id.sanDns;
 }
 
-/** Request target without scheme/authority; absolute-form (`http://h/p`) is reduced to its path. */
-function originForm(url: string): string | undefined {
-  if (url.startsWith('/')) return url;
-  if (url.startsWith('http://') || url.startsWith('https://')) {
-    const slash = url.indexOf('/', url.indexOf('//') + 2);
-    return slash === -1 ? '/' : url.slice(slash);
+/** The request target as routed: an origin-form path, plus the authority of an absolute-form target. */
+interface RequestTarget {
+  url: string;
+  /** Set for absolute-form (`GET http://h/p`): RFC 9112 §3.2.2 has it win over `Host`. */
+  authority: string | undefined;
+}
+
+/**
+ * Reads the request target: origin-form (`/p?q`) or absolute-form, which is
+ * reduced to its path and authority; then normalises the path
+ * ({@link normaliseTarget}). Returns the reason when the target is refused.
+ */
+function readTarget(raw: string): RequestTarget | string {
+  let url = raw;
+  let authority: string | undefined;
+  if (!raw.startsWith('/')) {
+    const scheme = /^https?:\/\//i.exec(raw);
+    if (scheme === null) return 'request target must be a path';
+    const start = scheme[0].length;
+    let end = start;
+    while (end < raw.length && !'/?#'.includes(raw.charAt(end))) end++;
+    authority = raw.slice(start, end);
+    if (authority === '' || authority.includes('@'))
+      return 'absolute-form target must name a host and no user info';
+    url = raw.charAt(end) === '/' ? raw.slice(end) : '/' + raw.slice(end);
   }
+  try {
+    return { url: normaliseTarget(url), authority };
+  } catch (err) {
+    if (err instanceof PathRejected) return err.message;
+    throw err;
+  }
+}
+
+/**
+ * RFC 9112 §3.2: more than one Host is a 400; so is an HTTP/2 `host` that
+ * names another authority than `:authority` (RFC 9113 §8.3.1).
+ */
+function hostProblem(req: ServerRequest): string | undefined {
+  const raw = req.rawHeaders;
+  let count = 0;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i];
+    if (name?.length === 4 && name.toLowerCase() === 'host') count++;
+  }
+  if (count > 1) return 'more than one Host header';
+  const authority = req.headers[':authority'];
+  const host = req.headers.host;
+  if (
+    count === 1 &&
+    typeof authority === 'string' &&
+    typeof host === 'string' &&
+    authority.toLowerCase() !== host.toLowerCase()
+  )
+    return 'Host and :authority disagree';
   return undefined;
 }
 
 interface Prepared {
   slot: RuntimeSlot;
   target: RouteTarget;
+  /** Normalised path plus query: what the policy and the upstream see. */
   url: string;
+  /** The authority of an absolute-form target, which replaces `Host`. */
+  authority: string | undefined;
 }
 
 /** The data-plane handlers: route, buffer the body, run the policy graph, answer (or relay a WebSocket). */
@@ -69,7 +122,7 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
 
   const buildContext = (
     req: ServerRequest,
-    { target, url }: Prepared,
+    { target, url, authority }: Prepared,
     body: Buffer | null,
     websocket: boolean,
   ): Context => {
@@ -77,7 +130,8 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
     const tls = (socket as TLSSocket).encrypted === true;
     const h2 = req.httpVersionMajor === 2;
     const peer = peerOf(req);
-    const headers = h2 ? http2Headers(req.headers) : req.headers;
+    let headers = h2 ? http2Headers(req.headers) : req.headers;
+    if (authority !== undefined) headers = { ...headers, host: authority };
     const ctx = new Context({
       method: websocket ? 'GET' : (req.method ?? 'GET'),
       url,
@@ -177,18 +231,20 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
     startedAt: number,
     reject: (status: number, body: unknown, headers?: Record<string, string>) => void,
   ): Prepared | undefined => {
-    const url = originForm(req.url ?? '');
-    if (url === undefined) {
-      reject(400, { error: 'bad_request', message: 'request target must be a path' });
+    const problem = hostProblem(req);
+    const target = problem ?? readTarget(req.url ?? '');
+    if (typeof target === 'string') {
+      reject(400, { error: 'bad_request', message: target });
       onFinished?.('', 400, startedAt);
       return undefined;
     }
+    const { url, authority } = target;
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);
     const slot = options.current();
     const found = slot.runtime.router.match(
       method,
-      req.headers.host ?? (req.headers[':authority'] as string | undefined),
+      authority ?? req.headers.host ?? (req.headers[':authority'] as string | undefined),
       path,
       req.headers,
     );
@@ -198,7 +254,7 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
       return undefined;
     }
     slot.acquire();
-    return { slot, target: found.target, url };
+    return { slot, target: found.target, url, authority };
   };
 
   function handle(req: ServerRequest, res: ServerReply): void {
@@ -209,7 +265,8 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
       req.resume();
     });
     if (prepared === undefined) return;
-    if (!hasBody(req)) {
+    // An RFC 8441 CONNECT stream stays open for the tunnel: it has no body to buffer.
+    if (isExtendedConnect(req) || !hasBody(req)) {
       execute(req, res, prepared, null, startedAt);
       return;
     }
@@ -218,7 +275,9 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
       (err: unknown) => {
         prepared.slot.release();
         if (err instanceof BodyTooLarge) {
-          sendJson(res, 413, { error: 'payload_too_large', message: err.message }, { connection: 'close' });
+          // HTTP/1.1 cannot skip the unread rest of the body; HTTP/2 just ends the stream.
+          const extra = req.httpVersionMajor === 2 ? undefined : { connection: 'close' };
+          sendJson(res, 413, { error: 'payload_too_large', message: err.message }, extra);
           onFinished?.(prepared.target.route, 413, startedAt);
         } else {
           res.destroy();
@@ -227,19 +286,24 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
     );
   }
 
-  /** HTTP/1.1 `Upgrade: websocket`: the graph runs as for any request; the upstream node relays the tunnel. */
+  /**
+   * HTTP/1.1 `Upgrade: websocket`: the graph runs as for any request; the upstream node relays the
+   * tunnel. Any other upgrade (`h2c`, `TLS/1.0`…) is ignored and the request served as plain HTTP/1.1.
+   */
   function handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     const startedAt = performance.now();
-    socket.on('error', () => socket.destroy());
-    if (String(req.headers.upgrade).toLowerCase() !== 'websocket') {
+    if (!isWebSocketUpgrade(req)) {
+      if (serveWithoutUpgrade(req, socket, head)) return;
+      socket.on('error', () => socket.destroy());
       answerUpgrade(
         socket,
         400,
-        {},
+        { 'content-type': 'application/json' },
         Buffer.from('{"error":"bad_request","message":"only websocket upgrades are supported"}'),
       );
       return;
     }
+    socket.on('error', () => socket.destroy());
     const prepared = prepare(req, 'GET', startedAt, (status, body, headers) =>
       answerUpgrade(
         socket,

@@ -6,10 +6,15 @@ export class BodyTooLarge extends Error {
   }
 }
 
-/** True when the request announces a body (RFC 9112 §6.3). */
+/**
+ * True when the request has a body to read: in HTTP/1.1 when it announces one
+ * (RFC 9112 §6.3); in HTTP/2 also when its HEADERS frame did not end the
+ * stream, since a DATA frame needs no `content-length` (RFC 9113 §8.1).
+ */
 export function hasBody(req: ServerRequest): boolean {
   const length = req.headers['content-length'];
   if (length !== undefined) return length !== '0';
+  if ('stream' in req) return !req.stream.endAfterHeaders;
   return req.headers['transfer-encoding'] !== undefined;
 }
 

@@ -1,4 +1,7 @@
+import { ServerResponse, STATUS_CODES } from 'node:http';
 import type { ServerReply } from './data-plane.js';
+import { ERROR_CODES } from '../engine/errors.js';
+import { classifyCause } from '../outbound/classify.js';
 import type { Readable } from 'node:stream';
 import type { Context, HeaderMap } from '../engine/context.js';
 
@@ -26,8 +29,7 @@ function outgoingHeaders(headers: HeaderMap): Record<string, string | string[]> 
 
 /**
  * Sends `ctx.response`: status 0 goes out as 200 (COMPAT §3.2). A buffered body
- * gets an exact Content-Length; an upstream stream is piped, and a failure after
- * the first byte aborts the connection rather than faking an error body.
+ * gets an exact Content-Length; an upstream stream is relayed (see {@link relay}).
  */
 export function sendResponse(res: ServerReply, ctx: Context, done: () => void): void {
   const r = ctx.response;
@@ -36,36 +38,43 @@ export function sendResponse(res: ServerReply, ctx: Context, done: () => void): 
   const noContent = status === 204 || status === 304 || status < 200;
   const head = noContent || ctx.request.method === 'HEAD';
   const stream = r.stream;
-  try {
-    if (stream !== null) {
-      const length = r.headers['content-length'];
-      if (typeof length === 'string') headers['content-length'] = length;
-      res.writeHead(status, headers);
-      if (head) {
-        stream.destroy();
-        res.end();
-        done();
-        return;
-      }
-      relay(stream, res, done);
+  if (stream !== null) {
+    const length = r.headers['content-length'];
+    if (typeof length === 'string') headers['content-length'] = length;
+    if (head) {
+      stream.destroy();
+      if (writeStatus(res, status, headers)) res.end();
+      done();
       return;
     }
-    if (!noContent) headers['content-length'] = String(r.body?.length ?? 0);
-    res.writeHead(status, headers);
+    relay(stream, res, status, headers, done);
+    return;
+  }
+  if (!noContent) headers['content-length'] = String(r.body?.length ?? 0);
+  if (writeStatus(res, status, headers)) {
     if (head || r.body === null) res.end();
     else res.end(r.body);
-  } catch (err) {
-    stream?.destroy();
-    if (!res.headersSent) {
-      const message = err instanceof Error ? err.message : String(err);
-      res.writeHead(502, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ error: 'bad_gateway', message: `invalid response: ${message}` }));
-    } else res.destroy();
   }
   done();
 }
 
-/** A small JSON answer produced by the server itself (404 no route, 400, 413). */
+/**
+ * Writes the status line and headers; a header value Node refuses (CR, LF,
+ * NUL, non-Latin-1: often a reflected request value) turns the answer into a
+ * 502 instead. Returns false when it did.
+ */
+function writeStatus(res: ServerReply, status: number, headers: Record<string, string | string[]>): boolean {
+  try {
+    res.writeHead(status, headers);
+    return true;
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    sendJson(res, 502, { error: 'bad_gateway', message: `invalid response: ${message}` });
+    return false;
+  }
+}
+
+/** A small JSON answer produced by the server itself (404 no route, 400, 413, 502). */
 export function sendJson(
   res: ServerReply,
   status: number,
@@ -73,6 +82,8 @@ export function sendJson(
   extra?: Record<string, string>,
 ): void {
   const body = JSON.stringify(payload);
+  // A writeHead that threw on a bad header already set the reason phrase of its own status.
+  if (res instanceof ServerResponse) res.statusMessage = STATUS_CODES[status] ?? 'unknown';
   res.writeHead(status, {
     'content-type': 'application/json',
     'content-length': Buffer.byteLength(body),
@@ -82,12 +93,22 @@ export function sendJson(
 }
 
 /**
- * Pipes an upstream body to the client with backpressure. Cheaper than
- * `stream.pipeline`, which allocates an AbortController (and a DOMException on
- * every completion) per call. A failure on either side tears both down: the
- * client sees an aborted connection, never an error body.
+ * Relays an upstream body with backpressure; the status line goes out with
+ * the first byte (or the end), so a body that fails before it still becomes a
+ * proper error answer with the catalog code (`UPSTREAM_BODY_READ_ERROR` 502,
+ * `UPSTREAM_TIMEOUT` 504) rather than an empty reply. A failure after the first
+ * byte tears both sides down: the client sees an aborted connection, never a
+ * truncated body that looks complete. Plain listeners instead of
+ * `stream.pipeline`, which allocates an AbortController per call.
  */
-function relay(stream: Readable, res: ServerReply, done: () => void): void {
+function relay(
+  stream: Readable,
+  res: ServerReply,
+  status: number,
+  headers: Record<string, string | string[]>,
+  done: () => void,
+): void {
+  let committed = false;
   let settled = false;
   const settle = (failed: boolean) => {
     if (settled) return;
@@ -98,11 +119,42 @@ function relay(stream: Readable, res: ServerReply, done: () => void): void {
     }
     done();
   };
-  stream.on('error', () => settle(true));
-  stream.once('end', () => {
-    res.end();
+  const commit = (): boolean => {
+    committed = true;
+    if (writeStatus(res, status, headers)) return true;
+    stream.destroy();
+    return false;
+  };
+  const fail = (err: unknown) => {
+    if (committed) {
+      settle(true);
+      return;
+    }
+    committed = true;
+    const failure = classifyCause(err, 'body');
+    if (failure.code === 'UPSTREAM_CLIENT_ABORTED') {
+      settle(true);
+      return;
+    }
+    const { status: errorStatus, error } = ERROR_CODES[failure.code];
+    sendJson(res, errorStatus, {
+      error,
+      code: failure.code,
+      message: `upstream body failed before its first byte: ${failure.reason}`,
+    });
+  };
+  stream.on('data', (chunk: Buffer) => {
+    if (!committed && !commit()) return;
+    if (!(res as NodeJS.WritableStream).write(chunk)) stream.pause();
   });
+  stream.once('end', () => {
+    if (committed || commit()) res.end();
+  });
+  stream.on('error', fail);
+  res.on('drain', () => stream.resume());
   res.once('finish', () => settle(false));
   res.once('close', () => settle(!res.writableFinished));
-  stream.pipe(res as NodeJS.WritableStream, { end: false });
+  // Failed (or was cut by the client) before we started listening.
+  if (stream.errored !== null) fail(stream.errored);
+  else if (stream.destroyed) settle(true);
 }
