@@ -128,3 +128,8 @@ void test('condition errors: a list of expressions prefixes the expression index
     (error: unknown) => error instanceof ConfigError && error.path === 'vars[0]',
   );
 });
+
+void test('condition errors: M3 a lookahead or backreference in ~~ is refused at its value slot', () => {
+  rejects([['uri', '~~', '^/(?!admin)']], 'conditions[0][2]', /lookahead/);
+  rejects([ok, ['uri', '!', '~*', '^/(a)\\1']], 'conditions[1][3]', /backreference/);
+});

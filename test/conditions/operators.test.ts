@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { requestContext } from '../support/plugin-env.js';
 import { holds, jsonRequest } from './support.js';
+import { LINEAR_BOUND_MS, REDOS_RULE, redosPath, timed } from '../support/redos.js';
 
 const flat = () =>
   requestContext({
@@ -180,4 +181,14 @@ void test('conditions: ! negates a whole rule, unary rules included', () => {
   assert.equal(holds([['http_authorization', '!', 'present']], ctx), false);
   assert.equal(holds([['http_x_missing', '!', 'present']], ctx), true);
   assert.equal(holds([['$.tags[*]', '!', '==', 'gamma']], body()), true);
+});
+
+void test('conditions: M3 ~~ and ~* run on the linear-time engine, so a nested quantifier cannot stall', () => {
+  const attack = requestContext({ url: redosPath(30) });
+  for (const op of ['~~', '~*']) {
+    const run = timed(() => holds([['uri', op, REDOS_RULE]], attack));
+    assert.equal(run.value, false);
+    assert.ok(run.ms < LINEAR_BOUND_MS, `${op} took ${run.ms.toFixed(1)} ms`);
+    assert.equal(holds([['uri', op, REDOS_RULE]], requestContext({ url: '/redos/aaa' })), true);
+  }
 });

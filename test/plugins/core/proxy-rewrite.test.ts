@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import { proxyRewrite } from '../../../src/plugins/core/proxy-rewrite.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
 import { assertConfigError, assertSchemaRejects, liveEnv, runSync } from '../security/helpers.js';
+import { LINEAR_BOUND_MS, redosPath, timed } from '../../support/redos.js';
 
 test('proxy-rewrite: strip_path_prefix then add_path_prefix rewrite the path, query kept', () => {
   const node = instantiate(proxyRewrite, { strip_path_prefix: '/api', add_path_prefix: '/v2/' });
@@ -153,4 +154,23 @@ test('proxy-rewrite: config rejections — bad regex, odd regex_uri, bad header 
   assertSchemaRejects(() => instantiate(proxyRewrite, { headers: { 'x-foo': 'bar' } }), 'headers.x-foo');
   assertSchemaRejects(() => instantiate(proxyRewrite, { method: 'FETCH' }), 'method');
   assertSchemaRejects(() => instantiate(proxyRewrite, { regex_uri: ['only-one'] }), 'regex_uri');
+});
+
+test('proxy-rewrite: M3 a nested-quantifier regex_uri answers the attack path in linear time', () => {
+  const node = instantiate(proxyRewrite, { regex_uri: ['^/redos/((a+)+)$', '/clean/$1'] });
+  const attack = requestContext({ url: redosPath(30) });
+  const run = timed(() => runSync(node, attack));
+  assert.ok(run.ms < LINEAR_BOUND_MS, `took ${run.ms.toFixed(1)} ms`);
+  assert.equal(attack.request.path, redosPath(30), 'no match leaves the path alone');
+  const ok = requestContext({ url: '/redos/aaa' });
+  runSync(node, ok);
+  assert.equal(ok.request.path, '/clean/aaa');
+});
+
+test('proxy-rewrite: M3 a regex_uri that needs backtracking is refused at load naming the pattern', () => {
+  assertConfigError(
+    () => instantiate(proxyRewrite, { regex_uri: ['^/a/(.*)', '/b/$1', '^/(\\w+)/\\1$', '/c'] }),
+    'regex_uri[2]',
+    /backreference/,
+  );
 });

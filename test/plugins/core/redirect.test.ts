@@ -5,6 +5,7 @@ import { startGateway, type RunningGateway } from '../../support/in-process.js';
 import { request } from '../../support/http.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
 import { bodyText, rejectsConfig, rejectsSchema, runNow, templatedEnv } from '../live-env.js';
+import { LINEAR_BOUND_MS, redosPath, timed } from '../../support/redos.js';
 
 test('redirect: uri mode prepares ret_code + location (legacy $var and {{…}}) on the redirect port', () => {
   const node = instantiate(
@@ -127,4 +128,22 @@ policies:
   const stay = await request(`${gw.url}/else`);
   assert.equal(stay.status, 200);
   assert.equal(stay.body, 'not moved');
+});
+
+test('redirect: M3 a nested-quantifier regex_uri answers the attack path in linear time', () => {
+  const node = instantiate(redirect, { regex_uri: ['^/redos/((a+)+)$', '/clean/$1'] });
+  const run = timed(() => runNow(node, requestContext({ url: redosPath(30) })));
+  assert.equal(run.value, 'success');
+  assert.ok(run.ms < LINEAR_BOUND_MS, `took ${run.ms.toFixed(1)} ms`);
+  const ok = requestContext({ url: '/redos/aaa' });
+  assert.equal(runNow(node, ok), 'redirect');
+  assert.equal(ok.response.headers.location, '/clean/aaa');
+});
+
+test('redirect: M3 a regex_uri that needs backtracking is refused at load naming the pattern', () => {
+  rejectsConfig(
+    () => instantiate(redirect, { regex_uri: ['^/(?=old)(.*)', '/new/$1'] }),
+    'regex_uri[0]',
+    /lookahead/,
+  );
 });

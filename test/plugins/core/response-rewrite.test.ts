@@ -7,6 +7,7 @@ import type { Origin } from '../../support/origins.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
 import { bodyText, rejectsConfig, rejectsSchema, runNow, templatedEnv } from '../live-env.js';
 import { startSlowOrigin } from '../streaming-probe.js';
+import { LINEAR_BOUND_MS, timed } from '../../support/redos.js';
 
 function upstreamResponse(body = '{"ok":true}', headers: Record<string, string> = {}) {
   const ctx = requestContext({ url: '/r', headers: { host: 'h', 'x-id': 'abc' } });
@@ -214,4 +215,32 @@ policies: ${JSON.stringify([streamingPolicy, bufferingPolicy])}
   const buffered = await slow.probe(`${h.data}/b`);
   assert.equal(buffered.streamed, false);
   assert.equal(buffered.body, 'data: ONE\n\ndata: two\n\n');
+});
+
+test('response-rewrite: M3 a nested-quantifier filter rewrites a crafted body in linear time', () => {
+  const node = instantiate(responseRewrite, {
+    filters: [{ regex: '(a+)+!$', replace: 'x', scope: 'global' }],
+  });
+  // 100 000 a's and no '!': a backtracking engine never finishes this body.
+  const ctx = upstreamResponse(`${'a'.repeat(100_000)}?`);
+  const run = timed(() => runNow(node, ctx));
+  assert.ok(run.ms < LINEAR_BOUND_MS, `took ${run.ms.toFixed(1)} ms`);
+  assert.equal(bodyText(ctx).length, 100_001);
+  const hit = upstreamResponse('say aaa!');
+  runNow(node, hit);
+  assert.equal(bodyText(hit), 'say x');
+});
+
+test('response-rewrite: M3 a filter that needs backtracking is refused at load naming the filter', () => {
+  rejectsConfig(
+    () =>
+      instantiate(responseRewrite, {
+        filters: [
+          { regex: 'a', replace: 'b' },
+          { regex: '(\\w)\\1', replace: '' },
+        ],
+      }),
+    'filters[1].regex',
+    /backreference/,
+  );
 });

@@ -12,6 +12,7 @@ import { startGateway, type RunningGateway } from '../../support/in-process.js';
 import { echo, startOrigin, type Origin } from '../../support/origins.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
 import { assertConfigError, assertSchemaRejects, liveEnv, runSync } from './helpers.js';
+import { LINEAR_BOUND_MS, redosInput, timed } from '../../support/redos.js';
 
 const ORIGIN = 'https://app.example.com';
 
@@ -225,4 +226,28 @@ test('cors: E2E-DP-09 an OPTIONS preflight gets 204 + allow-origin and never rea
   const get = await fetch(`${gw.url}/api/hello`, { headers: { origin: ORIGIN } });
   assert.equal(get.status, 200);
   assert.equal(origin.requests.length, 1);
+});
+
+test('cors: M3 a nested-quantifier origin regex answers a crafted Origin in linear time', () => {
+  const node = instantiate(cors, { allowed_origins_by_regex: ['^https://(a+)+\\.example\\.org$'] });
+  const attack = requestContext({
+    method: 'OPTIONS',
+    headers: { host: 'gw', origin: `https://${redosInput(30)}` },
+  });
+  const run = timed(() => node.run(attack));
+  assert.equal(run.value, 'success', 'a disallowed origin passes through untouched');
+  assert.ok(run.ms < LINEAR_BOUND_MS, `took ${run.ms.toFixed(1)} ms`);
+  const ok = requestContext({
+    method: 'OPTIONS',
+    headers: { host: 'gw', origin: 'https://aaa.example.org' },
+  });
+  assert.equal(node.run(ok), 'preflight');
+});
+
+test('cors: M3 an origin regex that needs backtracking is refused at load naming the entry', () => {
+  assertConfigError(
+    () => instantiate(cors, { allowed_origins_by_regex: ['^https://(?!evil)[a-z]+\\.example\\.org$'] }),
+    'allowed_origins_by_regex[0]',
+    /lookahead/,
+  );
 });

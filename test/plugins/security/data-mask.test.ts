@@ -6,6 +6,7 @@ import { request } from '../../support/http.js';
 import { echo, startOrigin, type Origin } from '../../support/origins.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
 import { rejectsConfig, rejectsSchema, runNow } from '../live-env.js';
+import { LINEAR_BOUND_MS, REDOS_VALUE_RULE, redosInput, timed } from '../../support/redos.js';
 
 test('data-mask: query parameters are removed, replaced or regex-masked; the raw query follows', () => {
   const node = instantiate(dataMask, {
@@ -159,4 +160,28 @@ policies:
   const seen = origin.requests[0]!;
   assert.equal(seen.url, '/login?x=1');
   assert.deepEqual(JSON.parse(seen.body.toString()), { user: 'a', password: '***' });
+});
+
+test('data-mask: M3 a nested-quantifier rule masks a crafted query value in linear time', () => {
+  const node = instantiate(dataMask, {
+    request: [{ type: 'query', name: 'q', action: 'regex', regex: REDOS_VALUE_RULE, value: '***' }],
+  });
+  const attack = requestContext({ url: `/p?q=${redosInput(30)}` });
+  const run = timed(() => runNow(node, attack));
+  assert.ok(run.ms < LINEAR_BOUND_MS, `took ${run.ms.toFixed(1)} ms`);
+  assert.deepEqual(attack.request.query.get('q'), [redosInput(30)]);
+  const hit = requestContext({ url: '/p?q=aaa' });
+  runNow(node, hit);
+  assert.deepEqual(hit.request.query.get('q'), ['***']);
+});
+
+test('data-mask: M3 a lookahead (the old card-number idiom) is refused at load naming the rule', () => {
+  rejectsConfig(
+    () =>
+      instantiate(dataMask, {
+        request: [{ type: 'query', name: 'card', action: 'regex', regex: '\\d(?=\\d{4})', value: '*' }],
+      }),
+    'request[0].regex',
+    /lookahead/,
+  );
 });

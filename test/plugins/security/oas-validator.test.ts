@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import { oasValidator } from '../../../src/plugins/security/oas-validator.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
 import { assertConfigError, assertSchemaRejects, liveEnv, responseJson, runSync } from './helpers.js';
+import { LINEAR_BOUND_MS, REDOS_VALUE_RULE, redosInput, timed } from '../../support/redos.js';
 
 const SPEC = {
   openapi: '3.0.3',
@@ -183,4 +184,38 @@ test('oas-validator: config rejections — not OpenAPI 3, bad schema, unresolved
     'spec.paths./a.get.parameters[0].in',
   );
   assertSchemaRejects(() => instantiate(oasValidator, { spec: SPEC, rejected_code: 302 }), 'rejected_code');
+});
+
+const patternSpec = (pattern: string) => ({
+  openapi: '3.0.3',
+  info: { title: 'p', version: '1' },
+  paths: {
+    '/items/{a}{b}': {
+      parameters: [
+        { name: 'a', in: 'path', required: true, schema: { type: 'string' } },
+        { name: 'b', in: 'path', required: true, schema: { type: 'string' } },
+      ],
+      get: { parameters: [{ name: 'q', in: 'query', schema: { type: 'string', pattern } }] },
+    },
+  },
+});
+
+test('oas-validator: M3 path templates and schema patterns run on the linear-time engine', () => {
+  const node = instantiate(oasValidator, { spec: patternSpec(REDOS_VALUE_RULE) });
+  // Adjacent templates compile to ([^/]+)([^/]+): quadratic on a backtracking engine.
+  const path = timed(() => runSync(node, request('GET', `/items/${'x'.repeat(50_000)}/`)));
+  assert.equal(path.value, 'success');
+  assert.ok(path.ms < LINEAR_BOUND_MS, `path took ${path.ms.toFixed(1)} ms`);
+  const query = timed(() => runSync(node, request('GET', `/items/ab?q=${redosInput(30)}`)));
+  assert.equal(query.value, 'denied');
+  assert.ok(query.ms < LINEAR_BOUND_MS, `pattern took ${query.ms.toFixed(1)} ms`);
+  assert.equal(runSync(node, request('GET', '/items/ab?q=aaa')), 'success');
+});
+
+test('oas-validator: M3 a schema pattern that needs backtracking is refused at load', () => {
+  assertConfigError(
+    () => instantiate(oasValidator, { spec: patternSpec('^(?!admin)') }),
+    'spec.paths./items/{a}{b}.get.parameters[0].schema',
+    /lookahead/,
+  );
 });

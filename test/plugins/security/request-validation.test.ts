@@ -5,6 +5,7 @@ import { startGateway, type RunningGateway } from '../../support/in-process.js';
 import { echo, startOrigin, type Origin } from '../../support/origins.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
 import { assertConfigError, assertSchemaRejects, liveEnv, responseJson, runSync } from './helpers.js';
+import { LINEAR_BOUND_MS, REDOS_VALUE_RULE, redosInput, timed } from '../../support/redos.js';
 
 const NAME_SCHEMA = {
   type: 'object',
@@ -222,4 +223,24 @@ test('request-validation: E2E-VC-04 no email and a null id fail the OR group →
 test('request-validation: E2E-VC-05 a non-null id satisfies NOT is_null → 200', async () => {
   const res = await send({ authorization: 'Bearer tok' }, { user: { id: 7 } });
   assert.equal(res.status, 200);
+});
+
+test('request-validation: M3 a nested-quantifier schema pattern checks a crafted field in linear time', () => {
+  const schema = { type: 'object', properties: { name: { type: 'string', pattern: REDOS_VALUE_RULE } } };
+  const node = instantiate(requestValidation, { body_schema: schema });
+  const run = timed(() => runSync(node, post(JSON.stringify({ name: redosInput(30) }))));
+  assert.equal(run.value, 'denied');
+  assert.ok(run.ms < LINEAR_BOUND_MS, `took ${run.ms.toFixed(1)} ms`);
+  assert.equal(runSync(node, post('{"name":"aaa"}')), 'success');
+});
+
+test('request-validation: M3 a schema pattern that needs backtracking is refused at load', () => {
+  assertConfigError(
+    () =>
+      instantiate(requestValidation, {
+        body_schema: { type: 'object', properties: { p: { type: 'string', pattern: '^(?=.*\\d).{8,}$' } } },
+      }),
+    'body_schema',
+    /lookahead/,
+  );
 });

@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import { uaRestriction } from '../../../src/plugins/security/ua-restriction.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
 import { assertConfigError, assertSchemaRejects, liveEnv, responseJson } from './helpers.js';
+import { LINEAR_BOUND_MS, REDOS_VALUE_RULE, redosInput, timed } from '../../support/redos.js';
 
 const withUa = (ua?: string) =>
   requestContext({ headers: ua === undefined ? { host: 'gw' } : { host: 'gw', 'user-agent': ua } });
@@ -57,5 +58,26 @@ test('ua-restriction: config rejections — invalid regex, both lists, no list, 
   assertSchemaRejects(
     () => instantiate(uaRestriction, { denylist: ['a'], rejected_code: 100 }),
     'rejected_code',
+  );
+});
+
+test('ua-restriction: M3 a nested-quantifier denylist entry answers a crafted User-Agent in linear time', () => {
+  const node = instantiate(uaRestriction, { denylist: [REDOS_VALUE_RULE] });
+  const run = timed(() => node.run(withUa(redosInput(30))));
+  assert.equal(run.value, 'success');
+  assert.ok(run.ms < LINEAR_BOUND_MS, `took ${run.ms.toFixed(1)} ms`);
+  assert.equal(node.run(withUa('aaaa')), 'denied');
+});
+
+test('ua-restriction: M3 a lookahead in allowlist or denylist is refused at load naming the entry', () => {
+  assertConfigError(
+    () => instantiate(uaRestriction, { allowlist: ['^(?=Mozilla)'] }),
+    'allowlist[0]',
+    /lookahead/,
+  );
+  assertConfigError(
+    () => instantiate(uaRestriction, { denylist: ['a', '(b)\\1'] }),
+    'denylist[1]',
+    /backreference/,
   );
 });

@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import { uriBlocker } from '../../../src/plugins/security/uri-blocker.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
 import { assertConfigError, assertSchemaRejects, liveEnv, responseJson } from './helpers.js';
+import { LINEAR_BOUND_MS, REDOS_RULE, redosPath, timed } from '../../support/redos.js';
 
 const at = (url: string) => requestContext({ url });
 
@@ -49,5 +50,21 @@ test('uri-blocker: config rejections — invalid regex, empty and missing rule l
   assertSchemaRejects(
     () => instantiate(uriBlocker, { block_rules: ['a'], rejected_code: 99 }),
     'rejected_code',
+  );
+});
+
+test("uri-blocker: M3 the review's nested-quantifier rule answers the attack path in linear time", () => {
+  const node = instantiate(uriBlocker, { block_rules: [REDOS_RULE] });
+  const run = timed(() => node.run(at(redosPath(30))));
+  assert.equal(run.value, 'success');
+  assert.ok(run.ms < LINEAR_BOUND_MS, `took ${run.ms.toFixed(1)} ms`);
+  assert.equal(node.run(at('/redos/aaaa')), 'denied');
+});
+
+test('uri-blocker: M3 a rule that needs backtracking is refused at load naming the rule', () => {
+  assertConfigError(
+    () => instantiate(uriBlocker, { block_rules: ['^/ok', '^/(a+)\\1$'] }),
+    'block_rules[1]',
+    /backreference/,
   );
 });
