@@ -264,6 +264,18 @@ export const systemSchema = {
         redact_headers: { type: 'array', items: str, default: [] },
         redact_query_params: { type: 'array', items: str, default: [] },
         redact_message_keys: { type: 'array', items: str, default: [] },
+        allowed_cidrs: {
+          type: 'array',
+          items: str,
+          default: ['127.0.0.0/8', '::1/128'],
+          description:
+            'Client addresses (socket peer) whose trigger header is honoured; others get no trace headers. Default loopback only.',
+        },
+        header_secret: {
+          type: 'string',
+          description:
+            'When set, the trigger header must carry this value (at least 16 characters); unset = any value from allowed_cidrs.',
+        },
       },
     },
     acme: {

@@ -4,6 +4,7 @@ import { interpolateEnv } from './interpolate.js';
 import { systemSchema } from './system-schema.js';
 import { ConfigRejected, validateAgainst, type ConfigIssue } from './schema-validate.js';
 import { acmeConfigIssues } from '../acme/config.js';
+import { debugGateIssues } from '../debug/trigger-gate.js';
 import { emptyCredentialIssues } from './system-credentials.js';
 
 export interface TlsConfig {
@@ -68,6 +69,10 @@ export interface DebugConfig {
   redact_headers: string[];
   redact_query_params: string[];
   redact_message_keys: string[];
+  /** Clients whose trigger header counts (L9); default loopback. */
+  allowed_cidrs: string[];
+  /** When set, the trigger header must carry this value. */
+  header_secret?: string;
 }
 
 export interface SystemConfig {
@@ -251,6 +256,7 @@ function crossFieldIssues(config: SystemConfig): ConfigIssue[] {
     });
   }
   issues.push(...streamIssues(config.stream));
+  issues.push(...debugGateIssues(config.debug));
   config.admin?.users?.forEach((u, i) => {
     if (u.password === '')
       issues.push({

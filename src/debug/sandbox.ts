@@ -11,6 +11,7 @@ import type { CompiledPolicy } from '../engine/graph-types.js';
 import { runPolicy } from '../engine/run.js';
 import type { Logger } from '../observability/logger.js';
 import { registry } from '../plugins/index.js';
+import { environmentReferences } from '../template/env-references.js';
 import type { RenderedTrace } from './render.js';
 import { renderTrace } from './render.js';
 import { StepRecorder } from './recorder.js';
@@ -107,7 +108,42 @@ function adHocNode(raw: unknown, index: number): NodeConfig {
     throw badRequest(`nodes[${index}].type must be a plugin type`);
   if (node['id'] === undefined || node['id'] === null || node['id'] === '')
     node['id'] = `${node['type']}-${index}`;
+  const reads = environmentReads(node, `nodes[${index}]`);
+  if (reads.length > 0) {
+    const first = reads[0] as ConfigIssue;
+    throw badRequest(
+      `sandbox nodes cannot read environment variables: ${first.path} ${first.message}`,
+      reads,
+    );
+  }
   return node as unknown as NodeConfig;
+}
+
+/**
+ * `${NAME}` and `{{env.NAME}}` anywhere in a caller-submitted node (values and
+ * keys). The caller is not the config author, so the process environment
+ * (admin password, tokens from `${VAR}`) must not reach what it can read
+ * back; stored configuration reached through `config_ref` or a supernode
+ * keeps its own references.
+ */
+function environmentReads(value: unknown, path: string): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  const visit = (v: unknown, at: string): void => {
+    if (typeof v === 'string') {
+      for (const ref of environmentReferences(v))
+        issues.push({ path: at, message: `references ${ref}; write legacy variables as $name` });
+    } else if (Array.isArray(v)) v.forEach((item, i) => visit(item, `${at}[${i}]`));
+    else if (v !== null && typeof v === 'object') {
+      for (const [key, item] of Object.entries(v as Record<string, unknown>)) {
+        const keyPath = `${at}.${key}`;
+        for (const ref of environmentReferences(key))
+          issues.push({ path: keyPath, message: `(the key) references ${ref}` });
+        visit(item, keyPath);
+      }
+    }
+  };
+  visit(value, path);
+  return issues;
 }
 
 /**

@@ -3,6 +3,7 @@ import { createRedaction } from './redaction.js';
 import type { CaptureOptions } from './snapshot.js';
 import { TraceStore } from './store.js';
 import { createDebugTap, RESPONSE_ORIGIN_HEADER, TRACE_ID_HEADER, type DebugTap } from './tap.js';
+import { createTriggerGate, DEFAULT_DEBUG_ALLOWED_CIDRS } from './trigger-gate.js';
 
 /**
  * Debug mode of one gateway, built once from system.yaml (never reloaded, so
@@ -22,7 +23,12 @@ export class DebugService {
     this.capture = {
       captureBodies: config.capture_bodies,
       maxBodyBytes: config.max_body_bytes,
-      redaction: createRedaction(config),
+      // With a header secret the trigger header is a credential: it must not show in traces.
+      redaction: createRedaction(
+        config.header_secret === undefined
+          ? config
+          : { ...config, redact_headers: [...config.redact_headers, config.trigger_header] },
+      ),
     };
     this.tap = config.enabled
       ? createDebugTap(this.store, {
@@ -30,6 +36,7 @@ export class DebugService {
           maxSteps: config.max_steps,
           triggerHeader: config.trigger_header.toLowerCase(),
           traceAll: config.trace_all,
+          gate: createTriggerGate(config),
         })
       : undefined;
   }
@@ -49,6 +56,8 @@ export class DebugService {
       enabled: c.enabled,
       sandbox: c.sandbox,
       trigger_header: c.trigger_header.toLowerCase(),
+      allowed_cidrs: c.allowed_cidrs ?? [...DEFAULT_DEBUG_ALLOWED_CIDRS],
+      header_secret_set: c.header_secret !== undefined,
       trace_all: c.trace_all,
       capture_bodies: c.capture_bodies,
       max_body_bytes: c.max_body_bytes,

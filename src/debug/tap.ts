@@ -6,6 +6,7 @@ import { NO_ROUTE_BODY } from '../engine/errors.js';
 import type { CompiledPolicy, TraceRecorder } from '../engine/graph-types.js';
 import { StepRecorder, type RecorderOptions } from './recorder.js';
 import type { TraceStore } from './store.js';
+import type { TriggerGate } from './trigger-gate.js';
 import { NO_ROUTE_POLICY, type ResponseOrigin } from './trace-types.js';
 
 /** Response header carrying the id of a header-triggered trace. */
@@ -34,6 +35,8 @@ export interface DebugTap {
 export interface TapOptions extends RecorderOptions {
   triggerHeader: string;
   traceAll: boolean;
+  /** Whether the trigger header counts for this client (`debug.allowed_cidrs`, `debug.header_secret`). */
+  gate: TriggerGate;
 }
 
 /** `node.port` for the header; the parenthesized form cannot be a node id with a port. */
@@ -94,21 +97,24 @@ const NO_ROUTE: CompiledPolicy = {
 };
 
 /**
- * The trigger-header / `trace_all` decision. The trigger header is matched by
- * presence (any value, even `0`) and is left on the request for the upstream.
+ * The trigger-header / `trace_all` decision. The trigger header counts when
+ * the gate admits the client (its socket address in `debug.allowed_cidrs`,
+ * and its value equal to `debug.header_secret` when one is set); otherwise
+ * the request is treated as untriggered. The header is left on the request
+ * for the upstream.
  * Under `trace_all` untriggered requests are traced silently: no header tells
  * the client that debug mode exists.
  */
 export function createDebugTap(store: TraceStore, options: TapOptions): DebugTap {
-  const { triggerHeader, traceAll } = options;
+  const { triggerHeader, traceAll, gate } = options;
   return {
     begin(ctx, route, policy) {
-      const triggered = ctx.request.headers[triggerHeader] !== undefined;
+      const triggered = gate(ctx.request.headers[triggerHeader], ctx.request.remoteAddress);
       if (!triggered && !traceAll) return undefined;
       return new LiveRecording(ctx, route, policy, options, store, triggered);
     },
     unrouted(req, method, url) {
-      const triggered = req.headers[triggerHeader] !== undefined;
+      const triggered = gate(req.headers[triggerHeader], req.socket?.remoteAddress ?? '');
       if (!triggered && !traceAll) return undefined;
       const ctx = requestContext(req, method, url);
       ctx.response.json(404, NO_ROUTE_BODY);

@@ -49,22 +49,61 @@ export function bearerVerifier(
   };
 }
 
+/** The listener an MCP request arrived on, as its Origin must name it. */
+export interface ListenerOrigin {
+  scheme: 'http' | 'https';
+  /** `admin.bind` as configured. */
+  bind: string;
+  /** The port the request arrived on (the configured one, or the bound one for port 0). */
+  port: number;
+}
+
+const LOOPBACK_NAMES = ['127.0.0.1', 'localhost', '[::1]'];
+const WILDCARD_BINDS = new Set(['0.0.0.0', '::', '[::]', '']);
+const LOOPBACK_BINDS = new Set(['127.0.0.1', 'localhost', '::1', '[::1]']);
+
+/** Host names under which a browser page on this listener has its origin. */
+function ownHostNames(bind: string): string[] {
+  const b = bind.toLowerCase();
+  if (WILDCARD_BINDS.has(b) || LOOPBACK_BINDS.has(b)) return LOOPBACK_NAMES;
+  return [b.includes(':') && !b.startsWith('[') ? `[${b}]` : b];
+}
+
 /**
- * DNS-rebinding guard of the MCP transport spec: a browser-sent `Origin`
- * must name this very listener (scheme-less comparison of the authority
- * with `Host`) or be listed in `allowed_origins`. Requests without
- * `Origin` (every non-browser client) pass.
+ * DNS-rebinding guard of the MCP transport spec. A browser-sent `Origin` is
+ * accepted only when it is same-origin with the listener itself — same
+ * scheme, same port, and a host name of its bind address (the loopback
+ * names 127.0.0.1, localhost and [::1] for a loopback or wildcard bind) —
+ * or when it is listed verbatim in `allowed_origins`. `Host` is never
+ * trusted: a rebinding page controls it. Requests without `Origin` (every
+ * non-browser client) pass.
  */
-export function originAllowed(headers: IncomingHttpHeaders, allowed: readonly string[]): boolean {
+export function originAllowed(
+  headers: IncomingHttpHeaders,
+  listener: ListenerOrigin,
+  allowed: readonly string[],
+): boolean {
   const origin = headers.origin;
   if (origin === undefined) return true;
-  if (allowed.includes(origin)) return true;
-  let authority: string;
+  let url: URL;
   try {
-    authority = new URL(origin).host;
+    url = new URL(origin);
   } catch {
     return false;
   }
-  const host = headers.host ?? (headers[':authority'] as string | undefined);
-  return host !== undefined && authority !== '' && authority.toLowerCase() === host.toLowerCase();
+  if (url.origin === 'null') return false;
+  if (allowed.some((entry) => sameOrigin(entry, url))) return true;
+  if (url.protocol !== `${listener.scheme}:`) return false;
+  const port = url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port);
+  if (port !== listener.port) return false;
+  return ownHostNames(listener.bind).includes(url.hostname.toLowerCase());
+}
+
+/** An `allowed_origins` entry matches by scheme, host and port; a malformed entry matches nothing. */
+function sameOrigin(entry: string, url: URL): boolean {
+  try {
+    return new URL(entry).origin === url.origin;
+  } catch {
+    return false;
+  }
 }

@@ -78,9 +78,9 @@ export const sandboxDisabled = (): ToolError =>
 export const forbidden = (tool: string): ToolError =>
   new ToolError(
     'forbidden',
-    `'${tool}' changes the configuration and this token has scope read`,
+    `'${tool}' needs scope write (it changes configuration or executes nodes) and this token has scope read`,
     [],
-    'write tools need a token with scope write; return the proposed YAML for a human to apply instead',
+    'write tools (changes, validation, the sandbox) need a token with scope write; return the proposed YAML for a human to apply instead',
   );
 
 /** A successful tool result: text as is, anything else as pretty JSON text. */

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { TLSSocket } from 'node:tls';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { send } from '../admin/http.js';
 import type { AdminRouter } from '../admin/router.js';
@@ -34,7 +35,13 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler | undef
   const verify = bearerVerifier(config.tokens);
 
   return async (req, res) => {
-    if (!originAllowed(req.headers, config.allowed_origins)) {
+    const socket = req.socket as Partial<TLSSocket>;
+    const listener = {
+      scheme: socket.encrypted === true ? ('https' as const) : ('http' as const),
+      bind: gateway.system.admin?.bind ?? '127.0.0.1',
+      port: req.socket.localPort ?? 0,
+    };
+    if (!originAllowed(req.headers, listener, config.allowed_origins)) {
       logger.warn({ origin: req.headers.origin }, 'mcp request refused: origin not allowed');
       send(res, { status: 403, body: { error: 'origin_not_allowed' } });
       return;

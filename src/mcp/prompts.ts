@@ -43,7 +43,7 @@ export const PROMPTS: readonly PromptDef[] = [
         `1. get_trace(id="${a['trace_id']}"): note the final status, response_origin and the first step whose outcome is an error or an unexpected port.`,
         '2. get_trace_step on that step: compare the context before and after with the node_config.',
         '3. get_node_type for the node type to see what its config keys and ports mean.',
-        '4. State the cause in one paragraph, then propose the smallest config change (YAML) and check it with validate_policy.',
+        '4. State the cause in one paragraph, then propose the smallest config change (YAML) and check it with validate_policy (write token; with a read token hand the YAML over unchecked).',
       ].join('\n'),
   },
   {
@@ -126,7 +126,7 @@ export const PROMPTS: readonly PromptDef[] = [
       [
         `Work out what happens to ${a['method']} ${a['path']}${a['headers'] === undefined ? '' : ` with headers ${a['headers']}`}.`,
         '1. list_routes: find the first route whose match (path, methods, hosts, headers) fits; say so if none does (the gateway answers 404).',
-        `2. run_sandbox(policy="<that route's policy>", context={"method": "${a['method']}", "path": "${a['path']}"${a['headers'] === undefined ? '' : `, "headers": ${a['headers']}`}}) and read the trace. If the sandbox is disabled, reason from get_policy and get_node_type instead.`,
+        `2. run_sandbox(policy="<that route's policy>", context={"method": "${a['method']}", "path": "${a['path']}"${a['headers'] === undefined ? '' : `, "headers": ${a['headers']}`}}) and read the trace. If the sandbox is disabled (or your token has scope read), reason from get_policy and get_node_type instead.`,
         '3. Explain node by node what would happen and what the client would receive.',
       ].join('\n'),
   },

@@ -22,6 +22,7 @@ const VERSION = (
 const INSTRUCTIONS = `Switchyard is a policy-graph API gateway. A route matches requests (first match wins) and runs a policy: a graph of plugin nodes wired from named output ports to input ports, listener.out → … → client.in. Every success and outcome port of a node must be wired or the policy does not compile; error ports fall back to the policy's catch-all.
 Authoring: list_node_types, then get_node_type for each type you use (ports, config schema, docs) → draft → validate_policy → put_policy(dry_run=true) → put_policy. Writes are live at once; no reload is needed.
 Debugging: list_traces / get_trace / get_trace_step and run_sandbox need debug.enabled (and debug.sandbox) in system.yaml.
+A read token lists and reads (secrets masked); validate_*, run_sandbox and every change need a write token, which is admin-equivalent.
 Tool failures come back as {code, message, errors?, hint?}. With a read-only token, write tools answer forbidden: return the YAML for a human to apply.`;
 
 const allowed = (tool: ToolDef, ctx: ToolContext): boolean =>

@@ -1,5 +1,6 @@
 import type { Context } from '../engine/context.js';
 import type { Template } from '../plugins/define.js';
+import { jsonEncoder, jsonHoles } from './json-context.js';
 import { compileLegacy } from './legacy.js';
 import { resolvePath } from './paths.js';
 import type { Part, Phase, Reader } from './readers.js';
@@ -87,7 +88,7 @@ class CompiledTemplate implements Template {
       }
     }
     this.#literals = literals;
-    this.#readers = readers;
+    this.#readers = jsonSafe(literals, readers);
     this.isStatic = readers.length === 0;
   }
 
@@ -98,6 +99,22 @@ class CompiledTemplate implements Template {
     for (let i = 0; i < readers.length; i++) out += readers[i]!(ctx) + literals[i + 1]!;
     return out;
   }
+}
+
+/**
+ * In a JSON-shaped template (a `response_example` such as
+ * `{"name": "{{request.headers.x-name}}"}`) each value is encoded for the
+ * place it lands: escaped inside a string, quoted unless it is one JSON
+ * value elsewhere. A header holding `bob", "admin": true` then stays inside
+ * its string instead of adding a key (review L4). Other text is unchanged.
+ */
+function jsonSafe(literals: string[], readers: Reader[]): Reader[] {
+  const holes = readers.length === 0 ? undefined : jsonHoles(literals);
+  if (holes === undefined) return readers;
+  return readers.map((read, i) => {
+    const encode = jsonEncoder(holes[i] ?? 'value');
+    return (ctx: Context) => encode(read(ctx));
+  });
 }
 
 function warning(raw: string, reason: string, where: TemplateWhere | undefined): string {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { fails, ok, READ_TOKEN, startMcp } from './harness.js';
+import { fails, ok, READ_TOKEN, startMcp, WRITE_TOKEN } from './harness.js';
 
 interface Listing {
   traces: { id: string; source: string; policy: string; status: number }[];
@@ -10,7 +10,7 @@ interface Listing {
 test('mcp debug tools: debug off answers debug_disabled, sandbox off answers sandbox_disabled', async () => {
   const off = await startMcp();
   try {
-    const client = await off.connect(READ_TOKEN);
+    const client = await off.connect(WRITE_TOKEN);
     for (const [tool, args] of [
       ['list_traces', {}],
       ['get_trace', { id: 'x' }],
@@ -26,7 +26,7 @@ test('mcp debug tools: debug off answers debug_disabled, sandbox off answers san
   }
   const noSandbox = await startMcp({ system: 'debug: { enabled: true, sandbox: false }' });
   try {
-    const client = await noSandbox.connect(READ_TOKEN);
+    const client = await noSandbox.connect(WRITE_TOKEN);
     assert.equal((await fails(client, 'run_sandbox', { policy: 'hello-policy' })).code, 'sandbox_disabled');
     assert.deepEqual((await ok<Listing>(client, 'list_traces')).traces, []);
   } finally {
@@ -86,7 +86,7 @@ test('mcp debug tools: a live traced request can be listed, read and inspected s
 test('mcp run_sandbox: runs a stored policy or ad-hoc nodes and stores a sandbox trace', async () => {
   const h = await startMcp({ system: 'debug: { enabled: true, sandbox: true }' });
   try {
-    const client = await h.connect(READ_TOKEN);
+    const client = await h.connect(WRITE_TOKEN);
     const run = await ok(client, 'run_sandbox', { policy: 'hello-policy', context: { path: '/hello' } });
     assert.equal(run['policy'], 'hello-policy');
     assert.equal((run['trace'] as { status: number }).status, 200);

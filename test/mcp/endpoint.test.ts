@@ -36,6 +36,10 @@ const WRITE_TOOLS = [
   'delete_store',
   'reload_config',
   'purge_cache',
+  // They compile or execute nodes: scripts, outbound calls, store writes (review H1).
+  'validate_policy',
+  'validate_supernode',
+  'run_sandbox',
 ];
 
 const READ_TOOLS = [
@@ -56,12 +60,9 @@ const READ_TOOLS = [
   'get_store',
   'list_consumers',
   'get_consumer',
-  'validate_policy',
-  'validate_supernode',
   'list_traces',
   'get_trace',
   'get_trace_step',
-  'run_sandbox',
 ];
 
 describe('mcp endpoint', () => {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { parse } from 'yaml';
 import { BASE_YAML, read } from '../admin/harness.js';
-import { call, fails, ok, READ_TOKEN, startMcp, type McpHarness } from './harness.js';
+import { call, fails, ok, READ_TOKEN, startMcp, WRITE_TOKEN, type McpHarness } from './harness.js';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 
 /** BASE_YAML (route hello → hello-policy) plus one of every other resource, some holding secrets. */
@@ -41,9 +41,11 @@ const SECRETS = ['literal-store-password', 'alice-literal-key-123'];
 describe('mcp read tools', () => {
   let h: McpHarness;
   let client: Client;
+  let writer: Client;
   before(async () => {
     h = await startMcp({ gatewayYaml: YAML });
     client = await h.connect(READ_TOKEN);
+    writer = await h.connect(WRITE_TOKEN);
   });
   after(() => h.stop());
 
@@ -149,7 +151,7 @@ describe('mcp read tools', () => {
     }
   });
 
-  test('mcp validate_policy: a valid policy (JSON or YAML) passes; an unwired port fails with its path', async () => {
+  test('mcp validate_policy (write token): a valid policy (JSON or YAML) passes; an unwired port fails with its path', async () => {
     const yamlPolicy = `
 nodes:
   - { id: in, type: listener }
@@ -159,10 +161,10 @@ edges:
   - { from: in.out, to: m.in }
   - { from: m.success, to: out.in }
 `;
-    const valid = await ok(client, 'validate_policy', { policy: yamlPolicy });
+    const valid = await ok(writer, 'validate_policy', { policy: yamlPolicy });
     assert.equal(valid['valid'], true);
 
-    const unwired = await ok(client, 'validate_policy', {
+    const unwired = await ok(writer, 'validate_policy', {
       name: 'cors-policy',
       definition: {
         nodes: [
@@ -184,12 +186,12 @@ edges:
     // Nothing was stored.
     assert.equal(h.gateway.runtime.config.policies.length, 2);
 
-    const bad = await fails(client, 'validate_policy', { policy: 'nodes: [' });
+    const bad = await fails(writer, 'validate_policy', { policy: 'nodes: [' });
     assert.equal(bad.code, 'invalid_input');
   });
 
-  test('mcp validate_supernode: boundary rules are checked without saving', async () => {
-    const good = await ok(client, 'validate_supernode', {
+  test('mcp validate_supernode (write token): boundary rules are checked without saving', async () => {
+    const good = await ok(writer, 'validate_supernode', {
       name: 'other',
       supernode: {
         nodes: [
@@ -200,7 +202,7 @@ edges:
       },
     });
     assert.equal(good['valid'], true, JSON.stringify(good));
-    const bad = await ok(client, 'validate_supernode', {
+    const bad = await ok(writer, 'validate_supernode', {
       name: 'broken',
       definition: { nodes: [{ id: 'output', type: 'output' }], edges: [] },
     });

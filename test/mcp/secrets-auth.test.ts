@@ -72,11 +72,32 @@ test('mcp auth: bearer tokens match exactly; a token without scope reads', () =>
     assert.equal(verify(header), undefined, String(header));
 });
 
-test('mcp auth: Origin must be this listener or listed', () => {
+test('mcp auth: Origin must be same-origin with the listener (scheme, port, loopback name) or listed', () => {
+  const listener = { scheme: 'http' as const, bind: '127.0.0.1', port: 9090 };
   const host = { host: '127.0.0.1:9090' };
-  assert.equal(originAllowed(host, []), true);
-  assert.equal(originAllowed({ ...host, origin: 'http://127.0.0.1:9090' }, []), true);
-  assert.equal(originAllowed({ ...host, origin: 'http://127.0.0.1:9091' }, []), false);
-  assert.equal(originAllowed({ ...host, origin: 'null' }, []), false);
-  assert.equal(originAllowed({ ...host, origin: 'https://ui.example' }, ['https://ui.example']), true);
+  assert.equal(originAllowed(host, listener, []), true);
+  for (const own of ['http://127.0.0.1:9090', 'http://localhost:9090', 'http://[::1]:9090'])
+    assert.equal(originAllowed({ ...host, origin: own }, listener, []), true, own);
+  assert.equal(originAllowed({ ...host, origin: 'http://127.0.0.1:9091' }, listener, []), false);
+  assert.equal(originAllowed({ ...host, origin: 'null' }, listener, []), false);
+  // L3: a rebinding page controls Host; it must not vouch for its own Origin.
+  const rebound = { host: 'evil.example:9090', origin: 'http://evil.example:9090' };
+  assert.equal(originAllowed(rebound, listener, []), false);
+  // The scheme must match the listener.
+  assert.equal(originAllowed({ ...host, origin: 'https://127.0.0.1:9090' }, listener, []), false);
+  const tls = { scheme: 'https' as const, bind: '10.0.0.5', port: 443 };
+  assert.equal(originAllowed({ origin: 'https://10.0.0.5' }, tls, []), true);
+  assert.equal(originAllowed({ origin: 'https://localhost' }, tls, []), false);
+  assert.equal(
+    originAllowed({ ...host, origin: 'https://ui.example' }, listener, ['https://ui.example']),
+    true,
+  );
+  assert.equal(
+    originAllowed({ ...host, origin: 'https://ui.example' }, listener, ['https://ui.example/']),
+    true,
+  );
+  assert.equal(
+    originAllowed({ ...host, origin: 'http://ui.example' }, listener, ['https://ui.example']),
+    false,
+  );
 });

@@ -81,7 +81,8 @@ const definitionSchema = (key: string, what: string): InputSchema => ({
 const validateTools: ToolDef[] = [
   {
     name: 'validate_policy',
-    scope: 'read',
+    // Compiling runs plugin setup, including a script's top-level Lua: not a read.
+    scope: 'write',
     description:
       'Compile an unsaved policy against the live configuration (replacing a stored policy of the same name) and throw the result away. Returns {valid, errors, warnings, cache_pairs, buffering, details}: port wiring, every node config, config_ref and store names. Nothing is saved; call put_policy with the same definition afterwards.',
     inputSchema: definitionSchema('policy', 'policy'),
@@ -94,7 +95,7 @@ const validateTools: ToolDef[] = [
   },
   {
     name: 'validate_supernode',
-    scope: 'read',
+    scope: 'write',
     description:
       'Check an unsaved supernode definition: boundary nodes (input, output), inner wiring and node configs, compiled together with the live configuration (and every policy already using a supernode of that name). Returns {valid, errors, warnings}. Nothing is saved.',
     inputSchema: definitionSchema('supernode', 'supernode'),

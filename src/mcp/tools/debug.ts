@@ -4,12 +4,23 @@ import { renderTrace } from '../../debug/render.js';
 import { runSandbox } from '../../debug/sandbox.js';
 import type { Trace } from '../../debug/trace-types.js';
 import { debugDisabled, invalidInput, notFound, sandboxDisabled, toToolError } from '../errors.js';
-import { maskSecrets } from '../secrets.js';
+import { maskSecrets, scrubSecretLiterals, secretLiterals } from '../secrets.js';
 import { requiredStr } from './args.js';
 import type { ToolArgs, ToolContext, ToolDef } from './types.js';
 
 function requireDebug(ctx: ToolContext): void {
   if (!ctx.gateway.debug.enabled) throw debugDisabled();
+}
+
+/**
+ * What a read token may see of a trace: traces are redacted by name when
+ * captured, and for a read token every value the config masks (an injected
+ * header under an innocent name, an env value it renders) is scrubbed too.
+ */
+function shown<T>(value: T, ctx: ToolContext): T {
+  if (ctx.principal.scope === 'write') return value;
+  const literals = secretLiterals(ctx.gateway.runtime.config, ctx.gateway.env, ctx.redaction);
+  return scrubSecretLiterals(value, literals);
 }
 
 function findTrace(ctx: ToolContext, id: string): Trace {
@@ -65,7 +76,7 @@ export const debugTools: ToolDef[] = [
     },
     run: (args, ctx) => {
       requireDebug(ctx);
-      return ctx.gateway.debug.store.list(filterFrom(args));
+      return shown(ctx.gateway.debug.store.list(filterFrom(args)), ctx);
     },
   },
   {
@@ -85,13 +96,16 @@ export const debugTools: ToolDef[] = [
     run: (args, ctx) => {
       requireDebug(ctx);
       const rendered = renderTrace(findTrace(ctx, requiredStr(args, 'id')));
-      if (args['include_snapshots'] === true) return rendered;
+      if (args['include_snapshots'] === true) return shown(rendered, ctx);
       const { initial: _initial, steps, ...rest } = rendered;
-      return {
-        ...rest,
-        snapshots_omitted: true,
-        steps: steps.map(({ after: _after, ...step }) => step),
-      };
+      return shown(
+        {
+          ...rest,
+          snapshots_omitted: true,
+          steps: steps.map(({ after: _after, ...step }) => step),
+        },
+        ctx,
+      );
     },
   },
   {
@@ -126,21 +140,25 @@ export const debugTools: ToolDef[] = [
       } else throw invalidInput("give 'node_id' or 'index'");
       const step = rendered.steps[index] as (typeof rendered.steps)[number];
       const config = nodeConfig(ctx.gateway.runtime.config, trace.policy, step.node_id);
-      return {
-        trace_id: trace.id,
-        policy: trace.policy,
-        index,
-        before: index === 0 ? trace.initial : trace.steps[index - 1]?.after,
-        step,
-        node_config: config === null ? null : maskSecrets(config, ctx.redaction),
-      };
+      return shown(
+        {
+          trace_id: trace.id,
+          policy: trace.policy,
+          index,
+          before: index === 0 ? trace.initial : trace.steps[index - 1]?.after,
+          step,
+          node_config: config === null ? null : maskSecrets(config, ctx.redaction),
+        },
+        ctx,
+      );
     },
   },
   {
     name: 'run_sandbox',
-    scope: 'read',
+    // Nodes execute: outbound calls, store writes, scripts. That is admin power, not reading.
+    scope: 'write',
     description:
-      'Run a stored policy ({"policy": "<name>"}) or ad-hoc nodes ({"nodes": [{"id", "type", "config"}]}, chained by success between an implicit listener and client) on a synthetic request through the real engine, and get the trace. Nodes execute for real: outbound calls happen and shared state (rate limits, caches) may change; stored configuration does not. `context` is flat: {"method", "path", "host", "headers": {...}, "query_params": {...}, "body", "message": {...}, "response": {"status_code", "headers", "body"}}. Needs debug.enabled and debug.sandbox.',
+      'Run a stored policy ({"policy": "<name>"}) or ad-hoc nodes ({"nodes": [{"id", "type", "config"}]}, chained by success between an implicit listener and client) on a synthetic request through the real engine, and get the trace. Nodes execute for real: outbound calls happen and shared state (rate limits, caches, stores) may change; stored configuration does not. Ad-hoc nodes cannot read environment variables (`${NAME}`, `{{env.NAME}}` are refused). Needs a write token. `context` is flat: {"method", "path", "host", "headers": {...}, "query_params": {...}, "body", "message": {...}, "response": {"status_code", "headers", "body"}}. Needs debug.enabled and debug.sandbox.',
     inputSchema: {
       type: 'object',
       properties: {

@@ -6,7 +6,7 @@ import { reloadTool } from './reload.js';
 import type { ToolDef } from './types.js';
 import { writeToolsAll } from './writes.js';
 
-/** Every tool, in the order tools/list shows them: reads first, then writes. */
+/** Every tool, in the order tools/list shows them (grouped by area; each tool declares its scope). */
 export const TOOLS: readonly ToolDef[] = [
   ...catalogTools,
   ...configTools,

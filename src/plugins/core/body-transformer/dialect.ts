@@ -1,4 +1,6 @@
 import type { Context } from '../../../engine/context.js';
+import { compileLegacy } from '../../../template/legacy.js';
+import { jsonEncoder, jsonHoles } from '../../../template/json-context.js';
 import type { PluginEnv, TemplateOptions } from '../../define.js';
 
 /**
@@ -21,11 +23,18 @@ export function compileDialect(
   env: PluginEnv,
   phase: NonNullable<TemplateOptions['phase']>,
 ): BodyRender {
-  const pieces: Piece[] = [];
+  // Text between holes, and the holes: placeholders and the `$var`s of the text.
+  const literals: string[] = [''];
+  const holes: Piece[] = [];
+  const hole = (piece: Piece): void => {
+    holes.push(piece);
+    literals.push('');
+  };
   const literal = (text: string): void => {
-    if (text === '') return;
-    const template = env.template(text, key, { legacy: true, phase });
-    pieces.push(template.isStatic ? () => template.source : (ctx) => template.render(ctx));
+    for (const part of compileLegacy(text, phase)) {
+      if (typeof part === 'string') literals[literals.length - 1] += part;
+      else hole((ctx) => part(ctx));
+    }
   };
   let pos = 0;
   for (;;) {
@@ -34,13 +43,22 @@ export function compileDialect(
     const close = source.indexOf('}}', open + 2);
     if (close === -1) throw new DialectError(`unclosed '{{' at offset ${open}`);
     literal(source.slice(pos, open));
-    pieces.push(placeholder(source.slice(open + 2, close).trim(), key, env, phase));
+    hole(placeholder(source.slice(open + 2, close).trim(), key, env, phase));
     pos = close + 2;
   }
   literal(source.slice(pos));
+  // A JSON template encodes each value for its place, so body data cannot add keys (review L4).
+  const kinds = jsonHoles(literals);
+  const pieces =
+    kinds === undefined
+      ? holes
+      : holes.map((piece, i): Piece => {
+          const encode = jsonEncoder(kinds[i] ?? 'value');
+          return (ctx, body) => encode(piece(ctx, body));
+        });
   return (ctx, body) => {
-    let out = '';
-    for (const piece of pieces) out += piece(ctx, body);
+    let out = literals[0] ?? '';
+    for (let i = 0; i < pieces.length; i++) out += (pieces[i] as Piece)(ctx, body) + (literals[i + 1] ?? '');
     return out;
   };
 }
