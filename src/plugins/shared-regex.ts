@@ -92,8 +92,8 @@ function parse(source: string, key: string, bits: number): RE2JS {
     if (match.test(direct)) {
       throw new ConfigError(
         key,
-        `pattern '${source}' uses ${construct}, which needs a backtracking engine; config regexes run on ` +
-          'a linear-time engine (RE2 syntax) so that no request can stall the gateway — rewrite it without',
+        `pattern '${source}' uses ${construct}, which only a backtracking engine can run; config ` +
+          'regexes run on a linear-time engine (RE2 syntax, see docs/conditions.md#regular-expressions)',
       );
     }
   }
