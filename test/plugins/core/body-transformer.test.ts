@@ -143,3 +143,39 @@ test('body-transformer: config rejections', () => {
   );
   rejectsSchema(() => instantiate(bodyTransformer, { request: {} }), 'request.template');
 });
+
+test('body-transformer: L6 XML elements named constructor, toString, hasOwnProperty and __proto__ are ordinary values', () => {
+  const node = instantiate(
+    bodyTransformer,
+    {
+      request: {
+        input_format: 'xml',
+        template: '{"all":{{body}},"ctor":"{{body.r.constructor}}","proto":"{{body.r.__proto__}}"}',
+      },
+    },
+    templatedEnv(),
+  );
+  const ctx = requestContext({
+    method: 'POST',
+    body: Buffer.from(
+      '<r><constructor>a</constructor><toString>b</toString><hasOwnProperty>c</hasOwnProperty>' +
+        '<__proto__>d</__proto__><valueOf>e</valueOf><valueOf>f</valueOf>' +
+        '<x __proto__="p" constructor="q"/><t>&constructor; &amp;</t></r>',
+    ),
+  });
+  assert.equal(runNow(node, ctx), 'success');
+  const out = JSON.parse(ctx.request.body!.toString()) as { all: unknown; ctor: string; proto: string };
+  assert.deepEqual(
+    out.all,
+    JSON.parse(
+      '{"r":{"constructor":"a","toString":"b","hasOwnProperty":"c","__proto__":"d","valueOf":["e","f"],' +
+        '"x":{"_attr":{"__proto__":"p","constructor":"q"}},"t":"&constructor; &"}}',
+    ),
+  );
+  assert.equal(out.ctor, 'a');
+  assert.equal(out.proto, 'd');
+  const parsed = parseXml('<__proto__><polluted>yes</polluted></__proto__>');
+  assert.equal(Object.getPrototypeOf(parsed), Object.prototype, 'the root is not re-prototyped');
+  assert.deepEqual(Object.keys(parsed), ['__proto__']);
+  assert.equal(({} as Record<string, unknown>).polluted, undefined);
+});

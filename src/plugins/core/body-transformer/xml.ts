@@ -25,7 +25,7 @@ function decodeEntities(text: string): string {
   return text.replace(/&(#x[0-9A-Fa-f]+|#\d+|[A-Za-z]+);/g, (whole, ref: string) => {
     if (ref.startsWith('#x')) return String.fromCodePoint(parseInt(ref.slice(2), 16));
     if (ref.startsWith('#')) return String.fromCodePoint(parseInt(ref.slice(1), 10));
-    return ENTITIES[ref] ?? whole;
+    return Object.hasOwn(ENTITIES, ref) ? ENTITIES[ref]! : whole;
   });
 }
 
@@ -46,11 +46,20 @@ function finish(el: Element): XmlValue {
   return out;
 }
 
+/**
+ * Element and attribute names come from the document: `constructor` must not
+ * find Object.prototype's and `__proto__` must not re-prototype the object, so
+ * keys are looked up as own properties and defined, never assigned.
+ */
+function setOwn<T>(target: Record<string, T>, name: string, value: T): void {
+  Object.defineProperty(target, name, { value, enumerable: true, writable: true, configurable: true });
+}
+
 function addChild(parent: XmlObject, name: string, value: XmlValue): void {
-  const existing = parent[name];
-  if (existing === undefined) parent[name] = value;
+  const existing = Object.hasOwn(parent, name) ? parent[name] : undefined;
+  if (existing === undefined) setOwn(parent, name, value);
   else if (Array.isArray(existing)) existing.push(value);
-  else parent[name] = [existing, value];
+  else setOwn(parent, name, [existing, value]);
 }
 
 /** Parses a document into `{rootName: value}`; throws XmlSyntaxError on malformed input. */
@@ -98,7 +107,7 @@ export function parseXml(source: string): XmlObject {
         ATTR.lastIndex = at;
         const m = ATTR.exec(source);
         if (m === null) break;
-        (attrs ??= {})[m[1]!] = decodeEntities(m[3] ?? m[4] ?? '');
+        setOwn((attrs ??= {}), m[1]!, decodeEntities(m[3] ?? m[4] ?? ''));
         at = ATTR.lastIndex;
       }
       while (at < len && /\s/.test(source[at]!)) at++;
@@ -126,7 +135,7 @@ function attach(stack: Element[], root: XmlObject, el: Element, pos: number): vo
     addChild(parent.children, el.name, finish(el));
   } else {
     if (Object.keys(root).length > 0) throw new XmlSyntaxError('more than one root element', pos);
-    root[el.name] = finish(el);
+    setOwn(root, el.name, finish(el));
   }
 }
 
