@@ -33,6 +33,8 @@ export const ERROR_CODES = {
   LUA_UNMARSHAL_ERROR: { status: 500, error: 'internal_error' },
   LUA_BAD_PORT: { status: 500, error: 'internal_error' },
   LUA_TIMEOUT: { status: 500, error: 'internal_error' },
+  /** A script call held more than its `memory_limit_mb`. */
+  LUA_MEMORY_LIMIT: { status: 500, error: 'internal_error' },
   /** Store nodes: the store was unreachable, too slow or refused the command; never a miss. */
   STORE_ERROR: { status: 503, error: 'service_unavailable' },
   /** Store nodes: the templated key rendered empty (every request would share one key). */

@@ -1,10 +1,12 @@
 import { lua, type LuaState } from 'fengari';
 
 /**
- * Two places where src/lua reads fengari 0.1.5's JS objects rather than its
- * Lua API, for speed. Each checks the shape it expects and does nothing (or
- * answers conservatively) when it finds another, so a different fengari
- * costs speed, never correctness. chunk-shape.ts is the third such place.
+ * Places where src/lua reads fengari 0.1.5's JS objects rather than its Lua
+ * API: two for speed, and one (dropMessageHandler) because the API cannot
+ * raise past a message handler. Each checks the shape it expects and does
+ * nothing (or answers conservatively) when it finds another. chunk-shape.ts
+ * is one more such place. The Lua worker's watchdog bounds a run whatever
+ * these find.
  */
 
 /** A stack length V8 keeps as a fast array however many slots are empty (its sparseness check starts above 64). */
@@ -50,4 +52,16 @@ export function compactStack(L: LuaState): void {
 export function emptinessProbe(L: LuaState, idx: number): () => boolean {
   const entries = (lua.lua_topointer(L, idx) as { strong?: unknown } | null)?.strong;
   return entries instanceof Map ? () => entries.size === 0 : () => false;
+}
+
+/**
+ * Clears the thread's message handler (fengari 0.1.5 keeps it in
+ * `L.errfunc`), so the error about to be raised goes straight to the
+ * enclosing protected call. `lua_pcall` restores the field when it returns,
+ * so only the error raised now skips the handler. A state of another shape
+ * is left alone.
+ */
+export function dropMessageHandler(L: LuaState): void {
+  const state = L as unknown as { errfunc?: unknown };
+  if (typeof state.errfunc === 'number') state.errfunc = 0;
 }

@@ -37,10 +37,34 @@ const KEYS = [
 type Key = (typeof KEYS)[number];
 const KEY = Object.fromEntries(KEYS.map((k) => [k, to_luastring(k)])) as Record<Key, LuaString>;
 
+/**
+ * What a script reads of a request context: the engine's Context, or the
+ * plain copy a Lua worker receives (ContextSnapshot).
+ */
+export interface ScriptContext {
+  readonly request: {
+    readonly method: string;
+    readonly path: string;
+    readonly host: string;
+    readonly scheme: 'http' | 'https';
+    readonly remoteAddr: string;
+    readonly headers: HeaderMap;
+    readonly query: ReadonlyMap<string, readonly string[]>;
+    readonly body: Uint8Array | null;
+  };
+  readonly response: {
+    readonly status: number;
+    readonly headers: HeaderMap;
+    readonly body: Uint8Array | null;
+  };
+  readonly message: Record<string, unknown>;
+  readonly errors: readonly unknown[];
+}
+
 type Part =
-  | { kind: 'ctx'; ctx: Context; touched: Set<string> }
-  | { kind: 'request'; ctx: Context; touched: Set<string> }
-  | { kind: 'response'; ctx: Context; touched: Set<string> }
+  | { kind: 'ctx'; ctx: ScriptContext; touched: Set<string> }
+  | { kind: 'request'; ctx: ScriptContext; touched: Set<string> }
+  | { kind: 'response'; ctx: ScriptContext; touched: Set<string> }
   | { kind: 'lists'; source: ReadonlyMap<string, readonly string[]>; touched: Set<string> };
 
 const LAZY_KEYS: Record<'ctx' | 'request' | 'response', readonly Key[]> = {
@@ -66,7 +90,7 @@ export interface Unmarshalled {
 
 const SCALARS = new Set(['method', 'path', 'host', 'scheme', 'remote_addr']);
 
-function requestScalar(ctx: Context, k: string): string {
+function requestScalar(ctx: ScriptContext, k: string): string {
   const req = ctx.request;
   switch (k) {
     case 'method':
@@ -94,8 +118,12 @@ export class ContextBridge {
   readonly #metaRef: number;
   /** Lazy tables of the current call, by VM table identity. */
   #parts = new Map<unknown, Part>();
-  /** Bodies as pushed: the same byte array back means the script kept the body. */
-  #pushedBodies = new Set<LuaString>();
+  /**
+   * Bodies as pushed, with the part they came from: the same byte array back
+   * in the same part means the script kept the body; in the other part, it
+   * copied it (`ctx.response.body = ctx.request.body`).
+   */
+  #pushedBodies = new Map<LuaString, 'request' | 'response'>();
   /** Set when building a part failed during the call (LUA_MARSHAL_ERROR rather than a script error). */
   failure: string | undefined;
 
@@ -118,7 +146,7 @@ export class ContextBridge {
   }
 
   /** Pushes the ctx table of `ctx`. */
-  push(ctx: Context): void {
+  push(ctx: ScriptContext): void {
     this.#pushLazy({ kind: 'ctx', ctx, touched: new Set() }, 0, 4);
   }
 
@@ -126,7 +154,7 @@ export class ContextBridge {
   clear(): void {
     this.failure = undefined;
     if (this.#parts.size > 0) this.#parts = new Map();
-    if (this.#pushedBodies.size > 0) this.#pushedBodies = new Set();
+    if (this.#pushedBodies.size > 0) this.#pushedBodies = new Map();
   }
 
   /** Builds every lazy key of the table at `idx`, if it is one of ours (json.encode uses it). */
@@ -183,7 +211,7 @@ export class ContextBridge {
           this.#pushLazy({ kind: 'lists', source: headerLists(r.headers), touched: new Set() }, 0, 8);
         else if (k === 'query_params' && part.kind === 'request')
           this.#pushLazy({ kind: 'lists', source: part.ctx.request.query, touched: new Set() }, 0, 4);
-        else if (k === 'body') this.#pushedBodies.add(lua.lua_pushstring(L, r.body ?? ''));
+        else if (k === 'body') this.#pushedBodies.set(lua.lua_pushstring(L, r.body ?? ''), part.kind);
         else return false;
         return true;
       }
@@ -279,7 +307,7 @@ export class ContextBridge {
       if (query !== undefined) out.query = query as Map<string, string[]>;
     }
     if (touched(part, 'body')) {
-      const body = this.#readBody(table, 'ctx.request');
+      const body = this.#readBody(table, 'request');
       if (body !== undefined) out.body = body;
     }
     return out;
@@ -298,25 +326,26 @@ export class ContextBridge {
       if (headers !== undefined) out.headers = toHeaderMap(headers);
     }
     if (touched(part, 'body')) {
-      const body = this.#readBody(table, 'ctx.response');
+      const body = this.#readBody(table, 'response');
       if (body !== undefined) out.body = body;
     }
     return out;
   }
 
-  #readBody(table: number, at: string): Buffer | undefined {
+  #readBody(table: number, which: 'request' | 'response'): Buffer | undefined {
     const L = this.#L;
     const t = rawField(L, table, 'body');
     let out: Buffer | undefined;
     if (t === lua.LUA_TNIL) out = Buffer.alloc(0);
     else if (t === lua.LUA_TSTRING) {
       const bytes = lua.lua_tolstring(L, -1) as LuaString;
-      if (!this.#pushedBodies.has(bytes)) out = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
+      if (this.#pushedBodies.get(bytes) !== which)
+        out = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
     } else {
       const text = readText(L, -1);
       if (text === undefined) {
         throw new ConversionError(
-          `${at}.body`,
+          `ctx.${which}.body`,
           `must be a string, got ${typeName(L, -1)} (encode tables with json.encode)`,
         );
       }

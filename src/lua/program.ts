@@ -1,11 +1,10 @@
 import { lauxlib, lua, to_luastring, type LuaState } from 'fengari';
 import type { Context } from '../engine/context.js';
 import { NodeError } from '../engine/errors.js';
-import type { Logger } from '../observability/logger.js';
-import { applyContext } from './marshal.js';
+import { applyContext, type ScriptContext, type Unmarshalled } from './marshal.js';
 import { ConversionError, readText, typeName } from './values.js';
 import { hasStaticTopLevel } from './chunk-shape.js';
-import { LuaVm, type StaticEnv } from './vm.js';
+import { LuaVm, type MemoryMeter, type Overrun, type PrintSink, type StaticEnv } from './vm.js';
 
 const EXECUTE = to_luastring('execute');
 
@@ -16,7 +15,8 @@ export type LuaErrorCode =
   | 'LUA_EXECUTION_ERROR'
   | 'LUA_UNMARSHAL_ERROR'
   | 'LUA_BAD_PORT'
-  | 'LUA_TIMEOUT';
+  | 'LUA_TIMEOUT'
+  | 'LUA_MEMORY_LIMIT';
 
 /** One script: its text, the chunk name Lua puts in messages, and the config field it came from. */
 export interface ScriptUnit {
@@ -30,12 +30,28 @@ export interface ProgramOptions {
   /** Budget of each unit (top level plus `execute`), in ms; 0 disables it. */
   timeoutMs: number;
   modulesDir: string | undefined;
-  logger: Logger;
+  print: PrintSink;
+  /** Caps what one call holds (Lua workers only); absent, memory is not capped. */
+  memory?: MemoryMeter;
+  /** Told each unit's budget as it starts (Lua workers publish it to their watchdog). */
+  onArm?: (timeoutMs: number) => void;
   /** Port names `execute` may return as its second value besides nothing; `success` always means success. */
   ports: readonly ('success' | 'respond')[];
 }
 
 type Failure = { code: LuaErrorCode; message: string };
+
+/** A run's outcome before it touches the engine's Context: the port and what the script changed. */
+export interface RunResult {
+  port: 'success' | 'respond';
+  back: Unmarshalled;
+}
+
+/** The code of a call whose budget ran out, or `otherwise`. */
+function overrunCode(vm: LuaVm, otherwise: LuaErrorCode): LuaErrorCode {
+  const why = vm.overrunReason;
+  return why === 'timeout' ? 'LUA_TIMEOUT' : why === 'memory' ? 'LUA_MEMORY_LIMIT' : otherwise;
+}
 
 /** The failure for a unit whose `execute` (on top of the stack) is not a function. */
 function missingExecute(L: LuaState): Failure {
@@ -94,7 +110,12 @@ export class LuaProgram {
    * a request) to check that it defines `execute`. Throws ScriptLoadError.
    */
   static load(units: readonly ScriptUnit[], options: ProgramOptions): LuaProgram {
-    const vm = new LuaVm({ modulesDir: options.modulesDir, logger: options.logger });
+    const vm = new LuaVm({
+      modulesDir: options.modulesDir,
+      print: options.print,
+      ...(options.memory === undefined ? {} : { memory: options.memory }),
+      ...(options.onArm === undefined ? {} : { onArm: options.onArm }),
+    });
     const compiled: Compiled[] = [];
     for (const unit of units) {
       const result = vm.compile(unit.source, unit.chunkName);
@@ -114,6 +135,11 @@ export class LuaProgram {
     return program;
   }
 
+  /** Ends the running call's budget from outside the VM (an allocation over the memory limit). */
+  overrun(why: Overrun): void {
+    this.#vm.overrun(why);
+  }
+
   /** How many units run their top level once per program rather than once per request. */
   get staticUnits(): number {
     return this.#units.filter((u) => u.static !== undefined).length;
@@ -124,8 +150,7 @@ export class LuaProgram {
     const vm = this.#vm;
     const L = vm.L;
     const result = vm.runStatic(entry.ref);
-    if ('error' in result)
-      return { code: vm.timedOut ? 'LUA_TIMEOUT' : 'LUA_LOAD_ERROR', message: result.error };
+    if ('error' in result) return { code: overrunCode(vm, 'LUA_LOAD_ERROR'), message: result.error };
     const t = vm.pushStaticGlobal(result.env, EXECUTE);
     if (t !== lua.LUA_TFUNCTION) return missingExecute(L);
     entry.static = { env: result.env, execute: lauxlib.luaL_ref(L, lua.LUA_REGISTRYINDEX) };
@@ -134,6 +159,13 @@ export class LuaProgram {
 
   /** Runs the units against `ctx`; returns the port to leave through or throws NodeError. */
   run(ctx: Context): 'success' | 'respond' {
+    const { port, back } = this.execute(ctx);
+    applyContext(ctx, back);
+    return port;
+  }
+
+  /** Runs the units against `ctx` and returns what they changed, without touching `ctx`; throws NodeError. */
+  execute(ctx: ScriptContext): RunResult {
     const vm = this.#vm;
     const L = vm.L;
     try {
@@ -147,11 +179,10 @@ export class LuaProgram {
         lua.lua_pushvalue(L, ctxIndex);
         const error = vm.pcall(1, 2);
         if (error !== undefined) {
-          const code = vm.timedOut
-            ? 'LUA_TIMEOUT'
-            : vm.bridge.failure !== undefined
-              ? 'LUA_MARSHAL_ERROR'
-              : 'LUA_EXECUTION_ERROR';
+          const code = overrunCode(
+            vm,
+            vm.bridge.failure !== undefined ? 'LUA_MARSHAL_ERROR' : 'LUA_EXECUTION_ERROR',
+          );
           throw this.#fail(code, entry.unit, error);
         }
         if (lua.lua_type(L, -2) !== lua.LUA_TTABLE) {
@@ -172,8 +203,7 @@ export class LuaProgram {
         if (!(err instanceof ConversionError)) throw err;
         throw this.#fail('LUA_UNMARSHAL_ERROR', this.#units.at(-1)?.unit, err.message);
       }
-      applyContext(ctx, back);
-      return port;
+      return { port, back };
     } finally {
       for (const entry of this.#units) if (entry.static !== undefined) vm.scrubStatic(entry.static.env);
       vm.reset();
@@ -195,7 +225,7 @@ export class LuaProgram {
     vm.pushEnv();
     const env = lua.lua_gettop(L);
     const error = vm.runChunk(entry.ref, env);
-    if (error !== undefined) return { code: vm.timedOut ? 'LUA_TIMEOUT' : 'LUA_LOAD_ERROR', message: error };
+    if (error !== undefined) return { code: overrunCode(vm, 'LUA_LOAD_ERROR'), message: error };
     lua.lua_pushstring(L, EXECUTE);
     if (lua.lua_rawget(L, env) !== lua.LUA_TFUNCTION) return missingExecute(L);
     lua.lua_remove(L, env);

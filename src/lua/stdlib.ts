@@ -60,6 +60,9 @@ base.json = view({ encode = helpers.json_encode, decode = helpers.json_decode })
 base.print = helpers.print
 base.require = helpers.require
 base.load = helpers.load
+-- Method calls on strings ("x"):upper() go through the same read-only view,
+-- so ("").dump is as absent as string.dump.
+getmetatable("").__index = base.string
 getmetatable("").__metatable = false
 local names = {}
 for k in pairs(G) do names[#names + 1] = k end

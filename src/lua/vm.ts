@@ -11,7 +11,7 @@ import {
   type LuaString,
 } from 'fengari';
 import type { Logger } from '../observability/logger.js';
-import { compactStack, emptinessProbe } from './fengari-internals.js';
+import { compactStack, dropMessageHandler, emptinessProbe } from './fengari-internals.js';
 import { ContextBridge } from './marshal.js';
 import { installSandbox, raise } from './stdlib.js';
 import { decode, readText, typeName } from './values.js';
@@ -27,7 +27,36 @@ const MODULE_NAME = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/;
 export interface VmOptions {
   /** Directory `require` resolves modules from; undefined disables `require`. */
   modulesDir: string | undefined;
-  logger: Logger;
+  /** Where `print` lines go: the node's logger, or (in a Lua worker) the call's reply. */
+  print: PrintSink;
+  /** Measures what the current call holds; absent, memory is not capped (in-process use). */
+  memory?: MemoryMeter;
+  /** Told the budget of every unit as it starts (a Lua worker publishes it to its watchdog). */
+  onArm?: (timeoutMs: number) => void;
+}
+
+/** Receives `print` output; the VM has already cut it to the per-call bounds. */
+export type PrintSink = (line: string) => void;
+
+/** What the count hook asks about memory every HOOK_EVERY instructions. */
+export interface MemoryMeter {
+  /** True when the running call holds more than its limit. */
+  over(): boolean;
+  /** True once the running call was refused an allocation (the error it raised may have been caught). */
+  readonly exceeded: boolean;
+  readonly limitMb: number;
+}
+
+/** Why a call's budget ran out. */
+export type Overrun = 'timeout' | 'memory';
+
+/** `print` bounds per call: lines, and bytes per line; the rest is dropped with one notice. */
+export const PRINT_MAX_LINES = 20;
+export const PRINT_MAX_LINE_BYTES = 1024;
+
+/** Wraps a logger as a PrintSink (in-process use: tests, benchmarks). */
+export function logPrint(logger: Logger): PrintSink {
+  return (line) => logger.info({ lua: line }, 'lua print');
 }
 
 /** The result of a protected call: an error message, or undefined on success. */
@@ -61,7 +90,10 @@ export class LuaVm {
   /** Moves request contexts in and out; its state covers the current call. */
   readonly bridge: ContextBridge;
   readonly #modulesDir: string | undefined;
-  readonly #logger: Logger;
+  readonly #printSink: PrintSink;
+  readonly #memory: MemoryMeter | undefined;
+  readonly #onArm: ((timeoutMs: number) => void) | undefined;
+  #printed = 0;
   readonly #envMetaRef: number;
   /** Registry slots holding the current call's environment and its loaded-modules table. */
   readonly #currentEnvRef: number;
@@ -76,21 +108,29 @@ export class LuaVm {
   #loadedFresh = false;
   #deadline = 0;
   #timeoutMs = 0;
-  #timedOut = false;
+  #overrun: Overrun | undefined;
   readonly #hook: Hook;
 
   constructor(options: VmOptions) {
     this.#modulesDir = options.modulesDir;
-    this.#logger = options.logger;
+    this.#printSink = options.print;
+    this.#memory = options.memory;
+    this.#onArm = options.onArm;
     const L = lauxlib.luaL_newstate();
     this.L = L;
     this.#hook = (state) => {
-      if (performance.now() <= this.#deadline) return;
-      this.#timedOut = true;
+      if (this.#overrun === undefined) {
+        if (performance.now() > this.#deadline) this.#overrun = 'timeout';
+        else if (this.#memory?.over() === true) this.#overrun = 'memory';
+        else return;
+      }
       // From now on every instruction raises, so a script that catches the
-      // error with pcall cannot keep running.
+      // error with pcall cannot keep running. The message handler of an
+      // xpcall would run here with hooks off (we are inside the hook) and
+      // could loop forever, so the error skips it.
       lua.lua_sethook(state, this.#hook, lua.LUA_MASKCOUNT, 1);
-      raise(state, `script exceeded its ${this.#timeoutMs} ms timeout`);
+      dropMessageHandler(state);
+      raise(state, this.#overrunMessage());
     };
     lua.lua_atnativeerror(L, (state) => {
       const err = lua.lua_touserdata(state, -1);
@@ -125,22 +165,40 @@ export class LuaVm {
     return { ref: lauxlib.luaL_ref(L, lua.LUA_REGISTRYINDEX) };
   }
 
-  /** Starts the budget of one call; 0 disables it. */
+  /** Starts the budget of one call; a timeout of 0 disables the time budget. */
   arm(timeoutMs: number): void {
-    this.#timedOut = false;
+    this.#overrun = undefined;
     this.#timeoutMs = timeoutMs;
-    if (timeoutMs > 0) {
-      this.#deadline = performance.now() + timeoutMs;
+    this.#deadline = timeoutMs > 0 ? performance.now() + timeoutMs : Infinity;
+    this.#onArm?.(timeoutMs);
+    if (timeoutMs > 0 || this.#memory !== undefined)
       lua.lua_sethook(this.L, this.#hook, lua.LUA_MASKCOUNT, HOOK_EVERY);
-    } else {
-      this.#deadline = Infinity;
-      lua.lua_sethook(this.L, null, 0, 0);
-    }
+    else lua.lua_sethook(this.L, null, 0, 0);
   }
 
-  /** True when the last armed budget ran out. */
+  /**
+   * Ends the current call's budget from outside the hook (an allocation over
+   * the memory limit): every following instruction raises.
+   */
+  overrun(why: Overrun): void {
+    this.#overrun ??= why;
+    lua.lua_sethook(this.L, this.#hook, lua.LUA_MASKCOUNT, 1);
+  }
+
+  /** Why the last armed budget ran out, if it did. */
+  get overrunReason(): Overrun | undefined {
+    return this.#overrun ?? (this.#memory?.exceeded === true ? 'memory' : undefined);
+  }
+
+  /** True when the last armed budget ran out of time. */
   get timedOut(): boolean {
-    return this.#timedOut;
+    return this.#overrun === 'timeout';
+  }
+
+  #overrunMessage(): string {
+    return this.#overrun === 'memory'
+      ? `script exceeded its memory limit of ${this.#memory?.limitMb ?? 0} MiB`
+      : `script exceeded its ${this.#timeoutMs} ms timeout`;
   }
 
   /** Pushes a fresh environment and makes it the one `load` and `require` use. */
@@ -277,17 +335,28 @@ export class LuaVm {
     }
     lua.lua_sethook(L, null, 0, 0);
     this.bridge.clear();
+    if (this.#printed > PRINT_MAX_LINES)
+      this.#printSink(
+        `(${this.#printed - PRINT_MAX_LINES} more print lines dropped: at most ${PRINT_MAX_LINES} per run)`,
+      );
+    this.#printed = 0;
     compactStack(L);
   }
 
+  /** `print(...)`: at most PRINT_MAX_LINES lines per call, each cut to PRINT_MAX_LINE_BYTES. */
   readonly #print: JsFunction = (L) => {
+    if (++this.#printed > PRINT_MAX_LINES) return 0;
     const parts: string[] = [];
+    let bytes = 0;
     const n = lua.lua_gettop(L);
-    for (let i = 1; i <= n; i++) {
-      parts.push(decode(lauxlib.luaL_tolstring(L, i)));
+    for (let i = 1; i <= n && bytes <= PRINT_MAX_LINE_BYTES; i++) {
+      const text = lauxlib.luaL_tolstring(L, i);
+      bytes += text.length + 1;
+      parts.push(decode(text.length > PRINT_MAX_LINE_BYTES ? text.subarray(0, PRINT_MAX_LINE_BYTES) : text));
       lua.lua_pop(L, 1);
     }
-    this.#logger.info({ lua: parts.join('\t') }, 'lua print');
+    const line = parts.join('\t');
+    this.#printSink(line.length > PRINT_MAX_LINE_BYTES ? `${line.slice(0, PRINT_MAX_LINE_BYTES)}…` : line);
     return 0;
   };
 

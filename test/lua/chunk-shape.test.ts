@@ -1,13 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { LuaProgram, type ProgramOptions } from '../../src/lua/program.js';
-import { silentLogger } from '../../src/observability/logger.js';
 import { requestContext } from '../support/plugin-env.js';
 
 const OPTIONS: ProgramOptions = {
   timeoutMs: 5000,
   modulesDir: undefined,
-  logger: silentLogger,
+  print: () => undefined,
   ports: ['success', 'respond'],
 };
 

@@ -4,14 +4,13 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { NodeError } from '../../src/engine/errors.js';
 import { LuaProgram, ScriptLoadError, type ProgramOptions } from '../../src/lua/program.js';
-import { silentLogger } from '../../src/observability/logger.js';
 import { requestContext } from '../support/plugin-env.js';
 import { tempDir } from '../support/temp-dir.js';
 
 const OPTIONS: ProgramOptions = {
   timeoutMs: 5000,
   modulesDir: undefined,
-  logger: silentLogger,
+  print: () => undefined,
   ports: ['success', 'respond'],
 };
 

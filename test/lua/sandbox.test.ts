@@ -1,7 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { LuaProgram } from '../../src/lua/program.js';
-import { silentLogger } from '../../src/observability/logger.js';
 import { requestContext } from '../support/plugin-env.js';
 
 /** Runs `expr` inside execute and returns what it evaluated to, through ctx.message.v. */
@@ -14,7 +13,7 @@ function evaluate(expr: string): unknown {
         label: 'inline',
       },
     ],
-    { timeoutMs: 1000, modulesDir: undefined, logger: silentLogger, ports: ['success'] },
+    { timeoutMs: 1000, modulesDir: undefined, print: () => undefined, ports: ['success'] },
   );
   const ctx = requestContext();
   p.run(ctx);
@@ -68,7 +67,7 @@ test('lua sandbox: json.encode of a context table sees every header', () => {
         label: 'inline',
       },
     ],
-    { timeoutMs: 1000, modulesDir: undefined, logger: silentLogger, ports: ['success'] },
+    { timeoutMs: 1000, modulesDir: undefined, print: () => undefined, ports: ['success'] },
   );
   const ctx = requestContext({ headers: { host: 'gw', 'x-a': '1' } });
   p.run(ctx);

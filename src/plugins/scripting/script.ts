@@ -5,6 +5,7 @@ import { ConfigError, definePlugin } from '../define.js';
 import {
   defaultModulesDir,
   loadProgram,
+  memoryLimitSchema,
   modulesDirFor,
   relativeWithoutConfig,
   timeoutSchema,
@@ -15,6 +16,7 @@ interface ScriptConfig {
   source?: string;
   inline?: string;
   timeout_ms: number;
+  memory_limit_mb: number;
   modules_path?: string;
 }
 
@@ -58,6 +60,7 @@ export const script = definePlugin({
         ...timeoutSchema,
         description: 'Budget per request (top level plus execute); 0 disables it.',
       },
+      memory_limit_mb: memoryLimitSchema,
       modules_path: {
         type: 'string',
         description:
@@ -100,6 +103,7 @@ export const script = definePlugin({
       [unit],
       {
         timeoutMs: config.timeout_ms,
+        memoryLimitMb: config.memory_limit_mb,
         modulesDir: modulesDirFor(config.modules_path, fallbackModules, env),
         ports: ['success', 'respond'],
       },
@@ -108,6 +112,7 @@ export const script = definePlugin({
     );
     return {
       run: (ctx) => program.run(ctx),
+      close: () => program.close(),
     };
   },
 });

@@ -1,11 +1,18 @@
 import type { ScriptUnit } from '../../lua/program.js';
 import { definePlugin } from '../define.js';
-import { defaultModulesDir, loadProgram, modulesDirFor, timeoutSchema } from './lua-node.js';
+import {
+  defaultModulesDir,
+  loadProgram,
+  memoryLimitSchema,
+  modulesDirFor,
+  timeoutSchema,
+} from './lua-node.js';
 
 interface ServerlessConfig {
   functions: string[];
   phase?: string;
   timeout_ms: number;
+  memory_limit_mb: number;
   modules_path?: string;
 }
 
@@ -36,6 +43,7 @@ export function serverlessFunction<T extends string>(type: T, description: strin
           description: 'Accepted for compatibility; graph position decides the phase.',
         },
         timeout_ms: { ...timeoutSchema, description: 'Budget per function and request; 0 disables it.' },
+        memory_limit_mb: memoryLimitSchema,
         modules_path: {
           type: 'string',
           description: 'Folder `require` loads modules from; defaults to the plugins/ folder.',
@@ -60,6 +68,7 @@ export function serverlessFunction<T extends string>(type: T, description: strin
         units,
         {
           timeoutMs: config.timeout_ms,
+          memoryLimitMb: config.memory_limit_mb,
           modulesDir: modulesDirFor(config.modules_path, defaultModulesDir(env), env),
           ports: ['success'],
         },
@@ -67,7 +76,8 @@ export function serverlessFunction<T extends string>(type: T, description: strin
         (unit) => unit.label,
       );
       return {
-        run: (ctx) => program.run(ctx) as 'success',
+        run: async (ctx) => (await program.run(ctx)) as 'success',
+        close: () => program.close(),
       };
     },
   });
