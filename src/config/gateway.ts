@@ -89,7 +89,22 @@ export interface GatewayConfig {
   stores: StoreConfig[];
 }
 
-const named = { name: { type: 'string', minLength: 1 } } as const;
+/**
+ * L8: names of routes, policies, consumers… are 1–128 characters with no
+ * control characters (C0, DEL, C1, U+2028/2029); anything else printable is
+ * allowed, spaces included (the compat corpus uses `[a-z0-9-]`). Descriptions
+ * are at most 4096 characters. Header names of `match.headers` are RFC 9110
+ * tokens. Every limit applies to gateway.yaml files and Admin writes alike.
+ */
+export const NAME_MAX_LENGTH = 128;
+export const DESCRIPTION_MAX_LENGTH = 4096;
+const NAME_PATTERN = '^[^\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029]+$';
+/** RFC 9110 §5.1 field-name = token. */
+const TOKEN_PATTERN = "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$";
+
+const name = { type: 'string', minLength: 1, maxLength: NAME_MAX_LENGTH, pattern: NAME_PATTERN } as const;
+const description = { type: 'string', maxLength: DESCRIPTION_MAX_LENGTH } as const;
+const named = { name } as const;
 
 const nodeSchema = {
   type: 'object',
@@ -116,7 +131,7 @@ const edgeSchema = {
 
 const graphProps = {
   ...named,
-  description: { type: 'string' },
+  description,
   nodes: { type: 'array', items: nodeSchema, default: [] },
   edges: { type: 'array', items: edgeSchema, default: [] },
 } as const;
@@ -127,7 +142,7 @@ export const routeSchema = {
   required: ['name', 'match', 'policy'],
   properties: {
     ...named,
-    description: { type: 'string' },
+    description,
     policy: { type: 'string', minLength: 1 },
     match: {
       type: 'object',
@@ -135,7 +150,11 @@ export const routeSchema = {
       properties: {
         path: { type: 'string' },
         methods: { type: 'array', items: { type: 'string' } },
-        headers: { type: 'object', additionalProperties: { type: 'string' } },
+        headers: {
+          type: 'object',
+          propertyNames: { pattern: TOKEN_PATTERN },
+          additionalProperties: { type: 'string' },
+        },
         // Nullable: with type coercion on, a plain 'string' would turn null into '' ("empty host").
         host: { type: ['string', 'null'] },
         hosts: { type: 'array', items: { type: 'string' } },
@@ -165,7 +184,7 @@ export const pluginConfigSchema = {
   properties: {
     ...named,
     type: { type: 'string', minLength: 1 },
-    description: { type: 'string' },
+    description,
     config: { type: 'object', default: {} },
   },
 } as const;
@@ -177,7 +196,7 @@ export const storeSchema = {
   properties: {
     ...named,
     type: { type: 'string', enum: ['redis', 'valkey'] },
-    description: { type: 'string' },
+    description,
     url: { type: 'string', minLength: 1 },
     password: { type: 'string' },
     key_prefix: { type: 'string' },
@@ -196,7 +215,7 @@ export const consumerSchema = {
   properties: {
     ...named,
     group: { type: 'string', minLength: 1 },
-    description: { type: 'string' },
+    description,
     labels: labelsSchema,
     credentials: credentialsSchema,
   },

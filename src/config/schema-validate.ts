@@ -24,7 +24,9 @@ export function validateAgainst(schema: object, value: unknown, basePath: string
     cache.set(schema, validate);
   }
   if (validate(value)) return [];
-  return dedupe((validate.errors ?? []).map((e) => toIssue(e, basePath)));
+  // `propertyNames` only restates the failure of its subschema, which names the key.
+  const errors = (validate.errors ?? []).filter((e) => e.keyword !== 'propertyNames');
+  return dedupe(errors.map((e) => toIssue(e, basePath)));
 }
 
 export function joinPath(base: string, key: string | number): string {
@@ -47,6 +49,11 @@ export function pointerToPath(base: string, pointer: string): string {
 function toIssue(error: ErrorObject, basePath: string): ConfigIssue {
   const at = pointerToPath(basePath, error.instancePath);
   const params = error.params as Record<string, unknown>;
+  // A key failing `propertyNames`: say which key (`key "bad header" is not a valid name`).
+  if (error.propertyName !== undefined) {
+    const rule = typeof params.pattern === 'string' ? ` (must match ${params.pattern})` : '';
+    return { path: at, message: `key ${JSON.stringify(error.propertyName)} is not a valid name${rule}` };
+  }
   switch (error.keyword) {
     case 'additionalProperties':
       return { path: joinPath(at, String(params.additionalProperty)), message: 'unknown key' };
