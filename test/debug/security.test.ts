@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { startAdmin, read } from '../admin/harness.js';
+import { startAdmin, read, type AdminHarness } from '../admin/harness.js';
 import { request } from '../support/http.js';
 import { TRACE_ID, ORIGIN, TRIGGER, type TraceBody } from './harness.js';
 
@@ -35,11 +35,11 @@ const SECRET_VALUES = [
   'UPSTREAM-API-KEY-LITERAL',
 ];
 
-async function traceOf(url: string, call: (m: string, p: string) => Promise<Response>, id: unknown) {
+async function traceOf(url: string, h: AdminHarness, id: unknown): Promise<TraceBody> {
   assert.equal(typeof id, 'string', 'a traced response carries the trace id');
-  const got = await read(await call('GET', `/api/debug/traces/${id as string}`));
+  const got = await read(await h.call('GET', `/api/debug/traces/${String(id)}`));
   assert.equal(got.status, 200, url);
-  return got.body as unknown as TraceBody;
+  return got.body as TraceBody;
 }
 
 test('L2: query password=, x-secret-header, private-token, x-auth and injected auth headers are redacted in the trace', async () => {
@@ -56,7 +56,7 @@ test('L2: query password=, x-secret-header, private-token, x-auth and injected a
       },
     });
     assert.equal(res.status, 200);
-    const trace = await traceOf('/echo', h.call, res.headers[TRACE_ID]);
+    const trace = await traceOf('/echo', h, res.headers[TRACE_ID]);
     const text = JSON.stringify(trace);
     for (const secret of SECRET_VALUES) assert.ok(!text.includes(secret), `${secret} kept in the trace`);
     const initial = trace.initial.request;
@@ -114,7 +114,7 @@ test('L9: the default allows loopback; with debug.header_secret only the right v
       assert.equal(wrong.headers[TRACE_ID], undefined, value);
     }
     const right = await request(`${h.data}/echo`, { headers: { [TRIGGER]: secret } });
-    const trace = await traceOf('/echo', h.call, right.headers[TRACE_ID]);
+    const trace = await traceOf('/echo', h, right.headers[TRACE_ID]);
     assert.ok(!JSON.stringify(trace).includes(secret), 'the header secret is not kept in the trace');
   } finally {
     await h.stop();
