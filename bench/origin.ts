@@ -1,10 +1,14 @@
-// Benchmark origin: a small fixed response, keep-alive, as cheap as node:http allows.
+// Benchmark origin: a fixed response, keep-alive, as cheap as node:http allows.
+// GET /16k answers a 16 KiB body; every other path the small /hello-style JSON body.
 import { createServer } from 'node:http';
 
-const body = Buffer.from('{"hello":"world","service":"bench-origin"}');
+const hello = Buffer.from('{"hello":"world","service":"bench-origin"}');
+const sixteenK = Buffer.alloc(16 * 1024, 'x');
 const server = createServer((req, res) => {
   req.resume();
-  res.writeHead(200, { 'content-type': 'application/json', 'content-length': body.length });
+  const body = req.url === '/16k' ? sixteenK : hello;
+  const type = body === hello ? 'application/json' : 'application/octet-stream';
+  res.writeHead(200, { 'content-type': type, 'content-length': body.length });
   res.end(body);
 });
 server.keepAliveTimeout = 60_000;

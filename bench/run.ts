@@ -1,10 +1,20 @@
 /**
- * `npm run bench`: the gateway against a minimal node:http + undici proxy, in
- * the same run, on the same origin, with the same load, interleaved over
- * several rounds. Prints requests/s, p50, p99 and the ratio to the reference.
+ * `npm run bench`: the gateway against two peers, in one run, on the same
+ * origin and the same load, interleaved over several rounds:
  *
- * Environment: BENCH_SECONDS (per run, default 5), BENCH_ROUNDS (default 2),
- * BENCH_CONNECTIONS (default 64), BENCH_SCENARIOS (comma list to run a subset).
+ * - `minimal`: bench/minimal-proxy.ts, node:http + undici `Pool.dispatch`
+ *   straight into the response — the leanest correct Node.js proxy;
+ * - `fastify`: bench/fastify-proxy.ts, fastify + @fastify/http-proxy.
+ *
+ * Each target process is pinned to one CPU when `taskset` exists (origin,
+ * load generator and this runner on the others). Prints requests/s, p50, p99,
+ * CPU µs per request (the target's /proc utime+stime over the run ÷ requests)
+ * and each row's requests/s as a ratio to each peer's on the same body.
+ *
+ * Environment: BENCH_SECONDS (per run, default 5), BENCH_ROUNDS (default 3),
+ * BENCH_CONNECTIONS (default 50), BENCH_SCENARIOS (comma list of scenario
+ * names, default all), BENCH_PEERS (comma list, default `minimal,fastify`),
+ * BENCH_PIN=0 (no pinning).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -12,113 +22,75 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startRedis, type RedisServer } from '../test/support/redis.js';
-import { scenarios, type Scenario } from './scenarios.js';
+import { has, load, parseCpuList, pinSelf, planPinning, treeCpuSeconds, type Sample } from './measure.js';
+import { peerPath, scenarios, type Payload } from './scenarios.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
-const rounds = Number(process.env.BENCH_ROUNDS ?? 2);
-const connections = Number(process.env.BENCH_CONNECTIONS ?? 64);
-const only = process.env.BENCH_SCENARIOS?.split(',').map((s) => s.trim());
+const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
+const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const split = (value: string | undefined) => value?.split(',').map((s) => s.trim());
+const only = split(process.env.BENCH_SCENARIOS);
 
-interface Sample {
-  rps: number;
-  p50: number;
-  p99: number;
+const peers = [
+  {
+    id: 'minimal',
+    title: 'minimal proxy: node:http + undici Pool.dispatch',
+    script: 'bench/minimal-proxy.ts',
+  },
+  { id: 'fastify', title: 'fastify 5 + @fastify/http-proxy', script: 'bench/fastify-proxy.ts' },
+] as const;
+type PeerId = (typeof peers)[number]['id'];
+const wantedPeers = split(process.env.BENCH_PEERS) ?? peers.map((p) => p.id);
+
+const payloadLabel: Record<Payload, string> = { hello: '42 B', '16k': '16 KiB' };
+
+interface Target {
+  name: string;
+  payload: Payload;
+  url: string;
+  headers: Record<string, string>;
+  http2: boolean;
+  pid: number;
+  peer?: PeerId;
+}
+
+interface Result extends Sample {
+  cpuUs: number | null;
 }
 
 const children: ChildProcess[] = [];
 process.on('exit', () => children.forEach((c) => c.kill('SIGKILL')));
 
+/** Starts a node process (on `cpu` when given) and resolves once it prints its port. */
 function startProcess(
   args: string[],
   env: NodeJS.ProcessEnv,
-): Promise<{ child: ChildProcess; port: number }> {
+  cpu: string | null,
+): Promise<{ pid: number; port: number }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, {
+    // taskset execs node in place, so the pid we get is the measured process's.
+    const [command, argv] =
+      cpu === null ? [process.execPath, args] : ['taskset', ['-c', cpu, process.execPath, ...args]];
+    const child = spawn(command, argv, {
       cwd: root,
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     children.push(child);
     let out = '';
+    let ready = false;
     child.stdout?.on('data', (d: Buffer) => {
+      if (ready) return; // keep draining the pipe, stop collecting
       out += d.toString();
       const m = /listening (\d+)/.exec(out) ?? /"port":(\d+)/.exec(out) ?? /port=(\d+)/.exec(out);
-      if (m) resolve({ child, port: Number(m[1]) });
+      if (m && child.pid !== undefined) {
+        ready = true;
+        resolve({ pid: child.pid, port: Number(m[1]) });
+      }
     });
     child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}: ${out}`)));
   });
-}
-
-function has(tool: string): boolean {
-  return spawnSync(tool, ['--version']).error === undefined;
-}
-
-const hasWrk = () => has('wrk');
-
-/** Parses h2load's summary into requests/s and latency percentiles (ms; h2load reports mean and sd, not p50/p99). */
-function parseH2load(text: string): Sample {
-  const rps = Number(/finished in [\d.]+\w+, ([\d.]+) req\/s/.exec(text)?.[1] ?? 0);
-  const failed = Number(/(\d+) failed/.exec(text)?.[1] ?? 0);
-  if (failed > 0) throw new Error(`h2load saw ${failed} failed requests:\n${text}`);
-  const row = /time for request:\s+([\d.]+)(us|ms|s)\s+([\d.]+)(us|ms|s)\s+([\d.]+)(us|ms|s)/.exec(text);
-  const toMs = (v: string | undefined, unit: string | undefined) =>
-    Number(v ?? 0) * (unit === 'us' ? 0.001 : unit === 's' ? 1000 : 1);
-  return { rps, p50: toMs(row?.[5], row?.[6]), p99: toMs(row?.[3], row?.[4]) };
-}
-
-/** Parses wrk's `--latency` output into requests/s and latency percentiles (ms). */
-function parseWrk(text: string): Sample {
-  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(text)?.[1] ?? 0);
-  const toMs = (v: string | undefined, unit: string | undefined) =>
-    Number(v ?? 0) * (unit === 'us' ? 0.001 : unit === 's' ? 1000 : 1);
-  const p50 = /50%\s+([\d.]+)(us|ms|s)/.exec(text);
-  const p99 = /99%\s+([\d.]+)(us|ms|s)/.exec(text);
-  const errors = /Non-2xx or 3xx responses: (\d+)/.exec(text);
-  if (errors) throw new Error(`load run saw ${errors[1]} non-2xx responses:\n${text}`);
-  return { rps, p50: toMs(p50?.[1], p50?.[2]), p99: toMs(p99?.[1], p99?.[2]) };
-}
-
-function load(url: string, headers: Record<string, string> = {}, http2 = false): Sample {
-  const headerArgs = Object.entries(headers).flatMap(([k, v]) => ['-H', `${k}: ${v}`]);
-  if (http2) {
-    const result = spawnSync(
-      'h2load',
-      ['-c', String(Math.min(connections, 16)), '-m', '16', '-D', String(seconds), ...headerArgs, url],
-      { encoding: 'utf8' },
-    );
-    if (result.status !== 0) throw new Error(`h2load failed: ${result.stderr}${result.stdout}`);
-    return parseH2load(result.stdout);
-  }
-  if (hasWrk()) {
-    const threads = Math.max(1, Math.min(2, cpus().length));
-    const result = spawnSync(
-      'wrk',
-      [
-        '-t',
-        String(threads),
-        '-c',
-        String(connections),
-        '-d',
-        `${seconds}s`,
-        '--latency',
-        ...headerArgs,
-        url,
-      ],
-      { encoding: 'utf8' },
-    );
-    if (result.status !== 0) throw new Error(`wrk failed: ${result.stderr}`);
-    return parseWrk(result.stdout);
-  }
-  // Fallback: autocannon in its own process so it does not share the event loop with anything measured.
-  const script = `import ac from 'autocannon';const r=await ac({url:${JSON.stringify(url)},headers:${JSON.stringify(headers)},connections:${connections},duration:${seconds}});process.stdout.write(JSON.stringify({rps:r.requests.average,p50:r.latency.p50,p99:r.latency.p99,non2xx:r.non2xx}))`;
-  const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
-    cwd: root,
-    encoding: 'utf8',
-  });
-  const parsed = JSON.parse(result.stdout) as Sample & { non2xx: number };
-  if (parsed.non2xx > 0) throw new Error(`load run saw ${parsed.non2xx} non-2xx responses`);
-  return parsed;
 }
 
 /** A throwaway self-signed certificate for the TLS scenarios. */
@@ -148,29 +120,81 @@ function selfSigned(dir: string): { cert: string; key: string } {
   return { cert, key };
 }
 
+/** A Markdown table, columns padded so it also reads in a terminal. */
+function markdownTable(rows: Record<string, string>[]): string {
+  const columns = Object.keys(rows[0] ?? {});
+  const width = columns.map((c) => Math.max(c.length, ...rows.map((r) => (r[c] ?? '').length)));
+  const line = (cells: string[]) => `| ${cells.map((cell, i) => cell.padEnd(width[i] ?? 0)).join(' | ')} |`;
+  return [
+    line(columns),
+    line(width.map((w) => '-'.repeat(w))),
+    ...rows.map((r) => line(columns.map((c) => r[c] ?? ''))),
+  ].join('\n');
+}
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
 
+/** One measured run: the load, and the target's CPU time over it. */
+function measure(target: Target, threads: number): Result {
+  const before = treeCpuSeconds(target.pid);
+  const sample = load({
+    url: target.url,
+    headers: target.headers,
+    http2: target.http2,
+    seconds,
+    connections,
+    threads,
+  });
+  const after = treeCpuSeconds(target.pid);
+  const cpuUs =
+    before === null || after === null || sample.requests === 0
+      ? null
+      : ((after - before) * 1e6) / sample.requests;
+  return { ...sample, cpuUs };
+}
+
 async function main(): Promise<void> {
+  const pinning = planPinning(process.env.BENCH_PIN === '0');
+  // Everything started from here on (origin, redis, wrk) inherits the non-target CPUs.
+  if (pinning.rest !== null) pinSelf(pinning.rest);
+  const loadCpus = pinning.rest === null ? cpus().length : parseCpuList(pinning.rest).length;
+  const threads = Math.max(1, Math.min(2, loadCpus));
   const dir = mkdtempSync(join(tmpdir(), 'switchyard-bench-'));
   let redis: RedisServer | undefined;
   try {
-    const origin = await startProcess(['--import', 'tsx', 'bench/origin.ts'], {});
-    const reference = await startProcess(['--import', 'tsx', 'bench/reference-proxy.ts'], {
-      UPSTREAM_PORT: String(origin.port),
-    });
+    const origin = await startProcess(['--import', 'tsx', 'bench/origin.ts'], {}, null);
     const selected = scenarios.filter(
       (s) => (only === undefined || only.includes(s.name)) && (s.http2 !== true || has('h2load')),
     );
     const skipped = scenarios.filter((s) => s.http2 === true && !has('h2load')).map((s) => s.name);
     if (skipped.length > 0)
       console.log(`skipping ${skipped.join(', ')}: h2load (nghttp2-client) is not installed`);
+    const payloads = [...new Set(selected.map((s) => s.payload ?? 'hello'))];
+    if (payloads.length === 0) payloads.push('hello');
+
+    const targets: Target[] = [];
+    for (const peer of peers.filter((p) => wantedPeers.includes(p.id))) {
+      const started = await startProcess(
+        ['--import', 'tsx', peer.script],
+        { UPSTREAM_PORT: String(origin.port) },
+        pinning.target,
+      );
+      for (const payload of payloads) {
+        targets.push({
+          name: peer.title,
+          payload,
+          url: `http://127.0.0.1:${started.port}${peerPath[payload]}`,
+          headers: {},
+          http2: false,
+          pid: started.pid,
+          peer: peer.id,
+        });
+      }
+    }
     // Only a scenario that counts in a store pays for a redis-server.
     if (selected.some((s) => s.needsRedis === true)) redis = await startRedis();
     let tlsFiles: { cert: string; key: string } | undefined;
     if (selected.some((s) => s.tls === true)) tlsFiles = selfSigned(dir);
-    const targets: { name: string; url: string; scenario?: Scenario }[] = [
-      { name: 'reference (node:http + undici)', url: `http://127.0.0.1:${reference.port}/bench` },
-    ];
     for (const scenario of selected) {
       const system = join(dir, `${scenario.name}-system.yaml`);
       const gateway = join(dir, `${scenario.name}-gateway.yaml`);
@@ -185,41 +209,75 @@ async function main(): Promise<void> {
       writeFileSync(gateway, scenario.gatewayYaml(origin.port, redis?.url));
       const gw = await startProcess(
         ['bin/switchyard.js', '--system-config', system, '--gateway-config', gateway],
-        {
-          LOG_LEVEL: 'info',
-        },
+        { LOG_LEVEL: 'info' },
+        pinning.target,
       );
       const scheme = scenario.tls === true ? 'https' : 'http';
       targets.push({
         name: scenario.title,
+        payload: scenario.payload ?? 'hello',
         url: `${scheme}://127.0.0.1:${gw.port}${scenario.path}`,
-        scenario,
+        headers: scenario.headers ?? {},
+        http2: scenario.http2 === true,
+        pid: gw.pid,
       });
     }
+
     // Warm-up so the JIT and keep-alive pools are hot before anything is measured.
-    const run = (t: (typeof targets)[number]) => load(t.url, t.scenario?.headers, t.scenario?.http2 === true);
-    for (const t of targets) run(t);
-    const samples = new Map<string, Sample[]>(targets.map((t) => [t.name, []]));
+    for (const t of targets) measure(t, threads);
+    const results = new Map<Target, Result[]>(targets.map((t) => [t, []]));
     for (let round = 0; round < rounds; round++) {
-      for (const t of targets) samples.get(t.name)?.push(run(t));
+      // Rotate the order each round so no target always runs first (or right after the same one).
+      for (let i = 0; i < targets.length; i++) {
+        const t = targets[(i + round) % targets.length]!;
+        results.get(t)?.push(measure(t, threads));
+      }
     }
-    const ref = median(samples.get(targets[0]?.name ?? '')?.map((s) => s.rps) ?? []);
+
+    const medians = new Map<Target, Result>();
+    for (const [t, rs] of results) {
+      const cpu = rs.flatMap((r) => (r.cpuUs === null ? [] : [r.cpuUs]));
+      medians.set(t, {
+        rps: median(rs.map((r) => r.rps)),
+        p50: median(rs.map((r) => r.p50)),
+        p99: median(rs.map((r) => r.p99)),
+        requests: median(rs.map((r) => r.requests)),
+        cpuUs: cpu.length === 0 ? null : median(cpu),
+      });
+    }
+    const peerRps = (peer: PeerId, payload: Payload) => {
+      const t = targets.find((x) => x.peer === peer && x.payload === payload);
+      return t === undefined ? undefined : medians.get(t)?.rps;
+    };
+    const ratio = (rps: number, base: number | undefined) =>
+      base === undefined || base === 0 ? '—' : `${(rps / base).toFixed(2)}×`;
     const rows = targets.map((t) => {
-      const s = samples.get(t.name) ?? [];
-      const rps = median(s.map((x) => x.rps));
+      const m = medians.get(t)!;
       return {
         target: t.name,
-        'req/s': Math.round(rps),
-        'p50 ms': median(s.map((x) => x.p50)).toFixed(2),
-        'p99 ms': median(s.map((x) => x.p99)).toFixed(2),
-        'vs reference': (rps / ref).toFixed(3),
+        body: payloadLabel[t.payload],
+        'req/s': String(Math.round(m.rps)),
+        'p50 ms': m.p50.toFixed(2),
+        'p99 ms': m.p99.toFixed(2),
+        'CPU µs/req': m.cpuUs === null ? '—' : m.cpuUs.toFixed(1),
+        '× minimal': ratio(m.rps, peerRps('minimal', t.payload)),
+        '× fastify': ratio(m.rps, peerRps('fastify', t.payload)),
       };
     });
     console.log(
-      `\nSwitchyard benchmark — ${new Date().toISOString().slice(0, 10)}, node ${process.version}, ${cpus().length} cores (${cpus()[0]?.model ?? '?'}), ` +
-        `${rounds} rounds × ${seconds}s, ${connections} connections, load by ${hasWrk() ? 'wrk' : 'autocannon'}; medians\n`,
+      `\nSwitchyard benchmark — ${new Date().toISOString().slice(0, 10)}, node ${process.version}, ` +
+        `${cpus().length} CPUs (${cpus()[0]?.model ?? '?'}), ${rounds} rounds × ${seconds}s interleaved, ` +
+        `${connections} connections, load by ${has('wrk') ? `wrk (${threads} thread${threads > 1 ? 's' : ''})` : 'autocannon'}; medians`,
     );
-    console.table(rows);
+    console.log(pinning.describe);
+    console.log(
+      '× peer = this row’s req/s ÷ that peer’s req/s on the same body (TLS and HTTP/2 rows against the plain HTTP/1.1 peers)\n',
+    );
+    console.log(markdownTable(rows));
+    if (seconds < 5 || rounds < 3)
+      console.log(
+        '\nShort settings (under 3 rounds × 5 s): a smoke run of the harness, not a result to publish.',
+      );
   } finally {
     children.forEach((c) => c.kill('SIGTERM'));
     await redis?.stop();

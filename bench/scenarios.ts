@@ -2,11 +2,20 @@
  * Gateway configurations measured by `npm run bench`. Each gets its own
  * gateway process; add a scenario here to measure a plugin chain.
  */
+
+/** The origin's response: `hello` is a 42-byte JSON body, `16k` a 16 KiB one (origin path /16k). */
+export type Payload = 'hello' | '16k';
+
+/** Path the peers (minimal proxy, fastify) are driven on for each payload. */
+export const peerPath: Record<Payload, string> = { hello: '/bench', '16k': '/16k' };
+
 export interface Scenario {
   name: string;
   title: string;
   /** Request path sent by the load generator. */
   path: string;
+  /** Which origin response it relays (default `hello`); the ratios compare with the peers on the same one. */
+  payload?: Payload;
   /** Request headers sent with every request. */
   headers?: Record<string, string>;
   /** Serve the data plane over TLS (a throwaway self-signed certificate). */
@@ -23,9 +32,9 @@ export interface Scenario {
 const upstream = (port: number) =>
   `{ id: up, type: upstream, config: { targets: [{ host: 127.0.0.1, port: ${port} }] } }`;
 
-const oneNode = (port: number) => `
+const oneNode = (port: number, path = '/bench') => `
 routes:
-  - { name: bench, match: { path: /bench }, policy: one-node }
+  - { name: bench, match: { path: ${path} }, policy: one-node }
 policies:
   - name: one-node
     nodes:
@@ -60,7 +69,14 @@ export const scenarios: Scenario[] = [
     name: 'one-node',
     title: 'switchyard: listener → upstream → client',
     path: '/bench',
-    gatewayYaml: oneNode,
+    gatewayYaml: (port) => oneNode(port),
+  },
+  {
+    name: 'one-node-16k',
+    title: 'switchyard: listener → upstream → client, 16 KiB body',
+    path: '/16k',
+    payload: '16k',
+    gatewayYaml: (port) => oneNode(port, '/16k'),
   },
   {
     name: 'five-node',
