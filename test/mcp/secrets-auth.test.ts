@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createRedaction } from '../../src/debug/redaction.js';
 import { bearerVerifier, originAllowed } from '../../src/mcp/auth.js';
-import { maskSecrets, restoreSecrets } from '../../src/mcp/secrets.js';
+import { maskSecrets, restoreSecrets, scrubSecretLiterals, secretLiterals } from '../../src/mcp/secrets.js';
 
 const redaction = createRedaction({
   redact_headers: [],
@@ -100,4 +100,73 @@ test('mcp auth: Origin must be same-origin with the listener (scheme, port, loop
     originAllowed({ ...host, origin: 'http://ui.example' }, listener, ['https://ui.example']),
     false,
   );
+});
+
+test('mcp secrets M6: URL credentials, key lists and configured header values are masked; references stay', () => {
+  const masked = maskSecrets({
+    stores: [
+      {
+        url: 'redis://:URLPW@h:6379/0',
+        url2: 'rediss://u:${PW}@h',
+        hook: 'https://TOKEN@git.example/x?access_token=AT&page=2',
+      },
+    ],
+    keyed: { keys: ['INLINE'], header_name: 'x-api-key' },
+    limit: { key: '$remote_addr $http_x_user', key_type: 'var' },
+    rw: {
+      headers: {
+        set: { 'x-upstream-auth': 'Bearer B', 'x-tenant': 'acme', 'content-type': 'text/plain' },
+        remove: ['x-a'],
+      },
+      add_headers: [
+        { name: 'x-b', value: 'LIT' },
+        { name: 'x-c', value: '{{request.headers.x-c}}' },
+      ],
+    },
+    mock: { response_headers: { 'x-env': '{{env.ADMIN_PASSWORD}}', vary: 'accept' } },
+  });
+  assert.deepEqual(masked, {
+    stores: [
+      {
+        url: 'redis://:<redacted>@h:6379/0',
+        url2: 'rediss://u:${PW}@h',
+        hook: 'https://<redacted>@git.example/x?access_token=<redacted>&page=2',
+      },
+    ],
+    keyed: { keys: ['<redacted>'], header_name: 'x-api-key' },
+    limit: { key: '$remote_addr $http_x_user', key_type: 'var' },
+    rw: {
+      headers: {
+        set: { 'x-upstream-auth': '<redacted>', 'x-tenant': '<redacted>', 'content-type': 'text/plain' },
+        remove: ['x-a'],
+      },
+      add_headers: [
+        { name: 'x-b', value: '<redacted>' },
+        { name: 'x-c', value: '{{request.headers.x-c}}' },
+      ],
+    },
+    mock: { response_headers: { 'x-env': '{{env.ADMIN_PASSWORD}}', vary: 'accept' } },
+  });
+  // A masked URL sent back unchanged keeps the stored password.
+  const back = restoreSecrets({ url: 'redis://:<redacted>@h:6379/0' }, { url: 'redis://:URLPW@h:6379/0' });
+  assert.deepEqual(back, { value: { url: 'redis://:URLPW@h:6379/0' }, missing: [] });
+  assert.deepEqual(
+    restoreSecrets({ url: 'redis://:<redacted>@other' }, { url: 'redis://:URLPW@h' }).missing,
+    ['url'],
+  );
+});
+
+test('mcp secrets: trace scrubbing knows masked literals in their rendered form, env values included', () => {
+  const config = {
+    mock: { response_headers: { 'x-env': '{{env.TENANT_KEY}}', 'x-lit': 'LITERAL-VALUE' } },
+    store: { url: 'redis://:${REDIS_PW}@h' },
+  };
+  const literals = secretLiterals(config, { TENANT_KEY: 'tenant-key-value', REDIS_PW: 'redis-pw-value' });
+  const scrubbed = scrubSecretLiterals(
+    { headers: { 'x-env': ['tenant-key-value'], 'x-lit': ['LITERAL-VALUE'], note: 'pw=redis-pw-value;' } },
+    literals,
+  );
+  assert.deepEqual(scrubbed, {
+    headers: { 'x-env': ['<redacted>'], 'x-lit': ['<redacted>'], note: 'pw=<redacted>;' },
+  });
 });
