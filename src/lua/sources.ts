@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, realpathSync } from 'node:fs';
 import { basename, dirname, extname, isAbsolute, join, relative, sep } from 'node:path';
 
 /**
@@ -14,6 +14,39 @@ export function resolveScriptPath(source: string, configDir: string | undefined)
   if (isAbsolute(source)) return source;
   const dir = pluginsDir(configDir);
   return dir === undefined ? undefined : join(dir, source);
+}
+
+/**
+ * Why a script file or module folder may not be used, or undefined when it
+ * may: with a config folder, `path` must lie inside the plugins/ folder or
+ * the config folder, symlinks resolved, so a config (or a sandbox node)
+ * cannot make the gateway read and echo an arbitrary file. The answer never
+ * depends on whether `path` exists. Without a config folder there is nothing
+ * to hold it to.
+ */
+export function outsideScriptFolders(path: string, configDir: string | undefined): string | undefined {
+  const plugins = pluginsDir(configDir);
+  if (configDir === undefined || plugins === undefined) return undefined;
+  const roots = [plugins, configDir];
+  const real = realOrSelf(path);
+  const inside = (p: string): boolean =>
+    roots.some((root) => {
+      for (const r of new Set([root, realOrSelf(root)])) {
+        const rel = relative(r, p);
+        if (rel === '' || (!rel.startsWith('..') && !isAbsolute(rel))) return true;
+      }
+      return false;
+    });
+  if (inside(path) && inside(real)) return undefined;
+  return `'${path}' is outside the plugins/ folder (${plugins}) and the config folder (${configDir}); scripts and modules must live there`;
+}
+
+function realOrSelf(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return path;
+  }
 }
 
 /** Reads a script file; throws an Error whose message names the path and the reason. */

@@ -1,7 +1,7 @@
 import { applyContext } from '../../lua/marshal.js';
 import { luaPool, type LuaPool } from '../../lua/pool.js';
 import type { ScriptUnit } from '../../lua/program.js';
-import { pluginsDir, resolveScriptPath } from '../../lua/sources.js';
+import { outsideScriptFolders, pluginsDir, resolveScriptPath } from '../../lua/sources.js';
 import { fromWire, snapshot, type ProgramSpec } from '../../lua/worker-protocol.js';
 import type { Context } from '../../engine/context.js';
 import { NodeError } from '../../engine/errors.js';
@@ -30,6 +30,8 @@ export function modulesDirFor(
   if (modulesPath === undefined) return fallback;
   const dir = resolveScriptPath(modulesPath, env.configDir);
   if (dir === undefined) throw relativeWithoutConfig('modules_path', modulesPath);
+  const outside = outsideScriptFolders(dir, env.configDir);
+  if (outside !== undefined) throw new ConfigError('modules_path', outside);
   return dir;
 }
 

@@ -1,5 +1,5 @@
 import { basename, dirname } from 'node:path';
-import { readScript, resolveScriptPath } from '../../lua/sources.js';
+import { outsideScriptFolders, readScript, resolveScriptPath } from '../../lua/sources.js';
 import type { ScriptUnit } from '../../lua/program.js';
 import { ConfigError, definePlugin } from '../define.js';
 import {
@@ -53,7 +53,8 @@ export const script = definePlugin({
       },
       source: {
         type: 'string',
-        description: 'Script file: absolute, or relative to the plugins/ folder beside the config folder.',
+        description:
+          'Script file, relative to the plugins/ folder beside the config folder (or absolute, inside plugins/ or the config folder).',
       },
       inline: { type: 'string', description: 'Script text; source wins when both are set.' },
       timeout_ms: {
@@ -85,6 +86,8 @@ export const script = definePlugin({
     if (config.source !== undefined) {
       const path = resolveScriptPath(config.source, env.configDir);
       if (path === undefined) throw relativeWithoutConfig('source', config.source);
+      const outside = outsideScriptFolders(path, env.configDir);
+      if (outside !== undefined) throw new ConfigError('source', `LUA_LOAD_ERROR: ${outside}`);
       let text: string;
       try {
         text = readScript(path);

@@ -43,10 +43,10 @@ export function assertConfigError(build: () => unknown, path: string, message?: 
   });
 }
 
-/** Runs `run` and returns the NodeError it throws. */
-export function nodeError(run: () => unknown): NodeError {
+/** Runs `run` (a node's run: sync or a promise) and returns the NodeError it throws or rejects with. */
+export async function nodeError(run: () => unknown): Promise<NodeError> {
   try {
-    run();
+    await run();
   } catch (err) {
     assert.ok(err instanceof NodeError, `expected a NodeError, got ${String(err)}`);
     return err;

@@ -15,48 +15,48 @@ const TAG = `function execute(ctx)
   return ctx
 end`;
 
-test('script: success port after the script changed the request', () => {
+test('script: success port after the script changed the request', async () => {
   const node = instantiate(script, { inline: TAG });
   const ctx = requestContext();
-  assert.equal(node.run(ctx), 'success');
+  assert.equal(await node.run(ctx), 'success');
   assert.equal(ctx.request.headers['x-tag'], 'lua');
 });
 
-test('script: respond port when execute returns ctx, "respond"', () => {
+test('script: respond port when execute returns ctx, "respond"', async () => {
   const node = instantiate(script, {
     inline: 'function execute(ctx) ctx.response.status_code = 418 return ctx, "respond" end',
   });
   const ctx = requestContext();
-  assert.equal(node.run(ctx), 'respond');
+  assert.equal(await node.run(ctx), 'respond');
   assert.equal(ctx.response.status, 418);
 });
 
-test('script: error port codes carry 500 and leave the context untouched', () => {
+test('script: error port codes carry 500 and leave the context untouched', async () => {
   const node = instantiate(script, {
     inline: 'function execute(ctx) ctx.request.headers.x = "1" error("boom") end',
   });
   const ctx = requestContext();
-  const err = nodeError(() => node.run(ctx));
+  const err = await nodeError(() => node.run(ctx));
   assert.equal(err.code, 'LUA_EXECUTION_ERROR');
   assert.equal(err.status, 500);
   assert.equal(ctx.request.headers['x'], undefined);
 });
 
-test('script: source is read from the plugins/ folder beside the config folder', () => {
+test('script: source is read from the plugins/ folder beside the config folder', async () => {
   const d = deployment({ 'tag.lua': TAG });
   try {
     const node = instantiate(script, { source: 'tag.lua' }, pluginEnv({ configDir: d.configDir }));
     const ctx = requestContext();
-    assert.equal(node.run(ctx), 'success');
+    assert.equal(await node.run(ctx), 'success');
     assert.equal(ctx.request.headers['x-tag'], 'lua');
     const absolute = instantiate(script, { source: join(d.plugins, 'tag.lua') });
-    assert.equal(absolute.run(requestContext()), 'success');
+    assert.equal(await absolute.run(requestContext()), 'success');
   } finally {
     d.remove();
   }
 });
 
-test('script: source wins over inline', () => {
+test('script: source wins over inline', async () => {
   const d = deployment({ 'tag.lua': TAG });
   try {
     const node = instantiate(
@@ -65,14 +65,14 @@ test('script: source wins over inline', () => {
       pluginEnv({ configDir: d.configDir }),
     );
     const ctx = requestContext();
-    assert.equal(node.run(ctx), 'success');
+    assert.equal(await node.run(ctx), 'success');
     assert.equal(ctx.request.headers['x-tag'], 'lua');
   } finally {
     d.remove();
   }
 });
 
-test('script: require loads helpers from the script folder, and inline code from plugins/', () => {
+test('script: require loads helpers from the script folder, and inline code from plugins/', async () => {
   const d = deployment({
     'helpers.lua': 'return { id = function() return "req-1" end }',
     'with-require.lua':
@@ -87,7 +87,7 @@ test('script: require loads helpers from the script folder, and inline code from
       },
     ]) {
       const ctx = requestContext();
-      assert.equal(instantiate(script, config, env).run(ctx), 'success');
+      assert.equal(await instantiate(script, config, env).run(ctx), 'success');
       assert.equal(ctx.message['id'], 'req-1');
     }
   } finally {
