@@ -22,6 +22,8 @@ interface Seen {
 let upstream: Server;
 const seen: Seen[] = [];
 const proxies: ChildProcess[] = [];
+// Should the file end without its after hook (a timeout), no proxy outlives it.
+process.on('exit', () => proxies.forEach((child) => child.kill('SIGKILL')));
 
 async function startProxy(upstreamPort: number): Promise<string> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'bench/minimal-proxy.ts'], {
