@@ -1,4 +1,5 @@
 import { Enforcer, Helper, newModelFromString, type Model } from 'casbin';
+import { compileRegex, type ConfigRegex } from '../shared-regex.js';
 
 /** A model or policy problem found while compiling; `field` names the config key it came from. */
 export class CasbinSourceError extends Error {
@@ -39,6 +40,7 @@ export function compileEnforcer(modelText: string, policyText: string): Enforcer
   }
 
   const enforcer = new Enforcer();
+  useLinearRegexMatch(enforcer);
   enforcer.setModel(model);
   enforcer.initRmMap();
   loadPolicy(model, policyText);
@@ -96,4 +98,37 @@ function buildRoleLinks(enforcer: Enforcer, model: Model): void {
       void manager.addLink(user, role, ...domain);
     }
   }
+}
+
+/** Patterns regexMatch compiled, per enforcer; bounded because a matcher may pass request text as the pattern. */
+const MAX_CACHED_PATTERNS = 1000;
+
+/**
+ * casbin's built-in `regexMatch` compiles its second argument with a
+ * backtracking RegExp on every call; a policy line such as `^/(a+)+$` would
+ * then stall the event loop. Swap it for the linear-time engine every other
+ * config regex runs on (docs/conditions.md#regular-expressions).
+ */
+function useLinearRegexMatch(enforcer: Enforcer): void {
+  const cache = new Map<string, ConfigRegex | null>();
+  const regexMatch = (...args: unknown[]): boolean => {
+    const [subject, pattern] = args.map((a) =>
+      typeof a === 'string' ? a : a == null ? '' : JSON.stringify(a),
+    );
+    let re = cache.get(pattern!);
+    if (re === undefined) {
+      try {
+        re = compileRegex(pattern!, 'regexMatch');
+      } catch {
+        re = null;
+      }
+      if (cache.size >= MAX_CACHED_PATTERNS) cache.clear();
+      cache.set(pattern!, re);
+    }
+    return re !== null && re.test(subject!);
+  };
+  // FunctionMap.addFunction keeps an existing entry, so replace the built-in in place.
+  (enforcer as unknown as { fm: { getFunctions(): Map<string, unknown> } }).fm
+    .getFunctions()
+    .set('regexMatch', regexMatch);
 }

@@ -45,6 +45,21 @@ describe('authz-casbin: decisions', () => {
     assert.equal(ctx.response.status, 0);
   });
 
+  test('authz-casbin: regexMatch runs on the linear-time engine: a (a+)+ policy line cannot stall the loop', () => {
+    const regexModel = MODEL.replace('keyMatch(r.obj, p.obj)', 'regexMatch(r.obj, p.obj)');
+    const regexNode = instantiate(authzCasbin, {
+      model: regexModel,
+      policy: 'p, alice, ^/redos/(a+)+$, GET\np, alice, ^/ok/[0-9]+$, GET\n',
+    });
+    const started = process.hrtime.bigint();
+    const attack = ctxFor(`/redos/${'a'.repeat(40)}!`, { 'x-user': 'alice' });
+    assert.equal(runNow(regexNode, attack), 'denied');
+    // A backtracking RegExp needs minutes for 40 a's; the bound is loose on purpose.
+    assert.ok(process.hrtime.bigint() - started < 2_000_000_000n, 'answered within 2 s');
+    assert.equal(runNow(regexNode, ctxFor('/ok/42', { 'x-user': 'alice' })), 'success');
+    assert.equal(runNow(regexNode, ctxFor('/ok/x', { 'x-user': 'alice' })), 'denied');
+  });
+
   test('authz-casbin: a refused request is denied 403 {"message":"Access Denied"}', () => {
     for (const ctx of [
       ctxFor('/data/reports', { 'x-user': 'bob' }),

@@ -143,7 +143,10 @@ describe('feishu-auth: code exchange (stateless)', () => {
     const ctx = withCode('odd-code');
     assert.equal(await runNode(create(), ctx), 'denied');
     assert.equal(ctx.response.status, 401);
-    assert.match(String(responseJson(ctx)['message']), /Feishu rejected the code \(20037/);
+    assert.match(
+      String((responseJson(ctx) as Record<string, unknown>)['message']),
+      /Feishu rejected the code \(20037/,
+    );
   });
 
   test('feishu-auth: a code taken from the query is removed (with state) from what goes upstream', async () => {
