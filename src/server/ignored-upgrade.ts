@@ -48,10 +48,27 @@ function headWithoutUpgrade(req: IncomingMessage): string {
  * Returns false when the socket does not know its HTTP server.
  */
 export function serveWithoutUpgrade(req: IncomingMessage, socket: Duplex, rest: Buffer): boolean {
-  // Node sets `socket.server` to the http.Server that parsed the connection.
-  const server = (socket as Duplex & { server?: { emit?: unknown } }).server;
+  // Node sets `socket.server` to the http.Server that parsed the connection, and `_httpMessage`
+  // to the response still being written on it (the upgrade was pipelined behind a request).
+  const http = socket as Duplex & {
+    server?: { emit?: unknown };
+    _httpMessage?: { once(event: 'finish', listener: () => void): void } | null;
+    setTimeout?: (ms: number) => void;
+  };
+  const server = http.server;
   if (server === undefined || typeof server.emit !== 'function') return false;
-  socket.unshift(Buffer.concat([Buffer.from(headWithoutUpgrade(req), 'latin1'), rest]));
-  (server.emit as (event: string, socket: Duplex) => boolean).call(server, 'connection', socket);
+  const emit = server.emit as (event: string, socket: Duplex) => boolean;
+  const bytes = Buffer.concat([Buffer.from(headWithoutUpgrade(req), 'latin1'), rest]);
+  const refeed = () => {
+    if (socket.destroyed) return;
+    // The previous connection state may have armed its keep-alive timer on the socket.
+    http.setTimeout?.(0);
+    socket.unshift(bytes);
+    emit.call(server, 'connection', socket);
+  };
+  // A new connection state would queue its responses behind one it cannot see finish.
+  const inFlight = http._httpMessage;
+  if (inFlight !== undefined && inFlight !== null) inFlight.once('finish', refeed);
+  else refeed();
   return true;
 }

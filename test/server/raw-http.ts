@@ -47,12 +47,12 @@ export async function spawnDataPlane(gatewayYaml: string, systemExtra = ''): Pro
           return false;
         }
       },
-      { timeoutMs: 20000, what: 'the spawned data plane' },
+      { timeoutMs: 60000, intervalMs: 100, what: 'the spawned data plane' },
     );
   } catch (err) {
     await child.stop('SIGKILL');
     dir.remove();
-    throw err;
+    throw new Error(`${(err as Error).message}\n${child.output()}`);
   }
   return {
     port,
@@ -75,16 +75,20 @@ export interface Captured {
 export interface CaptureUpstream {
   port: number;
   seen: Captured[];
+  /** Ends every `/truncated` response still held open, 5000 of its 100000 bytes sent. */
+  cut(): void;
   close(): void;
 }
 
 /**
- * An origin that records each request and answers 200 `ok`. The target
- * `/bad-chunked` (after any prefix strip) instead gets a response whose first
- * chunk size is not hex, as in the review's fault table.
+ * An origin that records each request and answers 200 `ok`. Targets ending in
+ * `/bad-chunked` get a response whose first chunk size is not hex, as in the
+ * review's fault table; `/truncated` gets 5000 of 100000 announced bytes and
+ * the connection is closed when the test calls `cut()`.
  */
 export async function captureUpstream(): Promise<CaptureUpstream> {
   const seen: Captured[] = [];
+  const held = new Set<Socket>();
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -100,6 +104,11 @@ export async function captureUpstream(): Promise<CaptureUpstream> {
         req.socket.write('HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nZZZ\r\nabc\r\n0\r\n\r\n');
         return;
       }
+      if (target.endsWith('/truncated')) {
+        req.socket.write('HTTP/1.1 200 OK\r\ncontent-length: 100000\r\n\r\n' + 'x'.repeat(5000));
+        held.add(req.socket);
+        return;
+      }
       res.writeHead(200, { 'content-type': 'text/plain' });
       res.end('ok');
     });
@@ -109,6 +118,10 @@ export async function captureUpstream(): Promise<CaptureUpstream> {
   return {
     port: (server.address() as AddressInfo).port,
     seen,
+    cut() {
+      for (const socket of held) socket.destroy();
+      held.clear();
+    },
     close() {
       server.closeAllConnections();
       server.close();
@@ -132,9 +145,26 @@ export async function rawConnect(port: number): Promise<Socket> {
   return socket;
 }
 
+/** A complete chunked body (no trailers) and the bytes it took, or undefined while incomplete. */
+function dechunk(data: Buffer): { body: string; used: number } | undefined {
+  let at = 0;
+  let body = '';
+  for (;;) {
+    const eol = data.indexOf('\r\n', at);
+    if (eol === -1) return undefined;
+    const size = parseInt(data.subarray(at, eol).toString('latin1'), 16);
+    if (Number.isNaN(size)) throw new Error('bad chunk size from the gateway');
+    const start = eol + 2;
+    if (data.length < start + size + 2) return undefined;
+    if (size === 0) return { body, used: start + 2 };
+    body += data.subarray(start, start + size).toString();
+    at = start + size + 2;
+  }
+}
+
 /**
- * Reads one HTTP/1.1 response from `socket` (Content-Length or read-to-close
- * framing; the data plane never sends chunked to these requests). Rejects when
+ * Reads one HTTP/1.1 response from `socket` (Content-Length, chunked or
+ * read-to-close framing). Rejects when
  * the connection closes before a status line arrived: the "empty reply".
  */
 export function readResponse(socket: Socket): Promise<RawResponse> {
@@ -168,6 +198,12 @@ export function readResponse(socket: Socket): Promise<RawResponse> {
         const body = rest.subarray(0, Number(length));
         extra = rest.subarray(Number(length));
         return { statusLine, status: Number(statusLine.split(' ')[1]), headers, body: body.toString() };
+      }
+      if (headers['transfer-encoding'] === 'chunked') {
+        const chunked = dechunk(rest);
+        if (chunked === undefined) return undefined;
+        extra = rest.subarray(chunked.used);
+        return { statusLine, status: Number(statusLine.split(' ')[1]), headers, body: chunked.body };
       }
       if (!closed) return undefined;
       return { statusLine, status: Number(statusLine.split(' ')[1]), headers, body: rest.toString() };
