@@ -88,11 +88,18 @@ test('admin login throttle (M1): a flood of wrong passwords logs a bounded numbe
   const url = `http://127.0.0.1:${config.adminPort}/api/routes`;
   try {
     const sent = 400;
-    const replies = await Promise.all(
-      Array.from({ length: sent }, (_, i) =>
-        rawRequest(url, { headers: { authorization: basic(`user${i % 3}`, `${WRONG}${i}`) } }),
-      ),
-    );
+    // In waves of 50: the admin listener caps open connections (admin.max_connections).
+    const replies = [];
+    for (let wave = 0; wave < sent / 50; wave++) {
+      replies.push(
+        ...(await Promise.all(
+          Array.from({ length: 50 }, (_, j) => {
+            const i = wave * 50 + j;
+            return rawRequest(url, { headers: { authorization: basic(`user${i % 3}`, `${WRONG}${i}`) } });
+          }),
+        )),
+      );
+    }
     const counts = new Map<number, number>();
     for (const r of replies) counts.set(r.status, (counts.get(r.status) ?? 0) + 1);
     assert.equal(counts.get(401), 9, JSON.stringify([...counts]));
@@ -169,4 +176,29 @@ test('admin login throttle: memory is bounded by max_tracked', () => {
   // The newest stay locked; the oldest were evicted (a bounded table cannot remember 10 000 addresses).
   assert.ok(throttle.retryAfter('10.0.39.15') !== undefined);
   assert.equal(throttle.retryAfter('10.0.0.0'), undefined);
+});
+
+test('admin login throttle: guessing one user from many addresses is logged once per window, and locks nobody', () => {
+  const lines: { fields: Record<string, unknown>; msg: string }[] = [];
+  const logger = {
+    warn: (fields: Record<string, unknown>, msg: string) => lines.push({ fields, msg }),
+  } as never;
+  const throttle = new LoginThrottle(
+    {
+      enabled: true,
+      max_failures: 10,
+      window_seconds: 60,
+      lock_seconds: 60,
+      max_lock_seconds: 3600,
+      max_tracked: 1000,
+    },
+    logger,
+    () => 0,
+  );
+  for (let i = 0; i < 50; i++) assert.equal(throttle.failed(`10.0.0.${i}`, 'admin'), undefined);
+  const spread = lines.filter((l) => l.msg.includes('several addresses'));
+  assert.equal(spread.length, 1);
+  assert.equal(spread[0]?.fields.user, 'admin');
+  assert.equal(spread[0]?.fields.clients, 11);
+  assert.equal(throttle.retryAfter('10.0.0.49'), undefined);
 });
