@@ -22,17 +22,21 @@ export interface SpawnedGateway {
 
 /**
  * Spawns the real CLI with `gatewayYaml` and a data-plane listener on a free
- * loopback port (`systemExtra` is appended to system.yaml); resolves once the
- * port answers HTTP.
+ * loopback port (`listenerExtra` adds keys to it, `systemExtra` is appended
+ * to system.yaml); resolves once the port answers HTTP.
  */
-export async function spawnDataPlane(gatewayYaml: string, systemExtra = ''): Promise<SpawnedGateway> {
+export async function spawnDataPlane(
+  gatewayYaml: string,
+  systemExtra = '',
+  listenerExtra = '',
+): Promise<SpawnedGateway> {
   const dir = tempDir();
   const port = await freePort();
   const sys = join(dir.path, 'system.yaml');
   const gw = join(dir.path, 'gateway.yaml');
   writeFileSync(
     sys,
-    `listener: { bind: 127.0.0.1, port: ${port} }\nlogging: { level: warn }\ntimeouts: { shutdown_timeout_seconds: 2 }\n${systemExtra}`,
+    `listener: { bind: 127.0.0.1, port: ${port}${listenerExtra === '' ? '' : `, ${listenerExtra}`} }\nlogging: { level: warn }\ntimeouts: { shutdown_timeout_seconds: 2 }\n${systemExtra}`,
   );
   writeFileSync(gw, gatewayYaml);
   const child = spawnGateway(['--system-config', sys, '--gateway-config', gw]);
@@ -70,6 +74,7 @@ export interface Captured {
   target: string;
   headers: IncomingMessage['headers'];
   body: string;
+  bytes: Buffer;
 }
 
 export interface CaptureUpstream {
@@ -94,12 +99,8 @@ export async function captureUpstream(): Promise<CaptureUpstream> {
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const target = req.url ?? '';
-      seen.push({
-        method: req.method ?? '',
-        target,
-        headers: req.headers,
-        body: Buffer.concat(chunks).toString(),
-      });
+      const bytes = Buffer.concat(chunks);
+      seen.push({ method: req.method ?? '', target, headers: req.headers, body: bytes.toString(), bytes });
       if (target.endsWith('/bad-chunked')) {
         req.socket.write('HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nZZZ\r\nabc\r\n0\r\n\r\n');
         return;
