@@ -20,6 +20,8 @@ export interface Http2GuardOptions {
   /** A request body must be complete this long after its stream opened (`connection_seconds + read_seconds`). */
   requestMs: number;
   log: ThrottledLog;
+  /** The client address of a session (h2c sessions sit on a JS stream that has none). */
+  peerAddress(session: Http2Session): string | undefined;
 }
 
 type Http2Handler = (req: Http2ServerRequest, res: Http2ServerResponse) => void;
@@ -35,9 +37,10 @@ const TIMEOUT_BODY = JSON.stringify({
  * header timeout, a request body must arrive within the request timeout (408,
  * then RST_STREAM), and a client resetting streams before their response
  * faster than `max_reset_streams` per window gets GOAWAY ENHANCE_YOUR_CALM
- * (CVE-2023-44487). Requests are handed to `onRequest` one macrotask late:
- * a stream the client reset in the same read never runs its policy, so it
- * never opens an upstream connection.
+ * (CVE-2023-44487). Requests are handed to `onRequest` one macrotask late,
+ * after the rest of the socket read is processed: a stream the client reset in
+ * the same read as its HEADERS (the attack's shape) never runs its policy, so
+ * it never opens an upstream connection.
  */
 export function createGuardedHttp2Server(options: Http2GuardOptions, onRequest: Http2Handler): Http2Server {
   const server = createServer({
@@ -60,6 +63,14 @@ function dispatchOpen(req: Http2ServerRequest, res: Http2ServerResponse, onReque
   onRequest(req, res);
 }
 
+/** How long a session told GOAWAY ENHANCE_YOUR_CALM has to flush it before it is destroyed. */
+const GOAWAY_FLUSH_MS = 250;
+
+function endSession(session: Http2Session): void {
+  // The error carries the code of the final GOAWAY (destroy(undefined, code) would send NO_ERROR).
+  if (!session.destroyed) session.destroy(new Error('HTTP/2 rapid reset'), NGHTTP2_ENHANCE_YOUR_CALM);
+}
+
 /** First-stream deadline and rapid-reset accounting of one client connection. */
 function watchSession(session: Http2Session, options: Http2GuardOptions): void {
   const maxResets = options.limits.max_reset_streams;
@@ -71,6 +82,7 @@ function watchSession(session: Http2Session, options: Http2GuardOptions): void {
   session.once('close', () => clearTimeout(firstStream));
   let windowStart = 0;
   let resets = 0;
+  let calmed = false;
   session.on('stream', (stream: ServerHttp2Stream) => {
     if (firstStream !== undefined) {
       clearTimeout(firstStream);
@@ -78,24 +90,28 @@ function watchSession(session: Http2Session, options: Http2GuardOptions): void {
     }
     stream.once('close', () => {
       // Only streams that ended before any answer count: the reset cost us work and the client nothing.
-      if (stream.rstCode === NGHTTP2_NO_ERROR || stream.headersSent || session.destroyed) return;
+      if (stream.rstCode === NGHTTP2_NO_ERROR || stream.headersSent || calmed || session.destroyed) return;
       const now = Date.now();
       if (now - windowStart > windowMs) {
         windowStart = now;
         resets = 0;
       }
       if (++resets <= maxResets) return;
+      calmed = true;
       options.log.warn(
         'rapid-reset',
         {
           listener: options.label,
-          remote_address: session.socket?.remoteAddress,
+          remote_address: options.peerAddress(session),
           max_reset_streams: maxResets,
           reset_window_seconds: options.limits.reset_window_seconds,
         },
         `${options.label}: HTTP/2 client reset too many streams (rapid reset); GOAWAY ENHANCE_YOUR_CALM`,
       );
-      session.destroy(undefined, NGHTTP2_ENHANCE_YOUR_CALM);
+      // Streams after the GOAWAY's last stream id are ignored from here on. The frame goes out on a
+      // later turn, and destroying the session now (often inside this very read) would drop it.
+      session.goaway(NGHTTP2_ENHANCE_YOUR_CALM);
+      setTimeout(endSession, GOAWAY_FLUSH_MS, session).unref();
     });
   });
 }

@@ -104,6 +104,7 @@ export async function startListener(
           firstStreamMs: headerMs,
           requestMs: (t.connection_seconds + t.read_seconds) * 1000,
           log: abuseLog,
+          peerAddress: (session) => sessionPeers.get(session)?.address ?? session.socket?.remoteAddress,
         },
         onRequest,
       )

@@ -52,7 +52,14 @@ policies:
  * lines; the defaults keep every timeout at 1 s so the tests are fast.
  */
 export async function startAbuseGateway(
-  options: { system?: string; timeouts?: string; upstreamPort?: number; admin?: string } = {},
+  options: {
+    system?: string;
+    timeouts?: string;
+    upstreamPort?: number;
+    /** Appended inside the `listener: {…}` and `admin: {…}` mappings, e.g. `, max_connections: 4`. */
+    listenerExtra?: string;
+    admin?: string;
+  } = {},
 ): Promise<AbuseGateway> {
   const dir = tempDir('switchyard-abuse-');
   const [dataPort, adminPort] = [await freePort(), await freePort()];
@@ -61,7 +68,7 @@ export async function startAbuseGateway(
   writeFileSync(
     systemPath,
     [
-      `listener: { bind: 127.0.0.1, port: ${dataPort} }`,
+      `listener: { bind: 127.0.0.1, port: ${dataPort}${options.listenerExtra ?? ''} }`,
       'logging: { level: warn }',
       `timeouts: { ${options.timeouts ?? 'connection_seconds: 1, read_seconds: 1, idle_seconds: 30'}, shutdown_timeout_seconds: 2 }`,
       `admin: { bind: 127.0.0.1, port: ${adminPort}, username: admin, password: "correct horse"${options.admin ?? ''} }`,
@@ -161,19 +168,25 @@ export function fdCount(pid: number): number {
 /** An upstream that accepts connections, counts them, and never answers. */
 export interface HangingUpstream {
   port: number;
+  /** Connections accepted so far. */
   readonly accepted: number;
+  /** Request lines received so far whose path starts with `prefix`. */
+  requests(prefix: string): number;
   close(): Promise<void>;
 }
 
 export async function hangingUpstream(): Promise<HangingUpstream> {
   const sockets = new Set<Socket>();
   let accepted = 0;
+  const paths: string[] = [];
   const server: Server = createServer((socket) => {
     accepted++;
     sockets.add(socket);
     socket.on('error', () => undefined);
     socket.on('close', () => sockets.delete(socket));
-    socket.resume();
+    socket.on('data', (d: Buffer) => {
+      for (const m of d.toString('latin1').matchAll(/^[A-Z]+ (\S+) HTTP\/1\.1\r$/gm)) paths.push(m[1] ?? '');
+    });
   });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
@@ -182,6 +195,7 @@ export async function hangingUpstream(): Promise<HangingUpstream> {
     get accepted() {
       return accepted;
     },
+    requests: (prefix) => paths.filter((p) => p.startsWith(prefix)).length,
     async close() {
       for (const s of sockets) s.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -191,3 +205,56 @@ export async function hangingUpstream(): Promise<HangingUpstream> {
 
 /** The HTTP/2 connection preface minus its last byte: a client that never finishes it. */
 export const PARTIAL_PREFACE = 'PRI * HTTP/2.0\r\n\r\nSM\r\n\r';
+
+/** One HTTP/2 frame: 9-byte header (length, type, flags, stream id) plus payload (RFC 9113 §4.1). */
+function frame(type: number, flags: number, streamId: number, payload: Buffer): Buffer {
+  const header = Buffer.alloc(9);
+  header.writeUIntBE(payload.length, 0, 3);
+  header[3] = type;
+  header[4] = flags;
+  header.writeUInt32BE(streamId, 5);
+  return Buffer.concat([header, payload]);
+}
+
+/** A GET's header block in HPACK without Huffman or indexing: `:method GET`, `:scheme http` (static), `:path`, `:authority`. */
+function getHeaderBlock(path: string): Buffer {
+  const literal = (nameIndex: number, value: string) =>
+    Buffer.concat([Buffer.from([nameIndex, value.length]), Buffer.from(value, 'latin1')]);
+  return Buffer.concat([Buffer.from([0x82, 0x86]), literal(0x04, path), literal(0x01, 'abuse.test')]);
+}
+
+/**
+ * The bytes of a rapid-reset client (CVE-2023-44487) as one write: the
+ * preface, an empty SETTINGS, then HEADERS + RST_STREAM(CANCEL) for `resets`
+ * streams, then `live` streams that are not reset. The shape of the attack:
+ * each reset travels in the same packet as its request.
+ */
+export function rapidResetBytes(resets: number, path: string, live: string[] = []): Buffer {
+  const END_STREAM_AND_HEADERS = 0x05;
+  const parts = [
+    Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n', 'latin1'),
+    frame(0x4, 0, 0, Buffer.alloc(0)),
+  ];
+  let id = 1;
+  for (let i = 0; i < resets; i++, id += 2) {
+    parts.push(frame(0x1, END_STREAM_AND_HEADERS, id, getHeaderBlock(`${path}-${i}`)));
+    parts.push(frame(0x3, 0, id, Buffer.from([0, 0, 0, 8])));
+  }
+  for (const p of live) {
+    parts.push(frame(0x1, END_STREAM_AND_HEADERS, id, getHeaderBlock(p)));
+    id += 2;
+  }
+  return Buffer.concat(parts);
+}
+
+/** The error code of the first GOAWAY frame among the bytes a server sent after the preface, if any. */
+export function goawayCode(received: Buffer): number | undefined {
+  let at = 0;
+  while (at + 9 <= received.length) {
+    const length = received.readUIntBE(at, 3);
+    const type = received[at + 3];
+    if (type === 0x7 && at + 9 + 8 <= received.length) return received.readUInt32BE(at + 9 + 4);
+    at += 9 + length;
+  }
+  return undefined;
+}
