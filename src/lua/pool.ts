@@ -1,5 +1,8 @@
-import { extname } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { extname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { MessageChannel, Worker, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 import type { LuaErrorCode } from './program.js';
 import {
@@ -35,7 +38,7 @@ const MIN_HEAP_MB = 256;
 
 /** Time past a unit's deadline before its worker is terminated (the count hook normally ends it first). */
 export function graceMs(timeoutMs: number): number {
-  return Math.min(1000, Math.max(20, timeoutMs / 2));
+  return Math.min(1000, Math.max(20, timeoutMs / 4));
 }
 
 /**
@@ -61,6 +64,50 @@ function tsxLoader(): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The worker's sources bundled into one JavaScript module (esbuild, which
+ * tsx ships with), built once per process: a worker then boots in tens of
+ * milliseconds instead of the second tsx takes to load and transpile, which
+ * is how fast a stopped worker is replaced. Undefined when the sources are
+ * JavaScript already or esbuild is not there (the BOOTSTRAP path).
+ */
+let bundled: URL | null | undefined = null;
+
+function workerBundle(): URL | undefined {
+  if (bundled !== null) return bundled;
+  bundled = undefined;
+  if (!ENTRY.endsWith('.ts')) return bundled;
+  try {
+    const fromTsx = createRequire(createRequire(import.meta.url).resolve('tsx'));
+    const esbuild = fromTsx('esbuild') as typeof import('esbuild');
+    const entry = fileURLToPath(ENTRY);
+    const out = esbuild.buildSync({
+      entryPoints: [entry],
+      bundle: true,
+      platform: 'node',
+      format: 'esm',
+      target: 'node20',
+      write: false,
+      logLevel: 'silent',
+      // fengari's CommonJS requires Node built-ins; an ES module has no `require` of its own.
+      banner: {
+        js: `import { createRequire as __cr } from 'node:module'; const require = __cr(${JSON.stringify(entry)});`,
+      },
+    });
+    const text = out.outputFiles[0]?.text;
+    if (text === undefined) return bundled;
+    // A file, not a data: URL: Node parses a large data: module several times slower.
+    const dir = mkdtempSync(join(tmpdir(), 'switchyard-lua-'));
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+    const file = join(dir, 'worker.mjs');
+    writeFileSync(file, text);
+    bundled = pathToFileURL(file);
+  } catch {
+    bundled = undefined;
+  }
+  return bundled;
 }
 
 type Failure = Extract<FromWorker, { ok: false }>;
@@ -96,6 +143,8 @@ class LuaWorker {
   /** Calls sent and not answered, in the order the worker runs them. */
   readonly inFlight = new Map<number, Call>();
   watchdog: NodeJS.Timeout | undefined;
+  /** Set when the worker has loaded its sources (its first message). */
+  ready = false;
   dead = false;
 
   constructor(heapMb: number, notify: boolean) {
@@ -104,9 +153,18 @@ class LuaWorker {
     this.deadline = new Float64Array(shared, 8, 1);
     const channel = new MessageChannel();
     this.port = channel.port1;
-    const data: WorkerData = { port: channel.port2, shared, notify, entry: ENTRY, tsx: tsxLoader() };
-    this.worker = new Worker(BOOTSTRAP, {
-      eval: true,
+    const bundle = workerBundle();
+    const data: WorkerData = {
+      port: channel.port2,
+      shared,
+      notify,
+      entry: ENTRY,
+      tsx: bundle === undefined ? tsxLoader() : undefined,
+    };
+    this.worker = new Worker(bundle ?? BOOTSTRAP, {
+      eval: bundle === undefined,
+      // The bundle is plain JavaScript: no `--import tsx` (tests run with it) to load again.
+      ...(bundle === undefined ? {} : { execArgv: [] }),
       workerData: data,
       transferList: [channel.port2],
       resourceLimits: { maxOldGenerationSizeMb: heapMb },
@@ -154,7 +212,8 @@ export class LuaPool {
         if (got.message.seq !== seq) continue;
         // Start the request workers now, after the validator (they compete for the same cores),
         // so the first request does not wait for them to boot.
-        for (let i = 0; i < POOL_SIZE; i++) this.#workers[i] ??= this.#spawnRequestWorker(i);
+        for (let i = 0; i < POOL_SIZE; i++)
+          this.#workers[i] ??= this.#attach(new LuaWorker(this.#heapMb(), false), i);
         return got.message;
       }
       const d = w.deadline[0] ?? 0;
@@ -234,9 +293,28 @@ export class LuaPool {
     return w;
   }
 
+  /**
+   * A request worker for `slot`: the idle validator when there is one (it has
+   * booted already, so a killed worker is replaced at once and a new
+   * validator boots in the background), else a new worker.
+   */
   #spawnRequestWorker(slot: number): LuaWorker {
-    const w = new LuaWorker(this.#heapMb(), false);
+    const spare = this.#validator;
+    if (spare !== undefined && !spare.dead) {
+      this.#validator = this.#spawnValidator();
+      for (let m = receiveMessageOnPort(spare.port); m !== undefined; m = receiveMessageOnPort(spare.port))
+        if ((m.message as FromWorker).seq === 0) spare.ready = true;
+      return this.#attach(spare, slot);
+    }
+    return this.#attach(new LuaWorker(this.#heapMb(), false), slot);
+  }
+
+  #attach(w: LuaWorker, slot: number): LuaWorker {
     w.port.on('message', (reply: FromWorker) => {
+      if (reply.seq === 0) {
+        w.ready = true;
+        return;
+      }
       const call = w.inFlight.get(reply.seq);
       if (call === undefined) return;
       w.inFlight.delete(reply.seq);
@@ -276,13 +354,22 @@ export class LuaPool {
     return w;
   }
 
-  /** The live worker with the fewest calls in flight, if one has room. */
+  /**
+   * The live worker with the fewest calls in flight, if one has room; a
+   * booting worker only when none is ready (a replacement boots while its
+   * sibling serves).
+   */
   #freeWorker(): LuaWorker | undefined {
     let best: LuaWorker | undefined;
     for (let i = 0; i < POOL_SIZE; i++) {
       let w = this.#workers[i];
       if (w === undefined || w.dead) w = this.#workers[i] = this.#spawnRequestWorker(i);
-      if (w.inFlight.size < MAX_IN_FLIGHT && (best === undefined || w.inFlight.size < best.inFlight.size))
+      if (w.inFlight.size >= MAX_IN_FLIGHT) continue;
+      if (
+        best === undefined ||
+        (w.ready && !best.ready) ||
+        (w.ready === best.ready && w.inFlight.size < best.inFlight.size)
+      )
         best = w;
     }
     return best;

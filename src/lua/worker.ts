@@ -127,3 +127,6 @@ data.port.on('message', (msg: ToWorker) => {
     Atomics.notify(status, 0);
   }
 });
+
+// Tells the pool this worker has loaded its sources and takes calls at once.
+data.port.postMessage({ seq: 0, ok: true, prints: [] } satisfies FromWorker);
