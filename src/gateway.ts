@@ -22,7 +22,6 @@ import { createGatewayScope } from './engine/gateway-scope.js';
 import { AcmeManager, acmeConfigOf, acmeStoreIssues } from './acme/index.js';
 import { registerAcmeMetrics } from './observability/acme-metrics.js';
 import { configurePools } from './outbound/pool-registry.js';
-import { configurePools } from './outbound/pool-registry.js';
 
 export interface GatewayOptions {
   system: SystemConfig;
@@ -113,7 +112,6 @@ export class Gateway {
       config = parseGatewayConfig(text);
     }
     const scope = createGatewayScope({ cacheMaxEntries: options.system.cache.max_entries });
-    configurePools({ maxConnectionsPerTarget: options.system.upstream.max_connections_per_target });
     configurePools({ maxConnectionsPerTarget: options.system.upstream.max_connections_per_target });
     const env = options.env ?? process.env;
     const runtime = compileWith(config, options.logger, env, options.gatewayPath, scope);

@@ -151,10 +151,6 @@ export const systemSchema = {
           ...int(256, 1),
           description: 'Open connections to the admin listener; separate from listener.max_connections.',
         },
-        max_connections: {
-          ...int(256, 1),
-          description: 'Open connections to the admin listener; separate from listener.max_connections.',
-        },
         // Origins besides the listener's own whose browsers may send Admin writes (CSRF rule).
         allowed_origins: { type: 'array', items: str, default: [] },
         // Failed Basic logins per client address: over max_failures in window_seconds locks the
@@ -307,18 +303,6 @@ export const systemSchema = {
             store: str,
             encryption_key: str,
           },
-        },
-      },
-    },
-    upstream: {
-      type: 'object',
-      additionalProperties: false,
-      default: {},
-      properties: {
-        max_connections_per_target: {
-          ...int(1024, 1),
-          description:
-            'Outbound connections kept to one upstream target (scheme://host:port); further requests queue within their timeout_ms.',
         },
       },
     },

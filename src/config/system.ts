@@ -43,8 +43,6 @@ export interface AdminConfig {
   ui_enabled: boolean;
   /** Open connections to the admin listener (its own cap, so /healthz answers while the data plane is full). */
   max_connections: number;
-  /** Open connections to the admin listener (its own cap, so /healthz answers while the data plane is full). */
-  max_connections: number;
   /** Origins besides the listener's own that may send Admin writes (CSRF rule). */
   allowed_origins: string[];
   login_throttle: LoginThrottleConfig;
@@ -108,19 +106,8 @@ export interface SystemConfig {
   acme?: Record<string, unknown>;
   /** Outbound connection pools shared by every upstream node. */
   upstream: { max_connections_per_target: number };
-  /** Outbound connection pools shared by every upstream node. */
-  upstream: { max_connections_per_target: number };
   cache: { max_entries: number };
   workers: number | 'auto';
-}
-
-/** `http2.*`: the protocol switch and the limits applied to every HTTP/2 client connection. */
-export interface Http2Config {
-  enabled: boolean;
-  max_concurrent_streams: number;
-  /** More streams reset by the client before their response, within the window, is rapid reset. */
-  max_reset_streams: number;
-  reset_window_seconds: number;
 }
 
 /** `http2.*`: the protocol switch and the limits applied to every HTTP/2 client connection. */
