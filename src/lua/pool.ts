@@ -1,3 +1,4 @@
+import type { buildSync } from 'esbuild';
 import { createRequire } from 'node:module';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -81,7 +82,7 @@ function workerBundle(): URL | undefined {
   if (!ENTRY.endsWith('.ts')) return bundled;
   try {
     const fromTsx = createRequire(createRequire(import.meta.url).resolve('tsx'));
-    const esbuild = fromTsx('esbuild') as typeof import('esbuild');
+    const esbuild = fromTsx('esbuild') as { buildSync: typeof buildSync };
     const entry = fileURLToPath(ENTRY);
     const out = esbuild.buildSync({
       entryPoints: [entry],

@@ -198,6 +198,10 @@ test('lua budget (M4): print is bounded per run', async () => {
   const before = gateway.output().length;
   const reply = await rawRequest(`${data}/chatty`);
   assert.equal(reply.status, 204);
+  await waitFor(() => gateway.output().slice(before).includes('more print lines dropped'), {
+    timeoutMs: 10000,
+    what: 'the dropped-lines notice in the log',
+  });
   const lines = logLines(gateway.output().slice(before)).filter((l) => l['msg'] === 'lua print');
   assert.ok(lines.length <= 21, `${lines.length} print lines logged`);
   assert.ok(lines.every((l) => String(l['lua']).length <= 1100));
