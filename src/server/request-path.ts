@@ -17,8 +17,8 @@ const BACKSLASH = 0x5c;
  * backslash, an empty segment (`//`) or a segment starting with a dot. Most
  * paths have none and are returned as they came, without allocating.
  */
-function needsWork(path: string): boolean {
-  for (let i = 0; i < path.length; i++) {
+function needsWork(path: string, end: number): boolean {
+  for (let i = 0; i < end; i++) {
     const c = path.charCodeAt(i);
     if (c === PERCENT || c === BACKSLASH) return true;
     if (c === SLASH) {
@@ -101,8 +101,8 @@ function hidesDotSegment(segment: string): boolean {
  */
 export function normaliseTarget(target: string): string {
   const q = target.indexOf('?');
+  if (!needsWork(target, q === -1 ? target.length : q)) return target;
   const path = q === -1 ? target : target.slice(0, q);
-  if (!needsWork(path)) return target;
   const input = path.slice(1).split('/');
   const out: string[] = [];
   const last = input.length - 1;

@@ -369,8 +369,11 @@ function compileRoute<T>(entry: RouteEntry<T>, index: number): CompiledRoute<T> 
  * Cases COMPAT §3.1 does not spell out, decided here: a `*` segment also
  * matches an empty segment (`/users//orders`); a request path without a
  * leading `/` (`*`, absolute-form) is matched only by path-less routes and
- * `/*`; paths compare raw (no decoding, case-sensitive); a port written in a
- * host pattern is ignored like the request's, and `[::1]` equals `::1`.
+ * `/*`; paths compare as given (no decoding, case-sensitive); a port written
+ * in a host pattern is ignored like the request's, and `[::1]` equals `::1`.
+ * The data plane hands it paths already normalised (`request-path.ts`: no
+ * dot-segments, no `//`, unreserved escapes decoded), so the first two cases
+ * only arise for callers that skip that step.
  *
  * Throws `ConfigRejected` when a route fails `validateRouteMatch`.
  *
