@@ -81,6 +81,12 @@ test('lua sandbox: the standard library is read-only and the string metatable is
   assert.equal(evaluate('getmetatable(_ENV)'), false);
 });
 
+test('lua sandbox (L7): string methods go through the sandboxed string table, so ("").dump is nil', () => {
+  assert.equal(evaluate('type(("").dump)'), 'nil');
+  assert.equal(evaluate('type(string.dump)'), 'nil');
+  assert.equal(evaluate('("abc"):upper() .. ("x"):rep(3)'), 'ABCxxx');
+});
+
 test('lua sandbox: load accepts text chunks only and runs them in the caller environment', () => {
   assert.equal(evaluate('load("return 1 + 1")()'), 2);
   assert.equal(evaluate('(function() marker = 7 return load("return marker")() end)()'), 7);
