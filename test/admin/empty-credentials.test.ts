@@ -2,7 +2,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ConfigRejected } from '../../src/config/schema-validate.js';
 import { parseSystemConfig } from '../../src/config/system.js';
+import { startAdminServer } from '../../src/admin/server.js';
+import { silentLogger } from '../../src/observability/logger.js';
 import { spawnGateway } from '../support/gateway-process.js';
+import { startGateway } from '../support/in-process.js';
 import { basic } from './harness.js';
 import { rawRequest, spawnedConfig, startSpawned, validate } from './spawned.js';
 
@@ -123,31 +126,26 @@ test('admin credentials (H3): admin.password ${ADMIN_PASSWORD:-} still generates
 });
 
 test('admin credentials (H3): an absent admin.password still means a generated one', async () => {
-  const config = await spawnedConfig(
-    [
-      'listener: { bind: 127.0.0.1, port: @DATA_PORT@ }',
-      'timeouts: { shutdown_timeout_seconds: 2 }',
-      'admin: { port: @ADMIN_PORT@, username: root }',
-      '',
-    ].join('\n'),
-  );
+  const gw = await startGateway('routes: []\n', {
+    systemYaml: 'listener: { bind: 127.0.0.1, port: 0 }\nadmin: { port: 0, username: root }\n',
+  });
+  const config = gw.gateway.system.admin;
+  assert.ok(config !== undefined);
+  assert.equal(config.password, '');
+  const printed: string[] = [];
+  const admin = await startAdminServer(gw.gateway, config, silentLogger, { print: (l) => printed.push(l) });
   try {
-    const checked = validate(config);
-    assert.equal(checked.status, 0, checked.output);
-    const p = await startSpawned(config);
-    try {
-      const generated = /generated password for user 'root': (\S+)/.exec(p.output())?.[1];
-      assert.ok(generated !== undefined && generated.length >= 24, p.output());
-      const url = `http://127.0.0.1:${config.adminPort}/api/status`;
-      assert.equal(
-        (await rawRequest(url, { headers: { authorization: basic('root', generated) } })).status,
-        200,
-      );
-      assert.equal((await rawRequest(url, { headers: { authorization: basic('root', '') } })).status, 401);
-    } finally {
-      await p.stop();
-    }
+    const generated = admin.generatedPassword;
+    assert.ok(generated !== undefined && generated.length >= 24);
+    assert.match(printed.join(''), /generated password for user 'root'/);
+    const url = `${admin.url}/api/status`;
+    assert.equal(
+      (await rawRequest(url, { headers: { authorization: basic('root', generated) } })).status,
+      200,
+    );
+    assert.equal((await rawRequest(url, { headers: { authorization: basic('root', '') } })).status, 401);
   } finally {
-    config.remove();
+    await admin.close();
+    await gw.stop();
   }
 });

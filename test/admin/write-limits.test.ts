@@ -1,10 +1,11 @@
-import { test } from 'node:test';
+import { after, before, test } from 'node:test';
+import type { GatewayProcess } from '../support/gateway-process.js';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { jsonDepthExceeds } from '../../src/admin/http.js';
 import { basic } from './harness.js';
-import { rawRequest, spawnedConfig, startSpawned, type RawReply } from './spawned.js';
+import { rawRequest, spawnedConfig, startSpawned, type RawReply, type SpawnedConfig } from './spawned.js';
 
 const system = (limits = '') =>
   [
@@ -26,9 +27,19 @@ const errorText = (reply: RawReply): string => {
   return JSON.stringify(body);
 };
 
+// One gateway for the tests below that share its configuration (spawning is slow on a busy machine).
+let config: SpawnedConfig;
+let p: GatewayProcess;
+before(async () => {
+  config = await spawnedConfig(system());
+  p = await startSpawned(config);
+});
+after(async () => {
+  await p.stop();
+  config.remove();
+});
+
 test('admin write limits (L1): deeply nested JSON answers 400, never 500, and changes nothing', async () => {
-  const config = await spawnedConfig(system());
-  const p = await startSpawned(config);
   const base = `http://127.0.0.1:${config.adminPort}`;
   const write = (method: string, path: string, body: string) =>
     rawRequest(base + path, {
@@ -36,35 +47,28 @@ test('admin write limits (L1): deeply nested JSON answers 400, never 500, and ch
       headers: { authorization: basic(), 'content-type': 'application/json' },
       body,
     });
-  const before = sha(config.gatewayPath);
-  try {
-    // The review's three shapes: 100k-deep response_headers, 300k-deep nodes, 200k-deep sandbox context.
-    const policy = `{"nodes":[{"id":"in","type":"listener"},{"id":"m","type":"mocking","config":{"response_example":"x","response_headers":${nested(100_000)}}},{"id":"out","type":"client"}],"edges":[{"from":"in.out","to":"m.in"},{"from":"m.success","to":"out.in"}]}`;
-    const cases: [string, string, string][] = [
-      ['PUT', '/api/policies/deep', policy],
-      ['POST', '/api/policies/validate', `{"nodes":${nestedArray(300_000)}}`],
-      ['POST', '/api/debug/sandbox', `{"policy":"hello-policy","context":{"message":${nested(200_000)}}}`],
-      ['POST', '/api/consumers', `{"name":"deep","labels":${nested(5_000)}}`],
-    ];
-    for (const [method, path, body] of cases) {
-      const res = await write(method, path, body);
-      assert.equal(res.status, 400, `${method} ${path}: ${res.body.slice(0, 200)}`);
-      assert.match(errorText(res), /nested deeper than 128 levels/);
-    }
-    assert.equal(sha(config.gatewayPath), before, 'gateway.yaml unchanged');
-    assert.equal((await rawRequest(`http://127.0.0.1:${config.dataPort}/hello`)).status, 200);
-    // Ordinary nesting still works.
-    const ok = await write('POST', '/api/consumers', JSON.stringify({ name: 'ok', labels: { team: 'a' } }));
-    assert.equal(ok.status, 201, ok.body);
-  } finally {
-    await p.stop();
-    config.remove();
+  const initial = sha(config.gatewayPath);
+  // The review's three shapes: 100k-deep response_headers, 300k-deep nodes, 200k-deep sandbox context.
+  const policy = `{"nodes":[{"id":"in","type":"listener"},{"id":"m","type":"mocking","config":{"response_example":"x","response_headers":${nested(100_000)}}},{"id":"out","type":"client"}],"edges":[{"from":"in.out","to":"m.in"},{"from":"m.success","to":"out.in"}]}`;
+  const cases: [string, string, string][] = [
+    ['PUT', '/api/policies/deep', policy],
+    ['POST', '/api/policies/validate', `{"nodes":${nestedArray(300_000)}}`],
+    ['POST', '/api/debug/sandbox', `{"policy":"hello-policy","context":{"message":${nested(200_000)}}}`],
+    ['POST', '/api/consumers', `{"name":"deep","labels":${nested(5_000)}}`],
+  ];
+  for (const [method, path, body] of cases) {
+    const res = await write(method, path, body);
+    assert.equal(res.status, 400, `${method} ${path}: ${res.body.slice(0, 200)}`);
+    assert.match(errorText(res), /nested deeper than 128 levels/);
   }
+  assert.equal(sha(config.gatewayPath), initial, 'gateway.yaml unchanged');
+  assert.equal((await rawRequest(`http://127.0.0.1:${config.dataPort}/hello`)).status, 200);
+  // Ordinary nesting still works.
+  const ok = await write('POST', '/api/consumers', JSON.stringify({ name: 'ok', labels: { team: 'a' } }));
+  assert.equal(ok.status, 201, ok.body);
 });
 
 test('admin write limits (L8): a 9 MB description, long or control-character names and bad header names answer 400 naming the key', async () => {
-  const config = await spawnedConfig(system());
-  const p = await startSpawned(config);
   const base = `http://127.0.0.1:${config.adminPort}`;
   const post = (path: string, body: unknown) =>
     rawRequest(base + path, {
@@ -78,52 +82,46 @@ test('admin write limits (L8): a 9 MB description, long or control-character nam
     policy: 'hello-policy',
     ...extra,
   });
-  const before = sha(config.gatewayPath);
-  try {
-    const huge = await post('/api/routes', route({ description: 'd'.repeat(9 * 1024 * 1024) }));
-    assert.equal(huge.status, 400, huge.body.slice(0, 200));
-    assert.match(errorText(huge), /routes\[1\]\.description/);
-    assert.match(errorText(huge), /4096/);
+  const initial = sha(config.gatewayPath);
+  const huge = await post('/api/routes', route({ description: 'd'.repeat(9 * 1024 * 1024) }));
+  assert.equal(huge.status, 400, huge.body.slice(0, 200));
+  assert.match(errorText(huge), /routes\[1\]\.description/);
+  assert.match(errorText(huge), /4096/);
 
-    const header = await post(
-      '/api/routes',
-      route({ match: { path: '/r', headers: { 'bad header': 'x' } } }),
-    );
-    assert.equal(header.status, 400);
-    assert.match(errorText(header), /routes\[1\]\.match\.headers/);
-    assert.match(errorText(header), /bad header/);
+  const header = await post('/api/routes', route({ match: { path: '/r', headers: { 'bad header': 'x' } } }));
+  assert.equal(header.status, 400);
+  assert.match(errorText(header), /routes\[1\]\.match\.headers/);
+  assert.match(errorText(header), /bad header/);
 
-    const newline = await post('/api/routes', route({ name: 'a\nb' }));
-    assert.equal(newline.status, 400);
-    assert.match(errorText(newline), /routes\[1\]\.name/);
+  const newline = await post('/api/routes', route({ name: 'a\nb' }));
+  assert.equal(newline.status, 400);
+  assert.match(errorText(newline), /routes\[1\]\.name/);
 
-    const long = await post('/api/consumers', { name: 'n'.repeat(10_000) });
-    assert.equal(long.status, 400);
-    assert.match(errorText(long), /consumers\[0\]\.name/);
-    assert.match(errorText(long), /128/);
+  const long = await post('/api/consumers', { name: 'n'.repeat(10_000) });
+  assert.equal(long.status, 400);
+  assert.match(errorText(long), /consumers\[\d+\]\.name/);
+  assert.match(errorText(long), /128/);
 
-    const policyName = await rawRequest(`${base}/api/policies/${encodeURIComponent('a\nb: c')}`, {
-      method: 'PUT',
-      headers: { authorization: basic(), 'content-type': 'application/json' },
-      body: JSON.stringify({ nodes: [], edges: [] }),
-    });
-    assert.equal(policyName.status, 400);
-    assert.match(errorText(policyName), /policies\[1\]\.name/);
+  const policyName = await rawRequest(`${base}/api/policies/${encodeURIComponent('a\nb: c')}`, {
+    method: 'PUT',
+    headers: { authorization: basic(), 'content-type': 'application/json' },
+    body: JSON.stringify({ nodes: [], edges: [] }),
+  });
+  assert.equal(policyName.status, 400);
+  assert.match(errorText(policyName), /policies\[1\]\.name/);
 
-    assert.equal(sha(config.gatewayPath), before, 'gateway.yaml unchanged');
-    // Printable names, spaces and non-ASCII included, are fine.
-    const fine = await post('/api/routes', route({ name: 'Route Ω 1', description: 'd'.repeat(4096) }));
-    assert.equal(fine.status, 201, fine.body);
-  } finally {
-    await p.stop();
-    config.remove();
-  }
+  assert.equal(sha(config.gatewayPath), initial, 'gateway.yaml unchanged');
+  // Printable names, spaces and non-ASCII included, are fine.
+  const fine = await post('/api/routes', route({ name: 'Route Ω 1', description: 'd'.repeat(4096) }));
+  assert.equal(fine.status, 201, fine.body);
 });
 
 test('admin write limits (L8): bodies over max_body_bytes get 413; writes that would grow the config past max_config_bytes get 413', async () => {
-  const config = await spawnedConfig(system(', limits: { max_body_bytes: 200000, max_config_bytes: 50000 }'));
-  const p = await startSpawned(config);
-  const base = `http://127.0.0.1:${config.adminPort}`;
+  const limited = await spawnedConfig(
+    system(', limits: { max_body_bytes: 200000, max_config_bytes: 50000 }'),
+  );
+  const gw = await startSpawned(limited);
+  const base = `http://127.0.0.1:${limited.adminPort}`;
   const post = (name: string, size: number) =>
     rawRequest(`${base}/api/consumers`, {
       method: 'POST',
@@ -135,25 +133,25 @@ test('admin write limits (L8): bodies over max_body_bytes get 413; writes that w
     assert.equal(tooBig.status, 413);
     assert.match(errorText(tooBig), /admin\.limits\.max_body_bytes/);
 
-    const before = sha(config.gatewayPath);
+    const initial = sha(limited.gatewayPath);
     const first = await post('c1', 30_000);
     assert.equal(first.status, 201, first.body);
     const grown = await post('c2', 30_000);
     assert.equal(grown.status, 413, grown.body);
     assert.match(errorText(grown), /config_too_large/);
     assert.match(errorText(grown), /admin\.limits\.max_config_bytes/);
-    assert.notEqual(sha(config.gatewayPath), before);
-    const afterFirst = sha(config.gatewayPath);
+    assert.notEqual(sha(limited.gatewayPath), initial);
+    const afterFirst = sha(limited.gatewayPath);
     // Shrinking is always allowed, so an oversized configuration can be repaired.
     const removed = await rawRequest(`${base}/api/consumers/c1`, {
       method: 'DELETE',
       headers: { authorization: basic() },
     });
     assert.equal(removed.status, 200);
-    assert.notEqual(sha(config.gatewayPath), afterFirst);
+    assert.notEqual(sha(limited.gatewayPath), afterFirst);
   } finally {
-    await p.stop();
-    config.remove();
+    await gw.stop();
+    limited.remove();
   }
 });
 
