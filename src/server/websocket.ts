@@ -1,5 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { request as httpRequest, STATUS_CODES, type IncomingMessage } from 'node:http';
+import {
+  request as httpRequest,
+  STATUS_CODES,
+  validateHeaderName,
+  validateHeaderValue,
+  type IncomingMessage,
+} from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { ServerHttp2Stream } from 'node:http2';
 import type { Duplex } from 'node:stream';
@@ -178,19 +184,41 @@ export function activeTunnels(): number {
   return tunnels.size;
 }
 
-/** Writes a prepared response on a raw upgrade socket (the policy answered instead of relaying). */
+/**
+ * Writes a prepared response on a raw upgrade socket (the policy answered
+ * instead of relaying). Lines are written by hand here, so a header Node would
+ * refuse (CR, LF, NUL: often a reflected request value) turns the answer into
+ * a 502, as on the normal response path, instead of splitting the response.
+ */
 export function answerUpgrade(socket: Duplex, status: number, headers: HeaderMap, body: Buffer | null): void {
   const lines = [`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Unknown'}`];
-  for (const [name, value] of Object.entries(headers)) {
-    if (
-      value === undefined ||
-      name === 'content-length' ||
-      name === 'connection' ||
-      name === 'transfer-encoding'
-    )
-      continue;
-    for (const v of Array.isArray(value) ? value : [value]) lines.push(`${name}: ${v}`);
+  try {
+    for (const [name, value] of Object.entries(headers)) {
+      if (
+        value === undefined ||
+        name === 'content-length' ||
+        name === 'connection' ||
+        name === 'transfer-encoding'
+      )
+        continue;
+      validateHeaderName(name);
+      for (const v of Array.isArray(value) ? value : [value]) {
+        validateHeaderValue(name, v);
+        lines.push(`${name}: ${v}`);
+      }
+    }
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    answerUpgrade(
+      socket,
+      502,
+      { 'content-type': 'application/json' },
+      Buffer.from(JSON.stringify({ error: 'bad_gateway', message: `invalid response: ${message}` })),
+    );
+    return;
   }
   lines.push(`content-length: ${body?.length ?? 0}`, 'connection: close');
-  socket.end(Buffer.concat([Buffer.from(lines.join('\r\n') + '\r\n\r\n'), body ?? Buffer.alloc(0)]));
+  socket.end(
+    Buffer.concat([Buffer.from(lines.join('\r\n') + '\r\n\r\n', 'latin1'), body ?? Buffer.alloc(0)]),
+  );
 }

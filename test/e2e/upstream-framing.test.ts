@@ -114,6 +114,16 @@ test('reason phrases (L5): a CR/LF reflected into a header becomes 502 Bad Gatew
   assert.equal((JSON.parse(res.body) as { error: string }).error, 'bad_gateway');
 });
 
+test('reason phrases (L5): a CR/LF reflected into a header on a WebSocket upgrade answer is a 502, not a split response', async () => {
+  const res = await rawRequest(
+    gw.port,
+    'GET /reflect?x=a%0d%0aSet-Cookie:%20evil=1 HTTP/1.1\r\nHost: gw.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n' +
+      'Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==',
+  );
+  assert.equal(res.statusLine, 'HTTP/1.1 502 Bad Gateway');
+  assert.equal(res.headers['set-cookie'], undefined);
+});
+
 test("reason phrases: the gateway's own 400 and 404 carry theirs", async () => {
   const bad = await rawRequest(gw.port, 'GET /../x HTTP/1.1\r\nHost: gw.test\r\nConnection: close');
   assert.equal(bad.statusLine, 'HTTP/1.1 400 Bad Request');
