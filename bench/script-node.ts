@@ -87,17 +87,28 @@ function inProcess(source: string): LuaProgram {
   });
 }
 
+/** CPU µs the main thread (the event loop) has used, from /proc (10 ms ticks; Linux only). */
+function mainThreadCpu(): number {
+  try {
+    const fields =
+      readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    return (Number(fields[11]) + Number(fields[12])) * 10000;
+  } catch {
+    return NaN;
+  }
+}
+
 /**
  * Process CPU µs (main thread plus the Lua workers: process.cpuUsage counts
- * every thread) and wall µs per call of the async `f`, with `concurrency`
- * calls in flight; best of `tries` batches.
+ * every thread), main-thread CPU µs and wall µs per call of the async `f`,
+ * with `concurrency` calls in flight; best of `tries` batches.
  */
 async function asyncMicros(
   f: () => Promise<unknown>,
   concurrency: number,
-  batch = 5000,
+  batch = 20000,
   tries = 5,
-): Promise<{ cpu: number; wall: number }> {
+): Promise<{ cpu: number; main: number; wall: number }> {
   const runBatch = async (n: number): Promise<void> => {
     let left = n;
     await Promise.all(
@@ -108,16 +119,19 @@ async function asyncMicros(
   };
   await runBatch(2000);
   let cpu = Infinity;
+  let main = Infinity;
   let wall = Infinity;
   for (let t = 0; t < tries; t++) {
     const start = process.cpuUsage();
+    const mainStart = mainThreadCpu();
     const started = performance.now();
     await runBatch(batch);
     const used = process.cpuUsage(start);
     cpu = Math.min(cpu, (used.user + used.system) / batch);
+    main = Math.min(main, (mainThreadCpu() - mainStart) / batch);
     wall = Math.min(wall, ((performance.now() - started) * 1000) / batch);
   }
-  return { cpu, wall };
+  return { cpu, main, wall };
 }
 
 async function micro(): Promise<void> {
@@ -160,23 +174,30 @@ async function micro(): Promise<void> {
   console.log('\nµs of CPU per execution, in process (best of 8 batches of 5000):');
   for (const [name, us] of rows) console.log(`  ${name.padEnd(50)} ${us.toFixed(1).padStart(7)} µs`);
 
-  console.log('\nscript node through the Lua workers (process CPU of all threads, and wall, per call):');
+  console.log(
+    '\nscript node through the Lua workers, per call: CPU of all threads, CPU of the main thread (event loop), wall:',
+  );
   let loaded = Infinity;
+  let loadedMain = Infinity;
   for (const [name, n] of [
     ['return ctx', noop],
     ['read a header, set a header', header],
   ] as const) {
     for (const concurrency of [1, 32]) {
       const r = await asyncMicros(() => Promise.resolve(n.run(context())), concurrency);
-      if (n === header && concurrency === 32) loaded = r.cpu;
+      if (n === header && concurrency === 32) {
+        loaded = r.cpu;
+        loadedMain = r.main;
+      }
       console.log(
-        `  ${`${name}, ${concurrency} in flight`.padEnd(50)} ${r.cpu.toFixed(1).padStart(7)} µs CPU ${r.wall.toFixed(1).padStart(7)} µs wall`,
+        `  ${`${name}, ${concurrency} in flight`.padEnd(40)} ${r.cpu.toFixed(1).padStart(6)} µs CPU ${r.main.toFixed(1).padStart(6)} µs main ${r.wall.toFixed(1).padStart(6)} µs wall`,
       );
     }
   }
-  const verdict = loaded < 50 ? 'under' : 'OVER';
+  const verdict = loadedMain < 50 ? 'under' : 'OVER';
   console.log(
-    `  → under load the header script node costs ${loaded.toFixed(1)} µs of CPU: ${verdict} the 50 µs target`,
+    `  → under load the header script node costs the event loop ${loadedMain.toFixed(1)} µs (${verdict} the 50 µs target)` +
+      ` and the process ${loaded.toFixed(1)} µs of CPU across threads`,
   );
 }
 
