@@ -193,3 +193,21 @@ test('host (L11): an absolute-form target wins over Host and its path is normali
     socket.destroy();
   }
 });
+
+test('host (L11): an HTTP/2 host header that disagrees with :authority is refused with 400', async () => {
+  const session = http2Connect(`http://127.0.0.1:${gw.port}`);
+  try {
+    const before = upstream.seen.length;
+    const stream = session.request({ ':path': '/public/x', ':authority': 'gw.test', host: 'other.test' });
+    stream.end();
+    stream.resume();
+    const [headers] = await Promise.all([
+      new Promise<Record<string, unknown>>((resolve) => stream.once('response', resolve)),
+      new Promise((resolve) => stream.once('close', resolve)),
+    ]);
+    assert.equal(headers[':status'], 400);
+    assert.equal(upstream.seen.length, before);
+  } finally {
+    session.close();
+  }
+});
