@@ -179,3 +179,19 @@ export function clientKey(address: string): string {
     .map((g) => parseInt(g, 16).toString(16))
     .join(':')}::/64`;
 }
+
+/** The answer to a request from a locked address (Admin Basic and MCP bearer alike). */
+export function tooManyFailures(seconds: number): {
+  status: 429;
+  body: { error: string; message: string };
+  headers: Record<string, string>;
+} {
+  return {
+    status: 429,
+    body: {
+      error: 'too_many_failed_logins',
+      message: `too many failed logins from this address; retry in ${seconds} s`,
+    },
+    headers: { 'retry-after': String(seconds) },
+  };
+}

@@ -9,7 +9,7 @@ import type { Logger } from '../observability/logger.js';
 import { basicAuthVerifier, CHALLENGE, type AdminAccount } from './auth.js';
 import { contentTypeGuard, crossOriginGuard } from './csrf.js';
 import { AdminError, send, type Reply } from './http.js';
-import { LoginThrottle } from './login-throttle.js';
+import { LoginThrottle, tooManyFailures } from './login-throttle.js';
 import { AdminRouter, type AdminRoute } from './router.js';
 import { adminRoutes } from './routes.js';
 import { createUiHandler } from './ui.js';
@@ -36,15 +36,6 @@ export interface AdminServer {
 }
 
 const UNAUTHORIZED: Reply = { status: 401, body: { error: 'unauthorized' }, headers: CHALLENGE };
-
-const tooManyFailures = (seconds: number): Reply => ({
-  status: 429,
-  body: {
-    error: 'too_many_failed_logins',
-    message: `too many failed logins from this address; retry in ${seconds} s`,
-  },
-  headers: { 'retry-after': String(seconds) },
-});
 
 /** 127.0.0.0/8, ::1 and their IPv4-mapped forms, and `localhost`. */
 export const isLoopback = (bind: string): boolean =>
@@ -99,7 +90,9 @@ export async function startAdminServer(
   const mcpPath = admin.mcp?.path ?? '/mcp';
 
   const mcp =
-    admin.mcp === undefined ? undefined : createMcpHandler({ gateway, config: admin.mcp, logger, router });
+    admin.mcp === undefined
+      ? undefined
+      : createMcpHandler({ gateway, config: admin.mcp, logger, router, throttle });
 
   /** The reply to send, or undefined when the MCP transport answered by itself. */
   const dispatch = async (req: IncomingMessage, res: ServerResponse): Promise<Reply | undefined> => {

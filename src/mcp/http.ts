@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { send } from '../admin/http.js';
+import { tooManyFailures, type LoginThrottle } from '../admin/login-throttle.js';
 import type { AdminRouter } from '../admin/router.js';
 import type { AdminConfig } from '../config/system.js';
 import type { Gateway } from '../gateway.js';
@@ -18,9 +19,12 @@ export interface McpHandlerOptions {
   logger: Logger;
   /** The Admin API's dispatch table: tools run its operations in process. */
   router: AdminRouter;
+  /** The admin listener's failed-login throttle: wrong bearer tokens count against the same address. */
+  throttle?: LoginThrottle;
 }
 
 const CHALLENGE = { 'www-authenticate': 'Bearer realm="switchyard-mcp"' };
+const UNAUTHORIZED = { status: 401, body: { error: 'unauthorized' }, headers: CHALLENGE };
 
 /**
  * The MCP endpoint (COMPAT §5.1) as a handler for the admin listener, or
@@ -30,7 +34,7 @@ const CHALLENGE = { 'www-authenticate': 'Bearer realm="switchyard-mcp"' };
  * scope applies to exactly the request that presented it.
  */
 export function createMcpHandler(options: McpHandlerOptions): McpHandler | undefined {
-  const { gateway, config, logger, router } = options;
+  const { gateway, config, logger, router, throttle } = options;
   if (!config.enabled) return undefined;
   const verify = bearerVerifier(config.tokens);
 
@@ -46,11 +50,21 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler | undef
       send(res, { status: 403, body: { error: 'origin_not_allowed' } });
       return;
     }
-    const principal = verify(req.headers.authorization);
-    if (principal === undefined) {
-      send(res, { status: 401, body: { error: 'unauthorized' }, headers: CHALLENGE });
+    const client = req.socket.remoteAddress ?? 'unknown';
+    const locked = throttle?.retryAfter(client);
+    if (locked !== undefined) {
+      send(res, tooManyFailures(locked));
       return;
     }
+    const principal = verify(req.headers.authorization);
+    if (principal === undefined) {
+      // Only a presented token is a guess; a request without one is a client that must authenticate.
+      const lock =
+        req.headers.authorization === undefined ? undefined : throttle?.failed(client, 'mcp-bearer');
+      send(res, lock === undefined ? UNAUTHORIZED : tooManyFailures(lock));
+      return;
+    }
+    throttle?.succeeded(client);
     // Stateless: no server-initiated stream (GET) and no session to end (DELETE).
     if (req.method !== 'POST') {
       send(res, { status: 405, body: { error: 'method_not_allowed' }, headers: { allow: 'POST' } });
