@@ -59,7 +59,7 @@ export class ScriptProgram {
     this.#id = id;
     this.#spec = spec;
     this.#logger = logger;
-    retired.register(this, { pool, id });
+    retired.register(this, { pool, id }, this);
   }
 
   async run(ctx: Context): Promise<'success' | 'respond'> {
