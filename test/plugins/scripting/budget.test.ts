@@ -301,3 +301,26 @@ test('lua budget: ("").dump is not reachable from a script', async () => {
   assert.equal(reply.status, 200, reply.body);
   assert.match(reply.body, /"x-dump":\["nil,nil"\]/);
 });
+
+test('lua budget: a sandbox script without a time budget is stopped at the sandbox deadline', async () => {
+  const started = performance.now();
+  const reply = await underAttack(
+    () =>
+      adminWrite('POST', '/api/debug/sandbox', {
+        nodes: [
+          {
+            id: 's',
+            type: 'script',
+            config: { timeout_ms: 0, inline: 'function execute(ctx) while true do end end' },
+          },
+        ],
+      }),
+    // debug.sandbox_timeout_seconds is 5 in this gateway.
+    5000,
+  );
+  assert.equal(reply.status, 504, reply.body);
+  assert.ok(performance.now() - started >= 4000);
+  // The worker that ran it was stopped and replaced: scripts still run.
+  const after = await rawRequest(`${data}/body`, { method: 'POST', body: 'still here' });
+  assert.equal(after.body, 'still here');
+});
