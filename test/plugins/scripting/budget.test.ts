@@ -149,13 +149,18 @@ function codeOf(reply: RawReply): string {
  * Sends `attack` and, while it runs, control requests to /control and the
  * admin /healthz; all must answer, the attack within 2 × its timeout.
  */
-async function underAttack(attack: () => Promise<RawReply>, budgetMs: number): Promise<RawReply> {
+async function underAttack(
+  attack: () => Promise<RawReply>,
+  budgetMs: number,
+  note?: (message: string) => void,
+): Promise<RawReply> {
   const started = performance.now();
   const pending = attack().then((r) => ({ reply: r, ms: performance.now() - started }));
   // Control traffic while the script runs: each must answer (the event loop is free).
   const control = await rawRequest(`${data}/control`);
   const health = await rawRequest(`${admin}/healthz`);
   const { reply, ms } = await pending;
+  note?.(`attack answered ${reply.status} after ${ms.toFixed(0)} ms (budget ${budgetMs} ms)`);
   assert.equal(control.status, 200, 'the control route answers during the attack');
   assert.equal(health.status, 200, 'the admin /healthz answers during the attack');
   assert.ok(ms < 2 * budgetMs, `the attack ended after ${ms.toFixed(0)} ms (budget ${budgetMs} ms)`);
@@ -165,11 +170,16 @@ async function underAttack(attack: () => Promise<RawReply>, budgetMs: number): P
 }
 
 for (const [name, a] of Object.entries(ATTACKS)) {
-  test(`lua budget: ${name} ends with ${a.code} within twice timeout_ms and the gateway keeps serving`, async () => {
+  test(`lua budget: ${name} ends with ${a.code} within twice timeout_ms and the gateway keeps serving`, async (t) => {
     const budget = a.timeoutMs ?? TIMEOUT_MS;
-    const reply = await underAttack(() => rawRequest(`${data}/attack/${name}`), budget);
+    const reply = await underAttack(
+      () => rawRequest(`${data}/attack/${name}`),
+      budget,
+      (m) => t.diagnostic(m),
+    );
     assert.equal(reply.status, 500, reply.body);
     assert.match(codeOf(reply), new RegExp(`^(${a.code})$`));
+    t.diagnostic(`code ${codeOf(reply)}`);
   });
 }
 
