@@ -3,7 +3,7 @@
  * autocannon as a fallback) and their output parsed, a process tree's CPU time
  * from /proc, and the CPU pinning plan.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
@@ -56,30 +56,62 @@ export function parseWrk(text: string): Sample {
   return { rps, p50: toMs(p50?.[1], p50?.[2]), p99: toMs(p99?.[1], p99?.[2]), requests };
 }
 
-/** One load run; the load generator inherits this process's CPU affinity. */
-export function load(o: LoadOptions): Sample {
+/**
+ * Runs `command` to completion, or kills it `deadlineMs` in and rejects with what it printed
+ * (a generator that never finishes must not hang the bench). `onStart` receives the child.
+ */
+function run(
+  command: string,
+  args: string[],
+  deadlineMs: number,
+  onStart: (child: ChildProcess) => void,
+): Promise<{ status: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    onStart(child);
+    let stdout = '';
+    let stderr = '';
+    let expired = false;
+    const timer = setTimeout(() => {
+      expired = true;
+      child.kill('SIGKILL');
+    }, deadlineMs);
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.once('error', reject);
+    child.once('close', (status) => {
+      clearTimeout(timer);
+      if (expired)
+        reject(
+          new Error(`${command} ${args.join(' ')} did not finish in ${deadlineMs} ms:\n${stdout}${stderr}`),
+        );
+      else resolve({ status, stdout, stderr });
+    });
+  });
+}
+
+/**
+ * One load run; the load generator inherits this process's CPU affinity. Asynchronous so
+ * that an interrupted bench can still stop its processes; `onStart` receives the generator.
+ */
+export async function load(o: LoadOptions, onStart: (child: ChildProcess) => void): Promise<Sample> {
   const headerArgs = Object.entries(o.headers).flatMap(([k, v]) => ['-H', `${k}: ${v}`]);
+  const deadlineMs = (o.seconds * 2 + 30) * 1000;
   if (o.http2) {
-    const result = spawnSync(
-      'h2load',
-      ['-c', String(Math.min(o.connections, 16)), '-m', '16', '-D', String(o.seconds), ...headerArgs, o.url],
-      { encoding: 'utf8' },
-    );
+    const args = ['-c', String(Math.min(o.connections, 16)), '-m', '16', '-D', String(o.seconds)];
+    const result = await run('h2load', [...args, ...headerArgs, o.url], deadlineMs, onStart);
     if (result.status !== 0) throw new Error(`h2load failed: ${result.stderr}${result.stdout}`);
     return parseH2load(result.stdout);
   }
   if (has('wrk')) {
     const args = ['-t', String(o.threads), '-c', String(o.connections), '-d', `${o.seconds}s`, '--latency'];
-    const result = spawnSync('wrk', [...args, ...headerArgs, o.url], { encoding: 'utf8' });
+    const result = await run('wrk', [...args, ...headerArgs, o.url], deadlineMs, onStart);
     if (result.status !== 0) throw new Error(`wrk failed: ${result.stderr}`);
     return parseWrk(result.stdout);
   }
   // Fallback: autocannon in its own process so it does not share the event loop with anything measured.
   const script = `import ac from 'autocannon';const r=await ac({url:${JSON.stringify(o.url)},headers:${JSON.stringify(o.headers)},connections:${o.connections},duration:${o.seconds}});process.stdout.write(JSON.stringify({rps:r.requests.average,p50:r.latency.p50,p99:r.latency.p99,requests:r.requests.total,non2xx:r.non2xx}))`;
-  const result = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
-    cwd: root,
-    encoding: 'utf8',
-  });
+  const result = await run(process.execPath, ['--input-type=module', '-e', script], deadlineMs, onStart);
   const parsed = JSON.parse(result.stdout) as Sample & { non2xx: number };
   if (parsed.non2xx > 0) throw new Error(`load run saw ${parsed.non2xx} non-2xx responses`);
   return { rps: parsed.rps, p50: parsed.p50, p99: parsed.p99, requests: parsed.requests };

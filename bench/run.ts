@@ -60,7 +60,13 @@ interface Result extends Sample {
 }
 
 const children: ChildProcess[] = [];
-process.on('exit', () => children.forEach((c) => c.kill('SIGKILL')));
+let workDir: string | undefined;
+process.on('exit', () => {
+  children.forEach((c) => c.kill('SIGKILL'));
+  if (workDir !== undefined) rmSync(workDir, { recursive: true, force: true });
+});
+// Interrupted: exit through 'exit' above, so no pinned target outlives the run.
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => process.exit(130));
 
 /** Starts a node process (on `cpu` when given) and resolves once it prints its port. */
 function startProcess(
@@ -135,16 +141,18 @@ function markdownTable(rows: Record<string, string>[]): string {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
 
 /** One measured run: the load, and the target's CPU time over it. */
-function measure(target: Target, threads: number): Result {
+async function measure(target: Target, threads: number): Promise<Result> {
   const before = treeCpuSeconds(target.pid);
-  const sample = load({
-    url: target.url,
-    headers: target.headers,
-    http2: target.http2,
-    seconds,
-    connections,
-    threads,
-  });
+  const sample = await load(
+    { url: target.url, headers: target.headers, http2: target.http2, seconds, connections, threads },
+    (generator) => {
+      children.push(generator);
+      generator.once('exit', () => {
+        const at = children.indexOf(generator);
+        if (at >= 0) children.splice(at, 1);
+      });
+    },
+  );
   const after = treeCpuSeconds(target.pid);
   const cpuUs =
     before === null || after === null || sample.requests === 0
@@ -160,6 +168,7 @@ async function main(): Promise<void> {
   const loadCpus = pinning.rest === null ? cpus().length : parseCpuList(pinning.rest).length;
   const threads = Math.max(1, Math.min(2, loadCpus));
   const dir = mkdtempSync(join(tmpdir(), 'switchyard-bench-'));
+  workDir = dir;
   let redis: RedisServer | undefined;
   try {
     const origin = await startProcess(['--import', 'tsx', 'bench/origin.ts'], {}, null);
@@ -224,13 +233,13 @@ async function main(): Promise<void> {
     }
 
     // Warm-up so the JIT and keep-alive pools are hot before anything is measured.
-    for (const t of targets) measure(t, threads);
+    for (const t of targets) await measure(t, threads);
     const results = new Map<Target, Result[]>(targets.map((t) => [t, []]));
     for (let round = 0; round < rounds; round++) {
       // Rotate the order each round so no target always runs first (or right after the same one).
       for (let i = 0; i < targets.length; i++) {
         const t = targets[(i + round) % targets.length]!;
-        results.get(t)?.push(measure(t, threads));
+        results.get(t)?.push(await measure(t, threads));
       }
     }
 
