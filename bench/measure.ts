@@ -150,15 +150,8 @@ function readStat(pid: number): ProcStat | null {
   }
 }
 
-/**
- * CPU seconds used so far by `pid` and every live descendant (plus the
- * children it already reaped), so a target that forks workers is measured
- * whole. Null where /proc is not there.
- */
-export function treeCpuSeconds(pid: number): number | null {
-  const top = readStat(pid);
-  if (top === null) return null;
-  let ticks = top.own + top.reaped;
+/** `pid`'s live descendants, from a scan of /proc. */
+function descendants(pid: number): number[] {
   const byParent = new Map<number, number[]>();
   for (const name of readdirSync('/proc')) {
     const child = Number(name);
@@ -169,13 +162,40 @@ export function treeCpuSeconds(pid: number): number | null {
     if (list === undefined) byParent.set(stat.ppid, [child]);
     else list.push(child);
   }
+  const out: number[] = [];
   const queue = [...(byParent.get(pid) ?? [])];
   for (let next = queue.pop(); next !== undefined; next = queue.pop()) {
-    const stat = readStat(next);
-    if (stat !== null) ticks += stat.own;
+    out.push(next);
     queue.push(...(byParent.get(next) ?? []));
   }
+  return out;
+}
+
+/**
+ * CPU seconds used so far by `pid` and every live descendant (plus the
+ * children it already reaped), so a target that forks workers is measured
+ * whole. Null where /proc is not there.
+ */
+export function treeCpuSeconds(pid: number): number | null {
+  const top = readStat(pid);
+  if (top === null) return null;
+  let ticks = top.own + top.reaped;
+  for (const child of descendants(pid)) ticks += readStat(child)?.own ?? 0;
   return ticks / clockTicks;
+}
+
+/** Resident memory of `pid` and its live descendants (VmRSS), in MiB; null where /proc is not there. */
+export function treeRssMiB(pid: number): number | null {
+  const rss = (p: number) => {
+    try {
+      return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${p}/status`, 'utf8'))?.[1] ?? 0);
+    } catch {
+      return null;
+    }
+  };
+  const top = rss(pid);
+  if (top === null) return null;
+  return descendants(pid).reduce((kb, child) => kb + (rss(child) ?? 0), top) / 1024;
 }
 
 // --- pinning ----------------------------------------------------------------

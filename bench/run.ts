@@ -8,8 +8,9 @@
  *
  * Each target process is pinned to one CPU when `taskset` exists (origin,
  * load generator and this runner on the others). Prints requests/s, p50, p99,
- * CPU µs per request (the target's /proc utime+stime over the run ÷ requests)
- * and each row's requests/s as a ratio to each peer's on the same body.
+ * CPU µs per request (the target's /proc utime+stime over the run ÷ requests),
+ * resident memory after the run, and each row's requests/s as a ratio to
+ * each peer's on the same body.
  *
  * Environment: BENCH_SECONDS (per run, default 5), BENCH_ROUNDS (default 3),
  * BENCH_CONNECTIONS (default 50), BENCH_SCENARIOS (comma list of scenario
@@ -22,7 +23,16 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startRedis, type RedisServer } from '../test/support/redis.js';
-import { has, load, parseCpuList, pinSelf, planPinning, treeCpuSeconds, type Sample } from './measure.js';
+import {
+  has,
+  load,
+  parseCpuList,
+  pinSelf,
+  planPinning,
+  treeCpuSeconds,
+  treeRssMiB,
+  type Sample,
+} from './measure.js';
 import { peerPath, scenarios, type Payload } from './scenarios.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -57,6 +67,8 @@ interface Target {
 
 interface Result extends Sample {
   cpuUs: number | null;
+  /** Resident memory right after the run. */
+  rssMiB: number | null;
 }
 
 const children: ChildProcess[] = [];
@@ -158,7 +170,7 @@ async function measure(target: Target, threads: number): Promise<Result> {
     before === null || after === null || sample.requests === 0
       ? null
       : ((after - before) * 1e6) / sample.requests;
-  return { ...sample, cpuUs };
+  return { ...sample, cpuUs, rssMiB: treeRssMiB(target.pid) };
 }
 
 async function main(): Promise<void> {
@@ -246,12 +258,14 @@ async function main(): Promise<void> {
     const medians = new Map<Target, Result>();
     for (const [t, rs] of results) {
       const cpu = rs.flatMap((r) => (r.cpuUs === null ? [] : [r.cpuUs]));
+      const rss = rs.flatMap((r) => (r.rssMiB === null ? [] : [r.rssMiB]));
       medians.set(t, {
         rps: median(rs.map((r) => r.rps)),
         p50: median(rs.map((r) => r.p50)),
         p99: median(rs.map((r) => r.p99)),
         requests: median(rs.map((r) => r.requests)),
         cpuUs: cpu.length === 0 ? null : median(cpu),
+        rssMiB: rss.length === 0 ? null : median(rss),
       });
     }
     const peerRps = (peer: PeerId, payload: Payload) => {
@@ -269,6 +283,7 @@ async function main(): Promise<void> {
         'p50 ms': m.p50.toFixed(2),
         'p99 ms': m.p99.toFixed(2),
         'CPU µs/req': m.cpuUs === null ? '—' : m.cpuUs.toFixed(1),
+        'RSS MiB': m.rssMiB === null ? '—' : m.rssMiB.toFixed(0),
         '× minimal': ratio(m.rps, peerRps('minimal', t.payload)),
         '× fastify': ratio(m.rps, peerRps('fastify', t.payload)),
       };
