@@ -112,7 +112,7 @@ export const systemSchema = {
         connection_seconds: int(30),
         read_seconds: int(30),
         write_seconds: int(30),
-        idle_seconds: int(300),
+        idle_seconds: int(60),
         shutdown_timeout_seconds: int(30),
       },
     },
@@ -133,7 +133,6 @@ export const systemSchema = {
         // Loopback unless asked: the admin listener speaks Basic auth, often over plain HTTP (M1).
         bind: { type: 'string', default: '127.0.0.1' },
         port: port(9090),
-
         username: str,
         // Empty or absent: a random password is generated and printed once (DESIGN §2).
         password: { type: 'string', default: '' },
