@@ -94,10 +94,10 @@ export function traceFilter(query: URLSearchParams): TraceFilter {
   }
   if (source !== undefined) {
     const s = source.toLowerCase();
-    // `request` is the reference's name for live traffic.
-    if (s === 'live' || s === 'request') filter.source = 'live';
+    // `request` is live traffic, as the reference names it; `live` stays an alias.
+    if (s === 'live' || s === 'request') filter.source = 'request';
     else if (s === 'sandbox') filter.source = 'sandbox';
-    else throw badRequest(`source must be 'live' or 'sandbox' (got '${source}')`);
+    else throw badRequest(`source must be 'request' (alias 'live') or 'sandbox' (got '${source}')`);
   }
   if (limit !== undefined) {
     const n = Number(limit);

@@ -68,7 +68,7 @@ class LiveRecording extends StepRecorder implements LiveTrace {
   end(failure?: unknown): void {
     const trace = this.finish({
       seq: this.#store.nextSeq(),
-      source: 'live',
+      source: 'request',
       route: this.#route,
       ...(failure === undefined
         ? {}
@@ -120,7 +120,7 @@ export function createDebugTap(store: TraceStore, options: TapOptions): DebugTap
       ctx.response.json(404, NO_ROUTE_BODY);
       const trace = new StepRecorder(ctx, NO_ROUTE, options).finish({
         seq: store.nextSeq(),
-        source: 'live',
+        source: 'request',
         status: 404,
       });
       store.add(trace);

@@ -1,7 +1,8 @@
 import type { EdgeKind } from '../engine/graph-types.js';
 import type { ContextSnapshot } from './snapshot.js';
 
-export type TraceSource = 'live' | 'sandbox';
+/** `request`: live traffic (the reference's name; `live` is accepted as a filter alias). */
+export type TraceSource = 'request' | 'sandbox';
 
 /** How a node finished: a success or outcome port, or a failure with its error record. */
 export type StepOutcome =

@@ -25,7 +25,7 @@ function trace(store: TraceStore, id: string, over: Partial<Trace> = {}): Trace 
   return {
     id,
     seq: store.nextSeq(),
-    source: 'live',
+    source: 'request',
     started_ms: 0,
     route: 'r',
     policy: 'p',

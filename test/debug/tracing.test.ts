@@ -89,7 +89,7 @@ test('E2E-DEBUG-04: the trigger header traces the request without changing its a
   assert.equal(summary?.id, id);
   assert.equal(summary?.route, 'echo-api');
   assert.equal(summary?.policy, 'echo-policy');
-  assert.equal(summary?.source, 'live');
+  assert.equal(summary?.source, 'request');
   assert.equal(summary?.status, 200);
   assert.equal(summary?.step_count, 4);
 });

@@ -47,7 +47,7 @@ test('mcp debug tools: a live traced request can be listed, read and inspected s
     const listing = await ok<Listing>(client, 'list_traces', { route: 'hello' });
     assert.deepEqual(
       listing.traces.map((t) => [t.id, t.source, t.policy, t.status]),
-      [[id, 'live', 'hello-policy', 200]],
+      [[id, 'request', 'hello-policy', 200]],
     );
     assert.equal(listing.retention.retained, 1);
     assert.deepEqual((await ok<Listing>(client, 'list_traces', { policy: 'other' })).traces, []);

@@ -62,7 +62,7 @@ export const debugTools: ToolDef[] = [
     name: 'list_traces',
     scope: 'read',
     description:
-      'Recent debug traces, newest first: id, route, policy, method, path, status, step and error counts, and the node that produced the response. Filters: route, policy, status, source (live or sandbox), limit (default 20). `retention` tells whether older traces were evicted. Needs debug.enabled; traffic is traced when it carries the debug header (x-switchyard-debug) or with debug.trace_all.',
+      'Recent debug traces, newest first: id, route, policy, method, path, status, step and error counts, and the node that produced the response. Filters: route, policy, status, source (request — live traffic, alias live — or sandbox), limit (default 20). `retention` tells whether older traces were evicted. Needs debug.enabled; traffic is traced when it carries the debug header (x-switchyard-debug) or with debug.trace_all.',
     inputSchema: {
       type: 'object',
       properties: {
