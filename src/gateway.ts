@@ -252,6 +252,7 @@ export class Gateway {
     const dataPlane = createDataPlaneHandler({
       current: () => this.#slot,
       maxBodyBytes: this.system.listener.max_request_body_bytes,
+      maxHops: this.system.listener.max_hops,
       hooks: { logger: this.logger, nodeError: this.metrics.nodeError },
       onFinished: this.metrics.requestFinished,
       ...(this.debug.tap === undefined ? {} : { debug: this.debug.tap }),

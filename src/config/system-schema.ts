@@ -74,6 +74,12 @@ export const systemSchema = {
         bind: { type: 'string', default: '0.0.0.0' },
         port: port(8080),
         max_request_body_bytes: int(10 * 1024 * 1024, 1),
+        max_hops: {
+          ...int(10, 1),
+          maximum: 255,
+          description:
+            'Times a request may pass through this gateway (its own Via entry) before it is answered 508 Loop Detected; stops an upstream that points back at the gateway.',
+        },
         max_connections: {
           anyOf: [
             { type: 'integer', minimum: 1 },

@@ -80,6 +80,8 @@ export interface SystemConfig {
     bind: string;
     port: number;
     max_request_body_bytes: number;
+    /** Passes through this gateway (its own Via entry) before 508 Loop Detected; default 10. */
+    max_hops: number;
     /** 'auto' = min(10000, half the soft RLIMIT_NOFILE); see src/server/connection-limit.ts. */
     max_connections: number | 'auto';
   };

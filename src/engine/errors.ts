@@ -62,6 +62,8 @@ export const ERROR_CODES = {
   RATE_LIMIT_ERROR: { status: 500, error: 'internal_error' },
   /** proxy-cache `phase: purge`: the backend could not be purged (reads degrade to a miss; purges report). */
   CACHE_PURGE_FAILED: { status: 502, error: 'cache_purge_failed' },
+  /** The request already passed through this gateway `listener.max_hops` times (its own Via entry): a proxy loop. */
+  PROXY_LOOP_DETECTED: { status: 508, error: 'loop_detected' },
 } as const satisfies Record<string, { status: number; error: string }>;
 
 export type KnownErrorCode = keyof typeof ERROR_CODES;
@@ -109,3 +111,11 @@ export const UNHANDLED_ERROR_BODY = {
 
 /** COMPAT §3.1: the answer when no route matches. */
 export const NO_ROUTE_BODY = { error: 'not_found', message: 'No route matched' } as const;
+
+/** Answered before routing when a request comes back to this gateway too often (see src/outbound/via.ts). */
+export const PROXY_LOOP_BODY = {
+  error: 'loop_detected',
+  code: 'PROXY_LOOP_DETECTED',
+  message:
+    'The request has passed through this gateway listener.max_hops times (Via); an upstream points back at it',
+} as const;

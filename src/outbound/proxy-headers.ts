@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { HeaderMap, RequestPart } from '../engine/context.js';
+import { appendVia } from './via.js';
 
 /**
  * Connection-specific fields (RFC 9110 §7.6.1, plus HTTP2-Settings of RFC 9113
@@ -30,6 +31,7 @@ const REQUEST_SKIP = new Set<string>([
   'x-forwarded-for',
   'x-forwarded-proto',
   'x-forwarded-host',
+  'via',
 ]);
 
 /** Index of the Host value in the list from {@link buildRequestHeaders}, so a retry can re-target it. */
@@ -38,7 +40,7 @@ export const HOST_VALUE_INDEX = 1;
 /**
  * The header list sent upstream, flat `[name, value…]`: Host first, then the
  * client's end-to-end headers, then X-Forwarded-For (appended to), -Proto and
- * -Host.
+ * -Host, then Via with this gateway's entry appended (the loop guard, see ./via.ts).
  */
 export function buildRequestHeaders(req: RequestPart, host: string): string[] {
   const headers = req.headers;
@@ -60,6 +62,7 @@ export function buildRequestHeaders(req: RequestPart, host: string): string[] {
   out.push('x-forwarded-for', forwardedFor, 'x-forwarded-proto', req.scheme);
   const originalHost = req.host !== '' ? req.host : firstValue(headers.host);
   if (originalHost !== undefined && originalHost !== '') out.push('x-forwarded-host', originalHost);
+  out.push('via', appendVia(headers.via));
   return out;
 }
 

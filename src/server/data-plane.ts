@@ -2,7 +2,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import type { TLSSocket } from 'node:tls';
 import { Context } from '../engine/context.js';
-import { NO_ROUTE_BODY } from '../engine/errors.js';
+import { NO_ROUTE_BODY, PROXY_LOOP_BODY } from '../engine/errors.js';
+import { timesSeen } from '../outbound/via.js';
 import { runPolicy, type RunHooks } from '../engine/run.js';
 import type { RouteTarget } from '../engine/compile.js';
 import { BodyTooLarge, hasBody, readBody } from './request-body.js';
@@ -24,6 +25,8 @@ export type ServerReply = ServerResponse | Http2ServerResponse;
 export interface DataPlaneOptions {
   current(): RuntimeSlot;
   maxBodyBytes: number;
+  /** `listener.max_hops`: a request whose Via already names this gateway this often is answered 508. */
+  maxHops: number;
   hooks: RunHooks;
   /** Called once per finished request with route ('' when unrouted) and status; metrics. */
   onFinished?: (route: string, status: number, startedAt: number, nodeErrors?: number) => void;
@@ -118,7 +121,7 @@ interface Prepared {
 
 /** The data-plane handlers: route, buffer the body, run the policy graph, answer (or relay a WebSocket). */
 export function createDataPlaneHandler(options: DataPlaneOptions) {
-  const { hooks, maxBodyBytes, onFinished, debug } = options;
+  const { hooks, maxBodyBytes, maxHops, onFinished, debug } = options;
 
   const buildContext = (
     req: ServerRequest,
@@ -224,13 +227,19 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
     );
   };
 
-  /** Routes a request; answers 400/404 itself and returns undefined when the graph must not run. */
+  /** Routes a request; answers 508/400/404 itself and returns undefined when the graph must not run. */
   const prepare = (
     req: ServerRequest,
     method: string,
     startedAt: number,
     reject: (status: number, body: unknown, headers?: Record<string, string>) => void,
   ): Prepared | undefined => {
+    const via = req.headers.via;
+    if (via !== undefined && timesSeen(via, maxHops) >= maxHops) {
+      reject(508, PROXY_LOOP_BODY);
+      onFinished?.('', 508, startedAt);
+      return undefined;
+    }
     const problem = hostProblem(req);
     const target = problem ?? readTarget(req.url ?? '');
     if (typeof target === 'string') {

@@ -11,6 +11,7 @@ import type { ServerHttp2Stream } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import type { ConnectionOptions } from 'node:tls';
 import type { Context, HeaderMap } from '../engine/context.js';
+import { appendVia } from '../outbound/via.js';
 
 /**
  * The client side of a WebSocket upgrade, attached to the context by the
@@ -77,6 +78,7 @@ export function relayWebSocket(ctx: Context, target: RelayTarget): Promise<'rela
     if (value !== undefined && !HOP.has(name) && !name.startsWith(':')) headers[name] = value;
   }
   headers.host = target.hostHeader;
+  headers.via = appendVia(ctx.request.headers.via);
   headers.connection = 'Upgrade';
   headers.upgrade = 'websocket';
   headers['sec-websocket-version'] = '13';
