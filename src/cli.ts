@@ -11,17 +11,23 @@ import { EtcdUnavailable } from './config/etcd-client.js';
 import { registerStreamMetrics } from './observability/stream-metrics.js';
 import { acmeStoreIssues } from './acme/index.js';
 import { closeStreamListeners, startStreamListeners, type StreamListener } from './stream/index.js';
+import { runMigrate } from './config/migrate-command.js';
 
 const USAGE = `Usage:
   switchyard [--system-config <path>] [--gateway-config <path>]
   switchyard validate [--system-config <path>] [--gateway-config <path>]
+  switchyard migrate --gateway-config <path> [--system-config <path>] [--write]
 
 Defaults: --system-config config/system.yaml, --gateway-config config/gateway.yaml`;
 
 interface CliArgs {
-  command: 'run' | 'validate';
+  command: 'run' | 'validate' | 'migrate';
   systemPath: string;
   gatewayPath: string;
+  /** Whether --system-config was given (migrate checks the system file only then). */
+  systemGiven: boolean;
+  /** migrate: replace the gateway file (keeping `<file>.bak`) instead of printing. */
+  write: boolean;
 }
 
 function parseCli(argv: string[]): CliArgs {
@@ -33,19 +39,29 @@ function parseCli(argv: string[]): CliArgs {
       'system-config': { type: 'string', default: 'config/system.yaml' },
       'gateway-config': { type: 'string', default: 'config/gateway.yaml' },
       help: { type: 'boolean', short: 'h', default: false },
+      write: { type: 'boolean', default: false },
     },
   });
   if (values.help) {
     process.stdout.write(USAGE + '\n');
     process.exit(0);
   }
-  if (positionals.length > 1 || (positionals.length === 1 && positionals[0] !== 'validate')) {
+  const command = positionals[0] ?? 'run';
+  if (positionals.length > 1 || (command !== 'run' && command !== 'validate' && command !== 'migrate')) {
     throw new TypeError(`unknown command '${positionals.join(' ')}'`);
   }
+  if (
+    command === 'migrate' &&
+    !argv.some((a) => a === '--gateway-config' || a.startsWith('--gateway-config='))
+  )
+    throw new TypeError('migrate needs --gateway-config <path>');
+  if (values.write && command !== 'migrate') throw new TypeError('--write is an option of migrate only');
   return {
-    command: positionals[0] === 'validate' ? 'validate' : 'run',
+    command,
     systemPath: values['system-config'],
+    systemGiven: argv.some((a) => a === '--system-config' || a.startsWith('--system-config=')),
     gatewayPath: values['gateway-config'],
+    write: values.write,
   };
 }
 
@@ -176,5 +192,6 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write(`${(err as Error).message}\n\n${USAGE}\n`);
     return 2;
   }
+  if (args.command === 'migrate') return runMigrate(args);
   return args.command === 'validate' ? validate(args) : run(args);
 }

@@ -16,6 +16,9 @@ import type { BufferingReport, CompiledNode, CompiledPolicy } from './graph-type
 import { resolveNodeConfig } from './node-config.js';
 import type { StoreLookup } from '../stores/index.js';
 
+/** Configs written for earlier reference releases left outcome ports unwired; migrate wires them to the client. */
+const MIGRATE_HINT = " (or run 'switchyard migrate' to wire unwired outcome ports to the client node)";
+
 type AnyDefinition = PluginDefinition<never, string>;
 
 export interface CompileContext {
@@ -276,7 +279,7 @@ function checkWiring(
       if (!outgoing.has(`${node.id}.${port}`)) {
         issues.push({
           path: node.origin.path,
-          message: `${where}: output port '${port}' of node '${node.id}' (type '${node.type}') must be wired — add an edge from '${node.id}.${port}'`,
+          message: `${where}: output port '${port}' of node '${node.id}' (type '${node.type}') must be wired — add an edge from '${node.id}.${port}'${MIGRATE_HINT}`,
         });
       }
     }
@@ -288,7 +291,7 @@ function checkWiring(
         const port = j.junction.port;
         issues.push({
           path: policyPath,
-          message: `${where}: output port '${port}' of supernode instance '${instance}' must be wired — add an edge from '${instance}.${port}'`,
+          message: `${where}: output port '${port}' of supernode instance '${instance}' must be wired — add an edge from '${instance}.${port}'${MIGRATE_HINT}`,
         });
       }
     }

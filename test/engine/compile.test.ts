@@ -96,9 +96,12 @@ policies:
       - { from: in.out, to: auth.in }
       - { from: auth.success, to: out.in }
 `);
+  // The reference's wording, then a hint at `switchyard migrate`.
   assert.ok(
-    msgs.includes(
-      "policy 'my-policy': output port 'denied' of node 'auth' (type 'test-gate') must be wired — add an edge from 'auth.denied'",
+    msgs.some((m) =>
+      m.startsWith(
+        "policy 'my-policy': output port 'denied' of node 'auth' (type 'test-gate') must be wired — add an edge from 'auth.denied' (or run 'switchyard migrate'",
+      ),
     ),
     msgs.join('\n'),
   );
