@@ -16,7 +16,7 @@ import { runMigrate } from './config/migrate-command.js';
 const USAGE = `Usage:
   switchyard [--system-config <path>] [--gateway-config <path>]
   switchyard validate [--system-config <path>] [--gateway-config <path>]
-  switchyard migrate --gateway-config <path> [--system-config <path>] [--write]
+  switchyard migrate --gateway-config <path> [--system-config <path>] [--write] [--drop-unknown-keys]
 
 Defaults: --system-config config/system.yaml, --gateway-config config/gateway.yaml`;
 
@@ -28,6 +28,8 @@ interface CliArgs {
   systemGiven: boolean;
   /** migrate: replace the gateway file (keeping `<file>.bak`) instead of printing. */
   write: boolean;
+  /** migrate: remove node-config keys the schema does not declare. */
+  dropUnknownKeys: boolean;
 }
 
 function parseCli(argv: string[]): CliArgs {
@@ -40,6 +42,7 @@ function parseCli(argv: string[]): CliArgs {
       'gateway-config': { type: 'string', default: 'config/gateway.yaml' },
       help: { type: 'boolean', short: 'h', default: false },
       write: { type: 'boolean', default: false },
+      'drop-unknown-keys': { type: 'boolean', default: false },
     },
   });
   if (values.help) {
@@ -55,13 +58,15 @@ function parseCli(argv: string[]): CliArgs {
     !argv.some((a) => a === '--gateway-config' || a.startsWith('--gateway-config='))
   )
     throw new TypeError('migrate needs --gateway-config <path>');
-  if (values.write && command !== 'migrate') throw new TypeError('--write is an option of migrate only');
+  if ((values.write || values['drop-unknown-keys']) && command !== 'migrate')
+    throw new TypeError('--write and --drop-unknown-keys are options of migrate only');
   return {
     command,
     systemPath: values['system-config'],
     systemGiven: argv.some((a) => a === '--system-config' || a.startsWith('--system-config=')),
     gatewayPath: values['gateway-config'],
     write: values.write,
+    dropUnknownKeys: values['drop-unknown-keys'],
   };
 }
 

@@ -12,6 +12,7 @@ export interface MigrateArgs {
   systemPath: string;
   systemGiven: boolean;
   write: boolean;
+  dropUnknownKeys: boolean;
 }
 
 /**
@@ -27,7 +28,11 @@ export function runMigrate(args: MigrateArgs): number {
     process.stderr.write(`cannot read ${args.gatewayPath}: ${(err as Error).message}\n`);
     return 2;
   }
-  const result = migrateGatewayText(text, { env: process.env, gatewayPath: args.gatewayPath });
+  const result = migrateGatewayText(text, {
+    env: process.env,
+    gatewayPath: args.gatewayPath,
+    dropUnknownKeys: args.dropUnknownKeys,
+  });
   const errors = result.errors.map((i) => `${args.gatewayPath}: ${prefix(i.path, i.message)}${i.message}`);
   let system: SystemConfig | undefined;
   if (args.systemGiven) {

@@ -14,6 +14,8 @@ export interface MigrateOptions {
   env: NodeJS.ProcessEnv;
   /** The file's path: relative file references (Lua scripts…) resolve against its folder. */
   gatewayPath?: string;
+  /** Remove node-config keys the node type's schema does not declare, listing each. */
+  dropUnknownKeys?: boolean;
 }
 
 export interface MigrateResult {
@@ -40,6 +42,7 @@ const UNWIRED_NODE_PORT =
 const UNWIRED_INSTANCE_PORT =
   /^policy '([^']*)': output port '([^']+)' of supernode instance '([^']+)' must be wired —/;
 const UNWIRED_IN_DEFINITION = /must be wired inside the definition/;
+const UNKNOWN_KEY = /unknown key( \(did you mean '[^']+'\?\))?$/;
 const FAN_IN = /^policy '([^']*)': input of node '([^']+)' has more than one incoming edge/;
 
 /** Rounds of compile → fix: a cloned node's outgoing edges can make the next node a fan-in too. */
@@ -64,6 +67,10 @@ export function migrateGatewayText(text: string, options: MigrateOptions): Migra
     errors = compileIssues(String(doc), options);
     let fixed = 0;
     for (const issue of errors) {
+      if (options.dropUnknownKeys === true && UNKNOWN_KEY.test(issue.message)) {
+        fixed += dropKey(doc, issue, changes, undecided);
+        continue;
+      }
       const fanIn = FAN_IN.exec(issue.message);
       const at = /^policies\[(\d+)\]/.exec(issue.path)?.[1];
       if (fanIn !== null && at !== undefined) {
@@ -191,6 +198,36 @@ function chooseClient(
     }`,
   );
   return picked;
+}
+
+/** Removes the unknown node-config key an issue points at (`policies[0].nodes[1].config.colour`). */
+function dropKey(doc: Document, issue: ConfigIssue, changes: string[], undecided: string[]): number {
+  const segments = pathSegments(issue.path);
+  const configAt = segments.indexOf('config');
+  if (configAt < 0 || segments.length <= configAt + 1) return 0;
+  const where = issue.message.split(':').slice(0, 2).join(':');
+  if (doc.getIn(segments, true) === undefined && !doc.hasIn(segments)) {
+    undecided.push(
+      `${issue.path}: unknown key not found in this file (a shared plugin_configs entry?); remove it by hand`,
+    );
+    return 0;
+  }
+  doc.deleteIn(segments);
+  const hint = / \(did you mean '[^']+'\?\)$/.exec(issue.message)?.[0] ?? '';
+  changes.push(`${where}: dropped unknown config key '${String(segments.at(-1))}' (${issue.path})${hint}`);
+  return 1;
+}
+
+/** `policies[0].nodes[1].config.a["b c"]` → ['policies', 0, 'nodes', 1, 'config', 'a', 'b c']. */
+function pathSegments(path: string): (string | number)[] {
+  const segments: (string | number)[] = [];
+  const token = /([A-Za-z_][\w-]*)|\[(\d+)\]|\[("(?:[^"\\]|\\.)*")\]/g;
+  for (const m of path.matchAll(token)) {
+    if (m[1] !== undefined) segments.push(m[1]);
+    else if (m[2] !== undefined) segments.push(Number(m[2]));
+    else if (m[3] !== undefined) segments.push(JSON.parse(m[3]) as string);
+  }
+  return segments;
 }
 
 /**

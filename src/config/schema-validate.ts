@@ -16,8 +16,17 @@ const ajv = new Ajv({
 
 const cache = new WeakMap<object, ValidateFunction>();
 
-/** Compiles (once per schema object) and runs a JSON Schema; defaults and coercions mutate `value`. */
-export function validateAgainst(schema: object, value: unknown, basePath: string): ConfigIssue[] {
+/**
+ * Compiles (once per schema object) and runs a JSON Schema; defaults and coercions mutate `value`.
+ * With `suggestKeys`, an unknown key close to a declared one (edit distance ≤ 2) says
+ * `unknown key (did you mean 'x'?)`.
+ */
+export function validateAgainst(
+  schema: object,
+  value: unknown,
+  basePath: string,
+  options: { suggestKeys?: boolean } = {},
+): ConfigIssue[] {
   let validate = cache.get(schema);
   if (validate === undefined) {
     validate = ajv.compile(schema);
@@ -26,7 +35,63 @@ export function validateAgainst(schema: object, value: unknown, basePath: string
   if (validate(value)) return [];
   // `propertyNames` only restates the failure of its subschema, which names the key.
   const errors = (validate.errors ?? []).filter((e) => e.keyword !== 'propertyNames');
-  return dedupe(errors.map((e) => toIssue(e, basePath)));
+  return dedupe(
+    errors.map((e) => {
+      const issue = toIssue(e, basePath);
+      if (options.suggestKeys !== true || e.keyword !== 'additionalProperties') return issue;
+      const near = nearestKey(
+        String((e.params as Record<string, unknown>).additionalProperty),
+        declaredKeys(schema, e),
+      );
+      return near === undefined ? issue : { ...issue, message: `unknown key (did you mean '${near}'?)` };
+    }),
+  );
+}
+
+/** The property names of the (sub)schema an `additionalProperties` error came from. */
+function declaredKeys(schema: object, error: ErrorObject): string[] {
+  // schemaPath is `#/…/additionalProperties`; its parent is the object schema.
+  const segments = error.schemaPath.replace(/^#\/?/, '').split('/').slice(0, -1);
+  let at: unknown = schema;
+  for (const raw of segments) {
+    if (raw === '' || typeof at !== 'object' || at === null) continue;
+    at = (at as Record<string, unknown>)[raw.replace(/~1/g, '/').replace(/~0/g, '~')];
+  }
+  const properties = (at as { properties?: unknown } | undefined)?.properties;
+  return typeof properties === 'object' && properties !== null ? Object.keys(properties) : [];
+}
+
+/** The declared key nearest to `key` within edit distance 2 (ties: the first declared). */
+export function nearestKey(key: string, declared: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = 3;
+  for (const candidate of declared) {
+    const d = levenshtein(key, candidate, bestDistance);
+    if (d < bestDistance) {
+      best = candidate;
+      bestDistance = d;
+    }
+  }
+  return best;
+}
+
+/** Edit distance, giving up (returning `limit`) once every row exceeds it. */
+function levenshtein(a: string, b: string, limit: number): number {
+  if (Math.abs(a.length - b.length) >= limit) return limit;
+  let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i];
+    let rowMin = i;
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      const v = Math.min((previous[j] ?? 0) + 1, (row[j - 1] ?? 0) + 1, (previous[j - 1] ?? 0) + cost);
+      row.push(v);
+      rowMin = Math.min(rowMin, v);
+    }
+    if (rowMin >= limit) return limit;
+    previous = row;
+  }
+  return Math.min(previous[b.length] ?? limit, limit);
 }
 
 export function joinPath(base: string, key: string | number): string {

@@ -47,7 +47,7 @@ export function resolveNodeConfig(
   // A null key means "unset": it overrides a shared value and then lets the schema default apply.
   for (const key of Object.keys(merged)) if (merged[key] === null) delete merged[key];
   const resolved = interpolateLeaves(merged, env, true);
-  const found = validateAgainst(def.schema, resolved, `${nodePath}.config`);
+  const found = validateAgainst(def.schema, resolved, `${nodePath}.config`, { suggestKeys: true });
   if (found.length > 0) {
     for (const issue of found) {
       const local = issue.path.slice(nodePath.length + 1);

@@ -98,3 +98,17 @@ test('migrate cli: usage errors exit 2 (no --gateway-config, --write without mig
   const b = await switchyard(['validate', '--write']);
   assert.equal(b.code, 2);
 });
+
+test('migrate cli: --drop-unknown-keys drops each unknown node-config key, listing it, and exits 0', async (t) => {
+  const dir = tempDir();
+  t.after(() => dir.remove());
+  const gw = join(dir.path, 'gateway.yaml');
+  writeFileSync(gw, legacy.replace('config: { keys: [k] }', 'config: { keys: [k], header_nam: x-key }'));
+  const without = await switchyard(['migrate', '--gateway-config', gw]);
+  assert.equal(without.code, 1);
+  assert.match(without.stderr, /config\.header_nam unknown key \(did you mean 'header_name'\?\)/);
+  const r = await switchyard(['migrate', '--gateway-config', gw, '--drop-unknown-keys']);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stderr, /changed: .*dropped unknown config key 'header_nam'/);
+  assert.doesNotMatch(r.stdout, /header_nam:/);
+});

@@ -211,3 +211,42 @@ routes:
   assert.ok(result.changes.some((c) => c.includes('auth.denied → done.in')));
   assert.ok(result.undecided.some((u) => u.includes("'done'")));
 });
+
+const withUnknownKeys = `routes:
+  - { name: r, match: { path: /x }, policy: p }
+policies:
+  - name: p
+    nodes:
+      - { id: in, type: listener }
+      - { id: m, type: mocking, config: { response_example: hi, colour: red, content_typ: text/plain } }
+      - { id: out, type: client }
+    edges:
+      - { from: in.out, to: m.in }
+      - { from: m.success, to: out.in }
+`;
+
+test('migrate: unknown node-config keys stay errors unless --drop-unknown-keys', () => {
+  const kept = migrateGatewayText(withUnknownKeys, { env });
+  assert.deepEqual(kept.changes, []);
+  assert.equal(kept.text, withUnknownKeys);
+  assert.deepEqual(kept.errors.map((e) => e.path).sort(), [
+    'policies[0].nodes[1].config.colour',
+    'policies[0].nodes[1].config.content_typ',
+  ]);
+});
+
+test('migrate: --drop-unknown-keys removes each unknown node-config key and lists it', () => {
+  const result = migrateGatewayText(withUnknownKeys, { env, dropUnknownKeys: true });
+  assert.deepEqual(result.errors, []);
+  assert.equal(result.changes.length, 2);
+  assert.ok(result.changes.some((c) => c.includes("dropped unknown config key 'colour'")));
+  assert.ok(
+    result.changes.some((c) =>
+      c.includes(
+        "dropped unknown config key 'content_typ' (policies[0].nodes[1].config.content_typ) (did you mean 'content_type'?)",
+      ),
+    ),
+    result.changes.join('\n'),
+  );
+  assert.match(result.text, /config: \{ response_example: hi \}/);
+});
