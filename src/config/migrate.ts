@@ -110,7 +110,10 @@ export function migrateGatewayText(text: string, options: MigrateOptions): Migra
 /** The document in the source's own layout: sequence indentation as found, no line folding. */
 function render(doc: Document, source: string): string {
   const indentSeq = !/^[A-Za-z_][\w-]*:[ \t]*\r?\n- /m.test(source);
-  return doc.toString({ indentSeq, lineWidth: 0 });
+  // The `yaml` package pads all flow collections or none: follow what most of the source does.
+  const padded = source.match(/[[{] [^\s\]}]/g)?.length ?? 0;
+  const tight = source.match(/[[{][^\s\]}]/g)?.length ?? 0;
+  return doc.toString({ indentSeq, lineWidth: 0, flowCollectionPadding: padded >= tight });
 }
 
 /** The compiler's issues for `text`, or none when it compiles. */
@@ -276,10 +279,15 @@ function splitFanIn(
   return split;
 }
 
+const ADDED_COMMENT = ' added by switchyard migrate: outcome ports earlier releases left unwired';
+
 function addEdge(doc: Document, policy: YAMLMap, from: string, to: string): void {
   const seq = seqOf(doc, policy, 'edges');
   const edge = doc.createNode({ from, to });
   edge.flow = lastItemIsFlow(seq);
+  // One marker line above the first edge migrate adds to a policy, so a reader sees where they start.
+  if (!seq.items.some((e) => isMap(e) && e.commentBefore === ADDED_COMMENT))
+    edge.commentBefore = ADDED_COMMENT;
   seq.add(edge);
 }
 
