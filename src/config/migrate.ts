@@ -96,6 +96,7 @@ export function migrateGatewayText(text: string, options: MigrateOptions): Migra
       fixed++;
     }
     if (fixed === 0) break;
+    if (round === MAX_ROUNDS - 1) errors = compileIssues(String(doc), options);
   }
   for (const issue of errors) {
     if (UNWIRED_IN_DEFINITION.test(issue.message)) {
