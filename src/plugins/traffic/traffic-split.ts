@@ -1,6 +1,7 @@
 import { compileCondition, type Condition } from '../../conditions/index.js';
 import type { Context } from '../../engine/context.js';
 import { NodeError } from '../../engine/errors.js';
+import { smoothWeighted } from '../../outbound/balancer/weighted.js';
 import { UpstreamPool } from '../../outbound/upstream-pool.js';
 import { ConfigError, definePlugin, type NodeInstance, type PluginEnv } from '../define.js';
 
@@ -26,13 +27,35 @@ interface Slot {
   weight: number;
   /** Null for the default slot: the request continues to the policy's own upstream. */
   pool: UpstreamPool | null;
+  /** For the smooth weighted picker: slots are never busy, and a weight of 0 is never picked. */
+  active: 0;
+  isAvailable(): boolean;
 }
 
 interface Rule {
   match: Condition | undefined;
   slots: Slot[];
-  totalWeight: number;
-  cursor: number;
+  /** The picker's running score per slot; shared with the same rule of earlier reloads. */
+  credit: Float64Array;
+}
+
+/**
+ * Picker state by node and rule, kept in the gateway scope so a reload that
+ * leaves a rule's weights as they were keeps its place in the sequence (a
+ * frequent reload would otherwise restart it, and the first slots would get
+ * every request).
+ */
+type Credits = Map<string, { weights: string; credit: Float64Array }>;
+const MAX_REMEMBERED_RULES = 10000;
+
+function creditFor(credits: Credits, key: string, weights: readonly number[]): Float64Array {
+  const signature = weights.join(',');
+  const known = credits.get(key);
+  if (known !== undefined && known.weights === signature) return known.credit;
+  if (credits.size >= MAX_REMEMBERED_RULES) credits.clear();
+  const credit = new Float64Array(weights.length);
+  credits.set(key, { weights: signature, credit });
+  return credit;
 }
 
 /** Split targets take no part in passive health: the slot's weight is the whole contract. */
@@ -161,12 +184,19 @@ class TrafficSplitNode implements NodeInstance<SplitPort> {
         slot.upstream === undefined
           ? null
           : this.#pool(slot.upstream.targets, timeoutMs, env, `rules[${i}].weighted_upstreams[${j}]`),
+      active: 0,
+      isAvailable: () => slot.weight > 0,
     }));
     const totalWeight = slots.reduce((sum, s) => sum + s.weight, 0);
     if (totalWeight === 0) {
       throw new ConfigError(`rules[${i}].weighted_upstreams`, 'needs at least one slot with weight > 0');
     }
-    return { match, slots, totalWeight, cursor: 0 };
+    const credit = creditFor(
+      env.scope.shared<Credits>('traffic-split', () => new Map()),
+      `${env.policy}\u0000${env.nodeId}\u0000${i}`,
+      slots.map((slot) => slot.weight),
+    );
+    return { match, slots, credit };
   }
 
   /** One shared-pool upstream per target slot: round-robin, connect failures retried on the slot's other targets. */
@@ -224,13 +254,7 @@ async function forward(pool: UpstreamPool, ctx: Context): Promise<'routed'> {
   }
 }
 
+/** Smooth weighted round robin: 90/10 interleaves the canary instead of sending it ten in a row. */
 function pick(rule: Rule): Slot {
-  const mark = rule.cursor;
-  rule.cursor = (mark + 1) % rule.totalWeight;
-  let acc = 0;
-  for (const slot of rule.slots) {
-    acc += slot.weight;
-    if (mark < acc) return slot;
-  }
-  return rule.slots[rule.slots.length - 1]!;
+  return smoothWeighted(rule.slots, rule.credit, 0, null, true) ?? rule.slots[0]!;
 }

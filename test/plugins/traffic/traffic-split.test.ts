@@ -6,7 +6,8 @@ import { trafficSplit } from '../../../src/plugins/traffic/traffic-split.js';
 import { startGateway, type RunningGateway } from '../../support/in-process.js';
 import { request } from '../../support/http.js';
 import { deadPort, echo, startOrigin, type Origin } from '../../support/origins.js';
-import { instantiate, requestContext } from '../../support/plugin-env.js';
+import { createGatewayScope } from '../../../src/engine/gateway-scope.js';
+import { instantiate, pluginEnv, requestContext } from '../../support/plugin-env.js';
 import { bodyText, failsWith, rejectsConfig, rejectsSchema } from '../live-env.js';
 
 const origins: Origin[] = [];
@@ -85,6 +86,49 @@ test('traffic-split: weights split traffic between the default slot and targets 
   for (let i = 0; i < 40; i++) ports.push(await node.run(requestContext()));
   assert.equal(ports.filter((p) => p === 'routed').length, 10);
   assert.equal(ports.filter((p) => p === 'success').length, 30);
+});
+
+test('traffic-split: 90/10 interleaves the canary: never two in a row, one in every ten', async () => {
+  const canary = await origin('canary-smooth');
+  const node = split({
+    rules: [{ weighted_upstreams: [{ weight: 90 }, { weight: 10, upstream: { targets: [canary.target] } }] }],
+  });
+  const ports: string[] = [];
+  for (let i = 0; i < 100; i++) ports.push(await node.run(requestContext()));
+  assert.equal(ports.filter((p) => p === 'routed').length, 10);
+  for (let i = 0; i < 100; i += 10) {
+    assert.equal(ports.slice(i, i + 10).filter((p) => p === 'routed').length, 1, `requests ${i}–${i + 9}`);
+  }
+  assert.ok(!ports.some((p, i) => p === 'routed' && ports[i + 1] === 'routed'));
+});
+
+test('traffic-split: a reload that keeps the rule keeps its place; changed weights start afresh', async () => {
+  const canary = await origin('canary-reload');
+  const scope = createGatewayScope();
+  const env = () => pluginEnv({ scope, policy: 'reload-policy', nodeId: 'split' });
+  const config = (canaryWeight: number) => ({
+    rules: [
+      {
+        weighted_upstreams: [{ weight: 1 }, { weight: canaryWeight, upstream: { targets: [canary.target] } }],
+      },
+    ],
+  });
+  const build = (canaryWeight: number) => {
+    const node = instantiate(trafficSplit, config(canaryWeight), env());
+    nodes.push(node);
+    return node;
+  };
+  // One request per "reload": with the place kept, 1/1 alternates; restarted, it would repeat one slot.
+  const seen: string[] = [];
+  for (let i = 0; i < 6; i++) seen.push(await build(1).run(requestContext()));
+  assert.deepEqual(
+    seen.slice(1),
+    seen.slice(0, 5).map((p) => (p === 'routed' ? 'success' : 'routed')),
+  );
+  const changed = build(3);
+  const after: string[] = [];
+  for (let i = 0; i < 4; i++) after.push(await changed.run(requestContext()));
+  assert.equal(after.filter((p) => p === 'routed').length, 3);
 });
 
 test('traffic-split: targets of one slot are used round-robin', async () => {
