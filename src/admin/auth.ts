@@ -4,9 +4,13 @@ export const ADMIN_REALM = 'switchyard admin';
 
 export const CHALLENGE = { 'www-authenticate': `Basic realm="${ADMIN_REALM}"` } as const;
 
+/** `admin` reads and writes; `viewer` reads, with secrets masked, and writes nothing. */
+export type AdminRole = 'admin' | 'viewer';
+
 export interface AdminAccount {
   username: string;
   password: string;
+  role?: AdminRole;
 }
 
 /**
@@ -15,7 +19,9 @@ export interface AdminAccount {
  * failed attempt with the user name it claimed, when it could be decoded.
  */
 export type AuthOutcome =
-  { kind: 'none' } | { kind: 'ok'; username: string } | { kind: 'failed'; username: string | undefined };
+  | { kind: 'none' }
+  | { kind: 'ok'; username: string; role: AdminRole }
+  | { kind: 'failed'; username: string | undefined };
 
 const digest = (text: string): Buffer => createHash('sha256').update(text, 'utf8').digest();
 
@@ -30,20 +36,22 @@ export function basicAuthVerifier(
 ): (header: string | undefined) => AuthOutcome {
   const known = accounts
     .filter((a) => a.password !== '')
-    .map((a) => ({ user: digest(a.username), pass: digest(a.password) }));
+    .map((a) => ({ user: digest(a.username), pass: digest(a.password), role: a.role ?? 'admin' }));
   return (header) => {
     if (header === undefined || header === '') return { kind: 'none' };
     const credentials = parseBasic(header);
     if (credentials === undefined) return { kind: 'failed', username: undefined };
     const user = digest(credentials.username);
     const pass = digest(credentials.password);
-    let ok = false;
+    let matched: AdminRole | undefined;
     for (const account of known) {
       const userOk = timingSafeEqual(user, account.user);
       const passOk = timingSafeEqual(pass, account.pass);
-      ok = (userOk && passOk) || ok;
+      if (userOk && passOk && matched === undefined) matched = account.role;
     }
-    if (ok && credentials.password !== '') return { kind: 'ok', username: credentials.username };
+    if (matched !== undefined && credentials.password !== '') {
+      return { kind: 'ok', username: credentials.username, role: matched };
+    }
     return { kind: 'failed', username: credentials.username };
   };
 }

@@ -6,7 +6,8 @@ import { ConfigRejected, formatIssues } from '../config/schema-validate.js';
 import type { AdminConfig } from '../config/system.js';
 import type { Gateway } from '../gateway.js';
 import type { Logger } from '../observability/logger.js';
-import { basicAuthVerifier, CHALLENGE, type AdminAccount } from './auth.js';
+import { basicAuthVerifier, CHALLENGE, type AdminAccount, type AdminRole } from './auth.js';
+import { maskedForViewer, VIEWER_READ_ONLY } from './viewer.js';
 import { contentTypeGuard, crossOriginGuard } from './csrf.js';
 import { AdminError, send, type Reply } from './http.js';
 import { LoginThrottle, tooManyFailures } from './login-throttle.js';
@@ -67,15 +68,15 @@ export async function startAdminServer(
   const accounts: AdminAccount[] = [{ username: admin.username, password }, ...(admin.users ?? [])];
   const verify = basicAuthVerifier(accounts);
   const throttle = new LoginThrottle(admin.login_throttle, logger);
-  /** undefined when the request may go on: a lock, a missing or a wrong credential answers here. */
-  const authenticate = (req: IncomingMessage): Reply | undefined => {
+  /** The caller's role when the request may go on; a lock, a missing or a wrong credential answers here. */
+  const authenticate = (req: IncomingMessage): Reply | AdminRole => {
     const client = req.socket.remoteAddress ?? 'unknown';
     const locked = throttle.retryAfter(client);
     if (locked !== undefined) return tooManyFailures(locked);
     const outcome = verify(req.headers.authorization);
     if (outcome.kind === 'ok') {
       throttle.succeeded(client);
-      return undefined;
+      return outcome.role;
     }
     if (outcome.kind === 'failed') {
       const lock = throttle.failed(client, outcome.username);
@@ -111,14 +112,19 @@ export async function startAdminServer(
     // CSRF before credentials: a forged write neither runs nor counts as a failed login.
     const refused = crossOrigin(req, method);
     if (refused !== undefined) return refused;
+    let role: AdminRole = 'admin';
     if (needsAuth) {
-      const denied = authenticate(req);
-      if (denied !== undefined) return denied;
+      const outcome = authenticate(req);
+      if (typeof outcome !== 'string') return outcome;
+      role = outcome;
     }
+    if (role === 'viewer' && method !== 'GET') return VIEWER_READ_ONLY;
     const untyped = contentTypeGuard(req, method);
     if (untyped !== undefined) return untyped;
-    if (found.kind === 'found')
-      return found.route.handler({ req, params: found.params, query: url.searchParams });
+    if (found.kind === 'found') {
+      const reply = await found.route.handler({ req, params: found.params, query: url.searchParams });
+      return role === 'viewer' ? maskedForViewer(reply) : reply;
+    }
     if (found.kind === 'method') {
       return {
         status: 405,

@@ -148,7 +148,12 @@ export const systemSchema = {
             type: 'object',
             additionalProperties: false,
             required: ['username', 'password'],
-            properties: { username: str, password: str },
+            properties: {
+              username: str,
+              password: str,
+              // viewer: reads everything with secrets masked, writes nothing.
+              role: { type: 'string', enum: ['admin', 'viewer'], default: 'admin' },
+            },
           },
         },
         ui_enabled: bool(true),

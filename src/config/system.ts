@@ -39,7 +39,7 @@ export interface AdminConfig {
   port: number;
   username: string;
   password: string;
-  users?: { username: string; password: string }[];
+  users?: { username: string; password: string; role: 'admin' | 'viewer' }[];
   ui_enabled: boolean;
   /** Open connections to the admin listener (its own cap, so /healthz answers while the data plane is full). */
   max_connections: number;
