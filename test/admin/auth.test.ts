@@ -240,14 +240,18 @@ test('admin auth: an empty password is replaced by a generated one, printed once
 test('admin auth: the verifier accepts exactly the configured pairs', () => {
   const verify = basicAuthVerifier([
     { username: 'a', password: 'p:with:colons' },
-    { username: 'b', password: 'q' },
+    { username: 'b', password: 'q', role: 'viewer' },
   ]);
   const header = (u: string, p: string) => `Basic ${Buffer.from(`${u}:${p}`).toString('base64')}`;
-  assert.deepEqual(verify(header('a', 'p:with:colons')), { kind: 'ok', username: 'a' });
-  assert.deepEqual(verify(header('b', 'q')), { kind: 'ok', username: 'b' });
+  assert.deepEqual(verify(header('a', 'p:with:colons')), { kind: 'ok', username: 'a', role: 'admin' });
+  assert.deepEqual(verify(header('b', 'q')), { kind: 'ok', username: 'b', role: 'viewer' });
   assert.deepEqual(verify(header('a', 'q')), { kind: 'failed', username: 'a' });
   assert.deepEqual(verify(header('b', 'p:with:colons')), { kind: 'failed', username: 'b' });
-  assert.deepEqual(verify(`basic ${Buffer.from('b:q').toString('base64')}`), { kind: 'ok', username: 'b' });
+  assert.deepEqual(verify(`basic ${Buffer.from('b:q').toString('base64')}`), {
+    kind: 'ok',
+    username: 'b',
+    role: 'viewer',
+  });
   assert.deepEqual(verify(undefined), { kind: 'none' });
   assert.deepEqual(verify('Basic !!!'), { kind: 'failed', username: undefined });
 });

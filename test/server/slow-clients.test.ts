@@ -63,7 +63,7 @@ test('slow clients: an HTTP/2 session that never opens a stream is closed after 
   const session = connect(`http://127.0.0.1:${gw.dataPort}`);
   session.on('error', () => undefined);
   const started = Date.now();
-  await once(session, 'close');
+  await within(once(session, 'close'), 4 * BOUND_MS, 'the stream-less session to close');
   const elapsed = Date.now() - started;
   assert.ok(elapsed < BOUND_MS, `session closed after ${elapsed} ms`);
 });
@@ -83,9 +83,22 @@ async function trickle(
   const drip = setInterval(() => {
     if (!stream.closed && !stream.destroyed) stream.write('x');
   }, 200);
-  await once(stream, 'close');
+  await within(once(stream, 'close'), 4 * BOUND_MS, `trickled stream (status ${status}) to close`);
   clearInterval(drip);
   return { status, rst: stream.rstCode ?? -1, ms: Date.now() - started };
+}
+
+/** `promise`, or a failure naming `what` after `ms`: a stuck stream fails its test instead of the whole file. */
+async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`waited ${ms} ms for ${what}`)), ms);
+  });
+  try {
+    return await Promise.race([promise, expired]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 test('slow clients: HTTP/2 streams trickling their body get 408 then RST_STREAM within connection + read seconds', async () => {
@@ -100,7 +113,11 @@ test('slow clients: HTTP/2 streams trickling their body get 408 then RST_STREAM 
     }
     // The session itself survives its timed-out streams.
     const ok = session.request({ ':path': '/hello' });
-    const [headers] = (await once(ok, 'response')) as [Record<string, string>];
+    const [headers] = (await within(
+      once(ok, 'response'),
+      2 * BOUND_MS,
+      'a response on the session after its timed-out streams',
+    )) as [Record<string, string>];
     ok.resume();
     assert.equal(Number(headers[':status']), 200);
   } finally {
