@@ -15,7 +15,10 @@ let data: string;
 let admin: string;
 
 before(async () => {
-  const [dataPort, adminPort, dead] = [await freePort(), await freePort(), await deadPort()];
+  const [dataPort, adminPort] = [await freePort(), await freePort()];
+  // A dead port that is one of the gateway's own would make the broken route proxy into itself.
+  let dead = await deadPort();
+  while (dead === dataPort || dead === adminPort) dead = await deadPort();
   data = `http://127.0.0.1:${dataPort}`;
   admin = `http://127.0.0.1:${adminPort}`;
   gateway = spawnGateway(
