@@ -17,6 +17,7 @@ import { ConfigRejected } from '../../src/config/schema-validate.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import { registry } from '../../src/plugins/index.js';
 import { templateFactory } from '../../src/engine/templates.js';
+import { expandBench } from '../support/compat-corpus.js';
 
 const repo = fileURLToPath(new URL('../..', import.meta.url));
 const corpus = process.env.SWITCHYARD_COMPAT_CORPUS ?? join(repo, '..', 'shared', 'compat-corpus');
@@ -30,19 +31,6 @@ function walk(dir: string): string[] {
         ? [path]
         : [];
   });
-}
-
-/** Bench templates carry @@PLACEHOLDERS@@ and a repeat block; expand them to plain YAML. */
-function expandBench(text: string): string {
-  const repeated = text.replace(/@@REPEAT (\d+)@@\n([\s\S]*?)@@END@@\n?/g, (_m, n: string, body: string) =>
-    Array.from({ length: Number(n) }, (_, i) => body.replaceAll('@@I@@', String(i))).join(''),
-  );
-  return repeated
-    .replaceAll('@@UPSTREAM_HOST@@', '127.0.0.1')
-    .replaceAll('@@UPSTREAM_PORT@@', '3000')
-    .replaceAll('@@API_KEY@@', 'bench-key')
-    .replaceAll('@@JWT_SECRET@@', 'bench-secret-bench-secret-bench-secret')
-    .replaceAll('@@CONFIG_DIR@@', '/tmp');
 }
 
 const isGateway = (doc: Record<string, unknown>) =>

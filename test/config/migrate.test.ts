@@ -20,6 +20,7 @@ import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { compileIssues, migrateGatewayText } from '../../src/config/migrate.js';
+import { expandBench } from '../support/compat-corpus.js';
 import { tempDir } from '../support/temp-dir.js';
 
 const repo = fileURLToPath(new URL('../..', import.meta.url));
@@ -32,19 +33,6 @@ function walk(dir: string): string[] {
     const path = join(dir, name);
     return statSync(path).isDirectory() ? walk(path) : /\.ya?ml$/.test(path) ? [path] : [];
   });
-}
-
-/** Bench templates carry @@PLACEHOLDERS@@ and a repeat block; expand them to plain YAML. */
-function expandBench(text: string): string {
-  const repeated = text.replace(/@@REPEAT (\d+)@@\n([\s\S]*?)@@END@@\n?/g, (_m, n: string, body: string) =>
-    Array.from({ length: Number(n) }, (_, i) => body.replaceAll('@@I@@', String(i))).join(''),
-  );
-  return repeated
-    .replaceAll('@@UPSTREAM_HOST@@', '127.0.0.1')
-    .replaceAll('@@UPSTREAM_PORT@@', '3000')
-    .replaceAll('@@API_KEY@@', 'bench-key')
-    .replaceAll('@@JWT_SECRET@@', 'bench-secret-bench-secret-bench-secret')
-    .replaceAll('@@CONFIG_DIR@@', '/tmp');
 }
 
 const isGateway = (doc: unknown) =>
