@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'ui/dist/**', 'coverage/**', '**/*.cjs'] },
+  { ignores: ['node_modules/**', 'ui/dist/**', 'dist/**', 'coverage/**', '**/*.cjs'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

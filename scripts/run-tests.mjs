@@ -31,6 +31,10 @@ const result = spawnSync(
     ...flags,
     ...files,
   ],
-  { stdio: 'inherit' },
+  // A gateway a test spawns runs the sources, never a build (bin/switchyard.js).
+  {
+    stdio: 'inherit',
+    env: { ...process.env, SWITCHYARD_FROM_SOURCE: process.env.SWITCHYARD_FROM_SOURCE ?? '1' },
+  },
 );
 process.exit(result.status ?? 1);

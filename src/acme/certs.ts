@@ -1,6 +1,12 @@
 import { X509Certificate, createPrivateKey, createPublicKey, randomBytes, webcrypto } from 'node:crypto';
-import * as x509 from '@peculiar/x509';
-import acme from 'acme-client';
+import { createRequire } from 'node:module';
+import type * as X509 from '@peculiar/x509';
+import type * as AcmeClient from 'acme-client';
+
+// Required on first use, not imported: a gateway without `acme:` never loads them (~25 MiB, docs/deployment.md).
+const requireHere = createRequire(import.meta.url);
+export const acmeClient = (): typeof AcmeClient => requireHere('acme-client') as typeof AcmeClient;
+const x509Lib = (): typeof X509 => requireHere('@peculiar/x509') as typeof X509;
 import type { AcmeConfig } from './config.js';
 
 /** A certificate chain and its private key, both PEM. */
@@ -19,7 +25,7 @@ export interface CertFacts {
 
 /** A fresh ECDSA private key (PKCS#8 PEM) of the configured curve. */
 export async function newPrivateKey(keyType: AcmeConfig['key_type']): Promise<string> {
-  const key = await acme.crypto.createPrivateEcdsaKey(keyType === 'ecdsa-p384' ? 'P-384' : 'P-256');
+  const key = await acmeClient().crypto.createPrivateEcdsaKey(keyType === 'ecdsa-p384' ? 'P-384' : 'P-256');
   return key.toString();
 }
 
@@ -31,6 +37,7 @@ export async function createPlaceholder(domains: readonly string[], validityMs: 
   const alg = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' };
   const keys = await webcrypto.subtle.generateKey(alg, true, ['sign', 'verify']);
   const now = Date.now();
+  const x509 = x509Lib();
   const cert = await x509.X509CertificateGenerator.createSelfSigned(
     {
       serialNumber: randomBytes(8)

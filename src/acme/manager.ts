@@ -3,12 +3,13 @@ import { readFileSync } from 'node:fs';
 import { Agent } from 'node:https';
 import { hostname } from 'node:os';
 import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
-import * as acme from 'acme-client';
+import type * as acme from 'acme-client';
 import type { TlsConfig } from '../config/system.js';
 import type { Logger } from '../observability/logger.js';
 import type { StoreLookup } from '../stores/index.js';
 import {
   certFacts,
+  acmeClient,
   createPlaceholder,
   newPrivateKey,
   verifyIssued,
@@ -307,7 +308,7 @@ export class AcmeManager {
       this.#logger.info({ acme: id, domains, renewal }, 'ordering an ACME certificate');
       const client = await this.#accountClient();
       const key = await newPrivateKey(this.#config.key_type);
-      const [, csr] = await acme.crypto.createCsr(
+      const [, csr] = await acmeClient().crypto.createCsr(
         { commonName: domains[0] as string, altNames: domains },
         key,
       );
@@ -319,7 +320,7 @@ export class AcmeManager {
         challengeCreateFn: async (authz, _challenge, keyAuthorization) => {
           // EC like every managed certificate: OpenSSL keeps one certificate per key type on a
           // connection, so an RSA challenge certificate would lose to the EC one already there.
-          const [challengeKey, challengeCert] = await acme.crypto.createAlpnCertificate(
+          const [challengeKey, challengeCert] = await acmeClient().crypto.createAlpnCertificate(
             authz,
             keyAuthorization,
             await newPrivateKey('ecdsa-p256'),
@@ -417,14 +418,14 @@ export class AcmeManager {
     const config = this.#config;
     if (config.directory_ca_path !== undefined) {
       // acme-client shares one axios instance; there is one ACME directory per process.
-      acme.axios.defaults.httpsAgent = new Agent({
+      acmeClient().axios.defaults.httpsAgent = new Agent({
         ca: [...rootCertificates, readFileSync(config.directory_ca_path, 'utf8')],
       });
     }
     let account = await this.#storage.loadAccount();
     if (account?.directory_url !== config.directory_url) account = undefined;
     const key = account?.key ?? (await newPrivateKey('ecdsa-p256'));
-    const client = new acme.Client({
+    const client = new (acmeClient().Client)({
       directoryUrl: config.directory_url,
       accountKey: key,
       backoffMin: 500,

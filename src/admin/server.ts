@@ -15,7 +15,7 @@ import { AdminRouter, type AdminRoute } from './router.js';
 import { adminRoutes } from './routes.js';
 import { createUiHandler } from './ui.js';
 import { startListener, type RequestHandler } from '../server/listener.js';
-import { createMcpHandler } from '../mcp/http.js';
+import type { McpHandler } from '../mcp/http.js';
 
 export interface AdminServerOptions {
   /** Directory of the built editor; defaults to ui/dist. */
@@ -90,10 +90,14 @@ export async function startAdminServer(
   const ui = admin.ui_enabled ? createUiHandler(options.uiDir) : undefined;
   const mcpPath = admin.mcp?.path ?? '/mcp';
 
-  const mcp =
-    admin.mcp === undefined
+  // Imported only when configured: the MCP SDK (and zod) cost ~25 MiB (docs/deployment.md).
+  const mcpConfig = admin.mcp;
+  const mcp: Promise<McpHandler | undefined> | undefined =
+    mcpConfig === undefined
       ? undefined
-      : createMcpHandler({ gateway, config: admin.mcp, logger, router, throttle });
+      : import('../mcp/http.js').then((m) =>
+          m.createMcpHandler({ gateway, config: mcpConfig, logger, router, throttle }),
+        );
 
   /** The reply to send, or undefined when the MCP transport answered by itself. */
   const dispatch = async (req: IncomingMessage, res: ServerResponse): Promise<Reply | undefined> => {
@@ -102,8 +106,9 @@ export async function startAdminServer(
     const method = req.method === 'HEAD' ? 'GET' : (req.method ?? 'GET');
     // MCP has its own bearer tokens (never Basic); disabled answers 404 without a Basic challenge.
     if (pathname === mcpPath) {
-      if (mcp === undefined) return NOT_FOUND;
-      await mcp(req, res);
+      const handler = await mcp;
+      if (handler === undefined) return NOT_FOUND;
+      await handler(req, res);
       return undefined;
     }
     const found = router.match(method, pathname);

@@ -1,4 +1,6 @@
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { createRequire } from 'node:module';
+import type { Ajv, ErrorObject, Options, ValidateFunction } from 'ajv';
+import { precompiledValidator } from './precompiled-validators.js';
 
 /** One configuration problem, located by a dotted path such as `policies[0].nodes[2].config.port`. */
 export interface ConfigIssue {
@@ -6,13 +8,25 @@ export interface ConfigIssue {
   message: string;
 }
 
-const ajv = new Ajv({
+/** Options of every validator, also those the build precompiles (scripts/build-validators.mjs). */
+export const AJV_OPTIONS: Options = {
   allErrors: true,
   useDefaults: true,
   coerceTypes: true,
   strict: false,
   allowUnionTypes: true,
-});
+};
+
+let ajv: Ajv | undefined;
+
+/** Ajv's compiler loads for the first schema the build did not precompile (docs/deployment.md). */
+function compiler(): Ajv {
+  if (ajv === undefined) {
+    const { Ajv: AjvClass } = createRequire(import.meta.url)('ajv') as { Ajv: typeof Ajv };
+    ajv = new AjvClass(AJV_OPTIONS);
+  }
+  return ajv;
+}
 
 const cache = new WeakMap<object, ValidateFunction>();
 
@@ -29,7 +43,7 @@ export function validateAgainst(
 ): ConfigIssue[] {
   let validate = cache.get(schema);
   if (validate === undefined) {
-    validate = ajv.compile(schema);
+    validate = precompiledValidator(schema) ?? compiler().compile(schema);
     cache.set(schema, validate);
   }
   if (validate(value)) return [];

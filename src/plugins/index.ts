@@ -1,73 +1,121 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import type { PluginDefinition } from './define.js';
-import { client } from './structural/client.js';
-import { listener } from './structural/listener.js';
-import { echo } from './core/echo.js';
-import { mocking } from './core/mocking.js';
-import { proxyRewrite } from './core/proxy-rewrite.js';
-import { realIp } from './core/real-ip.js';
-import { requestId } from './core/request-id.js';
-import { upstream } from './core/upstream.js';
-import { errorHandler } from './errors/error-handler.js';
-import { authPlugins } from './auth/index.js';
-import { externalAuthzPlugins } from './auth/external-authz.js';
-import { providerAuthPlugins } from './auth/providers.js';
-import { securityPlugins } from './security/index.js';
-import { faasPlugins } from './faas/index.js';
-import { bodyTransformer } from './core/body-transformer/index.js';
-import { brotli } from './core/brotli.js';
-import { degraphql } from './core/degraphql.js';
-import { errorPage } from './errors/error-page.js';
-import { exitTransformer } from './errors/exit-transformer.js';
-import { gzip } from './core/gzip.js';
-import { redirect } from './core/redirect.js';
-import { responseRewrite } from './core/response-rewrite.js';
-import { setVars } from './core/set-vars.js';
-import { apiBreaker } from './traffic/api-breaker.js';
-import { condition } from './flow/condition.js';
-import { dataMask } from './security/data-mask.js';
-import { faultInjection } from './traffic/fault-injection.js';
-import { proxyMirror } from './traffic/proxy-mirror.js';
-import { trafficLabel } from './traffic/traffic-label.js';
-import { trafficSplit } from './traffic/traffic-split.js';
-import { scriptingPlugins } from './scripting/index.js';
-import { storePlugins } from './stores/index.js';
-import { casAuth } from './auth/cas-auth.js';
-import { limitPlugins } from './limits/index.js';
-import { cachePlugins } from './cache/index.js';
-import { observabilityPlugins } from './observability/index.js';
 
 type AnyPlugin = PluginDefinition<never, string>;
 
 /**
  * The only list of node types. Compiler, /api/plugins, the editor, MCP and
- * docs all read it. Each family folder exports its definitions; add a family
- * with one import and one entry below.
+ * docs all read it. Each entry loads one module (a plugin or a family folder's
+ * index) and returns its definitions; add a family with one line below.
  */
-const families: readonly (readonly unknown[])[] = [
-  [listener, client],
-  [upstream, mocking, echo, proxyRewrite, realIp, requestId],
-  [errorHandler],
-  securityPlugins,
-  faasPlugins,
-  authPlugins,
-  externalAuthzPlugins,
-  providerAuthPlugins,
-  [responseRewrite, redirect, setVars, bodyTransformer, degraphql, gzip, brotli],
-  [exitTransformer, errorPage],
-  [condition],
-  [faultInjection, trafficLabel, trafficSplit, apiBreaker, proxyMirror],
-  [dataMask],
-  scriptingPlugins,
-  storePlugins,
-  [casAuth],
-  limitPlugins,
-  cachePlugins,
-  observabilityPlugins,
+const families: readonly (() => Promise<readonly unknown[]>)[] = [
+  () => import('./structural/listener.js').then((m) => [m.listener]),
+  () => import('./structural/client.js').then((m) => [m.client]),
+  () => import('./core/upstream.js').then((m) => [m.upstream]),
+  () => import('./core/mocking.js').then((m) => [m.mocking]),
+  () => import('./core/echo.js').then((m) => [m.echo]),
+  () => import('./core/proxy-rewrite.js').then((m) => [m.proxyRewrite]),
+  () => import('./core/real-ip.js').then((m) => [m.realIp]),
+  () => import('./core/request-id.js').then((m) => [m.requestId]),
+  () => import('./errors/error-handler.js').then((m) => [m.errorHandler]),
+  () => import('./security/index.js').then((m) => m.securityPlugins),
+  () => import('./faas/index.js').then((m) => m.faasPlugins),
+  () => import('./auth/index.js').then((m) => m.authPlugins),
+  () => import('./auth/external-authz.js').then((m) => m.externalAuthzPlugins),
+  () => import('./auth/providers.js').then((m) => m.providerAuthPlugins),
+  () => import('./core/response-rewrite.js').then((m) => [m.responseRewrite]),
+  () => import('./core/redirect.js').then((m) => [m.redirect]),
+  () => import('./core/set-vars.js').then((m) => [m.setVars]),
+  () => import('./core/body-transformer/index.js').then((m) => [m.bodyTransformer]),
+  () => import('./core/degraphql.js').then((m) => [m.degraphql]),
+  () => import('./core/gzip.js').then((m) => [m.gzip]),
+  () => import('./core/brotli.js').then((m) => [m.brotli]),
+  () => import('./errors/exit-transformer.js').then((m) => [m.exitTransformer]),
+  () => import('./errors/error-page.js').then((m) => [m.errorPage]),
+  () => import('./flow/condition.js').then((m) => [m.condition]),
+  () => import('./traffic/fault-injection.js').then((m) => [m.faultInjection]),
+  () => import('./traffic/traffic-label.js').then((m) => [m.trafficLabel]),
+  () => import('./traffic/traffic-split.js').then((m) => [m.trafficSplit]),
+  () => import('./traffic/api-breaker.js').then((m) => [m.apiBreaker]),
+  () => import('./traffic/proxy-mirror.js').then((m) => [m.proxyMirror]),
+  () => import('./security/data-mask.js').then((m) => [m.dataMask]),
+  () => import('./scripting/index.js').then((m) => m.scriptingPlugins),
+  () => import('./stores/index.js').then((m) => m.storePlugins),
+  () => import('./auth/cas-auth.js').then((m) => [m.casAuth]),
+  () => import('./limits/index.js').then((m) => m.limitPlugins),
+  () => import('./cache/index.js').then((m) => m.cachePlugins),
+  () => import('./observability/index.js').then((m) => m.observabilityPlugins),
 ];
 
-const definitions = families.flat() as AnyPlugin[];
+/** Every definition, in catalog order, imported now (the sources, and the build that writes the manifest). */
+export async function importAllPlugins(): Promise<AnyPlugin[]> {
+  const loaded = await Promise.all(families.map((load) => load()));
+  return loaded.flat() as AnyPlugin[];
+}
 
-export const registry: ReadonlyMap<string, AnyPlugin> = buildRegistry(definitions);
+/**
+ * One line of `dist/plugins/manifest.json` (written by scripts/build-plugin-manifest.mjs):
+ * a type's metadata, and where its definition lives (`module`, `export`, `index` in an array export).
+ */
+export interface ManifestEntry {
+  type: string;
+  module: string;
+  export: string;
+  index?: number;
+  readsResponseBody: boolean;
+  definition: Omit<AnyPlugin, 'create' | 'readsResponseBody'>;
+}
+
+const MANIFEST = new URL('./manifest.json', import.meta.url);
+const requireModule = createRequire(import.meta.url);
+const loadedTypes = new Set<string>();
+const implementations = new Map<string, () => AnyPlugin>();
+
+/**
+ * The compiled build's manifest, or undefined when running the sources (there is none next to
+ * them) or on a Node without synchronous `require()` of ES modules (before 20.19): then every
+ * plugin module is imported at startup, as from the sources.
+ */
+function readManifest(): ManifestEntry[] | undefined {
+  if ((process.features as { require_module?: boolean }).require_module !== true) return undefined;
+  try {
+    return (JSON.parse(readFileSync(MANIFEST, 'utf8')) as { plugins: ManifestEntry[] }).plugins;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A definition whose metadata (schema, ports, templated fields) comes from the manifest and whose
+ * module is imported the first time a configuration compiles a node of its type: a gateway that
+ * uses no Lua, casbin or LDAP node never loads fengari, casbin or ldapts (docs/deployment.md).
+ */
+function lazyDefinition(entry: ManifestEntry): AnyPlugin {
+  let real: AnyPlugin | undefined;
+  const implementation = (): AnyPlugin => {
+    if (real !== undefined) return real;
+    // Synchronous: `create` is, and a module of the build's own tree has no top-level await.
+    const exported = (requireModule(entry.module) as Record<string, unknown>)[entry.export];
+    const found = entry.index === undefined ? exported : (exported as unknown[] | undefined)?.[entry.index];
+    if ((found as AnyPlugin | undefined)?.type !== entry.type) {
+      throw new Error(
+        `dist/plugins/manifest.json is stale: ${entry.module} does not define '${entry.type}' (run npm run build)`,
+      );
+    }
+    real = found as AnyPlugin;
+    loadedTypes.add(entry.type);
+    return real;
+  };
+  implementations.set(entry.type, implementation);
+  const definition: AnyPlugin = {
+    ...entry.definition,
+    create: (config, env) => implementation().create(config, env),
+  };
+  if (entry.readsResponseBody)
+    definition.readsResponseBody = (config) => implementation().readsResponseBody?.(config) ?? false;
+  return definition;
+}
 
 function buildRegistry(list: AnyPlugin[]): Map<string, AnyPlugin> {
   const map = new Map<string, AnyPlugin>();
@@ -76,4 +124,28 @@ function buildRegistry(list: AnyPlugin[]): Map<string, AnyPlugin> {
     map.set(def.type, def);
   }
   return map;
+}
+
+const manifest = readManifest();
+const definitions = manifest === undefined ? await importAllPlugins() : manifest.map(lazyDefinition);
+if (manifest === undefined) {
+  for (const def of definitions) {
+    loadedTypes.add(def.type);
+    implementations.set(def.type, () => def);
+  }
+}
+
+export const registry: ReadonlyMap<string, AnyPlugin> = buildRegistry(definitions);
+
+/** Whether plugin modules load on first use (the compiled build) rather than all at startup. */
+export const pluginsLoadLazily = manifest !== undefined;
+
+/** The types whose modules are loaded so far (all of them unless `pluginsLoadLazily`). */
+export function loadedPluginTypes(): ReadonlySet<string> {
+  return loadedTypes;
+}
+
+/** The full definition of `type` (its module imported now if it was not yet); undefined for an unknown type. */
+export function pluginImplementation(type: string): AnyPlugin | undefined {
+  return implementations.get(type)?.();
 }
