@@ -3,7 +3,8 @@ import { ConfigRejected, formatIssues } from './config/schema-validate.js';
 import { loadSystemConfig } from './config/system.js';
 import { loadGatewayConfig } from './config/gateway.js';
 import { createLogger, silentLogger } from './observability/logger.js';
-import { Gateway, compileWith } from './gateway.js';
+import { Gateway, compileWith, type ApplySource } from './gateway.js';
+import type { Runtime } from './engine/compile.js';
 import { closeAllPools } from './outbound/pool-registry.js';
 import { startAdminServer, type AdminServer } from './admin/server.js';
 import { EtcdConfigSource } from './config/etcd-source.js';
@@ -12,6 +13,7 @@ import { registerStreamMetrics } from './observability/stream-metrics.js';
 import { acmeStoreIssues } from './acme/index.js';
 import { closeStreamListeners, startStreamListeners, type StreamListener } from './stream/index.js';
 import { runMigrate } from './config/migrate-command.js';
+import { isClusterWorker, resolveWorkers, runClusterWorker, ClusterPrimary } from './cluster/index.js';
 
 const USAGE = `Usage:
   switchyard [--system-config <path>] [--gateway-config <path>]
@@ -112,6 +114,8 @@ function validate(args: CliArgs): number {
 }
 
 async function run(args: CliArgs): Promise<number> {
+  // `workers`: a forked worker takes its configuration from the primary (docs/workers.md).
+  if (isClusterWorker()) return runClusterWorker();
   let system;
   try {
     system = loadSystemConfig(args.systemPath);
@@ -123,22 +127,22 @@ async function run(args: CliArgs): Promise<number> {
     throw err;
   }
   const logger = createLogger(system.logging);
-  if (system.workers !== 1)
-    logger.warn(
-      { workers: system.workers },
-      'workers is not implemented yet: one process serves every listener',
-    );
+  const workers = resolveWorkers(system.workers);
+  let cluster: ClusterPrimary | undefined;
+  const onApplied = (runtime: Runtime, source: ApplySource): Promise<void> =>
+    cluster?.broadcast(runtime.config, source) ?? Promise.resolve();
   let gateway: Gateway;
   try {
     const etcd = system.config.etcd;
     gateway =
       system.config.source === 'file' || etcd === undefined
-        ? Gateway.create({ system, gatewayPath: args.gatewayPath, logger })
+        ? Gateway.create({ system, gatewayPath: args.gatewayPath, logger, onApplied })
         : await Gateway.createFromEtcd({
             system,
             gatewayPath: args.gatewayPath,
             logger,
             etcd: new EtcdConfigSource(etcd, logger),
+            onApplied,
           });
   } catch (err) {
     if (err instanceof EtcdUnavailable) {
@@ -160,12 +164,18 @@ async function run(args: CliArgs): Promise<number> {
   let admin: AdminServer | undefined;
   let streams: StreamListener[] = [];
   try {
-    await gateway.listen();
+    if (workers > 1) {
+      cluster = new ClusterPrimary({ gateway, workers, logger });
+      await gateway.serveControlPlane();
+      await cluster.start();
+      logger.info({ workers }, 'worker processes serve the data plane');
+    } else await gateway.listen();
     if (system.admin !== undefined) admin = await startAdminServer(gateway, system.admin, logger);
-    streams = await startStreamListeners(system, logger);
+    if (cluster === undefined) streams = await startStreamListeners(system, logger);
     if (streams.length > 0) registerStreamMetrics(gateway.metrics.registry, () => streams);
   } catch (err) {
     logger.error({ err }, 'cannot start listeners');
+    await cluster?.stop(0);
     return 1;
   }
   process.on('SIGHUP', () => {
@@ -183,6 +193,7 @@ async function run(args: CliArgs): Promise<number> {
     gateway.shutdown(),
     admin?.close(),
     closeStreamListeners(streams, system.timeouts.shutdown_timeout_seconds * 1000),
+    cluster?.stop(system.timeouts.shutdown_timeout_seconds * 1000),
   ]);
   await closeAllPools();
   logger.info('stopped');

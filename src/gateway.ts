@@ -31,6 +31,12 @@ export interface GatewayOptions {
   env?: NodeJS.ProcessEnv;
   /** Set for `config.source: etcd`: admin writes go there, and its watch drives reloads. */
   etcd?: EtcdConfigSource;
+  /** `workers`: swaps local counters for gateway-wide ones (see GatewayScopeOptions.wrapShared). */
+  wrapShared?: (key: string, local: unknown) => unknown;
+  /** A `workers` worker: serve only; the primary watches, reloads and renews certificates. */
+  dataPlaneOnly?: boolean;
+  /** `workers`: runs inside the serialized apply, after the swap; an apply resolves once it does. */
+  onApplied?: (runtime: Runtime, source: ApplySource) => Promise<void>;
 }
 
 export type ApplySource = 'startup' | 'file' | 'signal' | 'admin' | 'etcd';
@@ -62,6 +68,10 @@ export class Gateway {
   #etcdWatch: { close(): void } | undefined;
   /** Automatic data-plane certificates; undefined when system.yaml has no `acme:` block. */
   readonly acme: AcmeManager | undefined;
+  readonly #onApplied: GatewayOptions['onApplied'];
+  readonly #dataPlaneOnly: boolean;
+  /** What `/metrics` serves: this process's registry, or every worker's aggregated (src/cluster/). */
+  renderMetrics: () => Promise<{ contentType: string; body: string }> = () => this.metrics.render();
 
   private constructor(options: GatewayOptions, runtime: Runtime, scope: GatewayScope) {
     this.scope = scope;
@@ -73,6 +83,8 @@ export class Gateway {
     this.gatewayPath = options.gatewayPath;
     this.env = options.env ?? process.env;
     this.#etcd = options.etcd;
+    this.#onApplied = options.onApplied;
+    this.#dataPlaneOnly = options.dataPlaneOnly === true;
     this.#slot = new RuntimeSlot(runtime);
     const acme = acmeConfigOf(options.system);
     this.acme =
@@ -111,7 +123,10 @@ export class Gateway {
       text = readGatewayText(options.gatewayPath);
       config = parseGatewayConfig(text);
     }
-    const scope = createGatewayScope({ cacheMaxEntries: options.system.cache.max_entries });
+    const scope = createGatewayScope({
+      cacheMaxEntries: options.system.cache.max_entries,
+      ...(options.wrapShared === undefined ? {} : { wrapShared: options.wrapShared }),
+    });
     configurePools({ maxConnectionsPerTarget: options.system.upstream.max_connections_per_target });
     const env = options.env ?? process.env;
     const runtime = compileWith(config, options.logger, env, options.gatewayPath, scope);
@@ -202,6 +217,7 @@ export class Gateway {
         { source, routes: runtime.router.size, policies: runtime.policies.size },
         'configuration applied',
       );
+      await this.#onApplied?.(runtime, source);
       return runtime;
     });
     this.#applying = run.catch(() => undefined);
@@ -276,13 +292,23 @@ export class Gateway {
       dataPlane.handleUpgrade,
     );
     this.#listener = listener;
+    this.#startWatching();
+    return listener.address;
+  }
+
+  /** `workers`: the primary serves no traffic but keeps the configuration and certificates current. */
+  async serveControlPlane(): Promise<void> {
+    await this.acme?.prepare();
+    this.#startWatching();
+  }
+
+  #startWatching(): void {
+    if (this.#dataPlaneOnly) return;
     this.acme?.start();
-    const address = listener.address;
     if (this.gatewayPath !== undefined && this.system.config.source === 'file' && this.system.config.watch) {
       this.#watcher = watchConfigFile(this.gatewayPath, 500, () => this.onFileChange());
     }
     if (this.#etcd !== undefined) this.#etcdWatch = this.#watchEtcd(this.#etcd);
-    return address;
   }
 
   /**

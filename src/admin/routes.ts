@@ -46,7 +46,7 @@ export function adminRoutes(gateway: Gateway, startedAt: number = Date.now()): A
       path: '/metrics',
       auth: true,
       handler: async () => {
-        const { contentType, body } = await gateway.metrics.render();
+        const { contentType, body } = await gateway.renderMetrics();
         return { status: 200, body, contentType };
       },
     },

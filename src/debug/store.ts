@@ -49,7 +49,14 @@ export class TraceStore {
     return ++this.#seq;
   }
 
+  /**
+   * Set in a `workers` worker: finished traces go to the primary's store, so
+   * the Admin API lists every worker's traces in one place (docs/workers.md).
+   */
+  forward: ((trace: Trace) => void) | undefined;
+
   add(trace: Trace): void {
+    if (this.forward !== undefined) return this.forward(trace);
     if (this.capacity === 0) return;
     const old = this.#ring[this.#head];
     if (old !== undefined) {

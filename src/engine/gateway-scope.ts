@@ -18,6 +18,11 @@ export interface GatewayScopeOptions {
   cacheMaxEntries?: number;
   /** The gateway's registry; a fresh one when compiling outside a gateway (`switchyard validate`, tests). */
   metrics?: GatewayMetrics;
+  /**
+   * Replaces a shared value on first use: with `workers` each worker swaps its
+   * local counters and cache for gateway-wide ones (src/cluster/, docs/workers.md).
+   */
+  wrapShared?: (key: string, local: unknown) => unknown;
 }
 
 /**
@@ -30,12 +35,13 @@ export interface GatewayScopeOptions {
  */
 export function createGatewayScope(options: GatewayScopeOptions = {}): GatewayScope {
   const values = new Map<string, unknown>();
+  const wrap = options.wrapShared;
   return {
     cacheMaxEntries: options.cacheMaxEntries ?? DEFAULT_CACHE_MAX_ENTRIES,
     metrics: options.metrics ?? new GatewayMetrics(),
     shared<T>(key: string, create: () => T): T {
       if (values.has(key)) return values.get(key) as T;
-      const value = create();
+      const value = wrap === undefined ? create() : (wrap(key, create()) as T);
       values.set(key, value);
       return value;
     },

@@ -1,5 +1,11 @@
 import type { Context } from '../../engine/context.js';
 
+/** What limit-conn asks of a table: the local one, or a `workers` worker's gateway-wide one. */
+export interface SlotTable {
+  acquire(ctx: Context, key: string, ceiling: number): boolean | Promise<boolean>;
+  release(ctx: Context, prefix: string): void;
+}
+
 /** One slot a request holds; released once, by the release node or, failing that, by the collector. */
 interface Slot {
   readonly key: string;

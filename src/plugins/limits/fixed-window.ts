@@ -88,7 +88,8 @@ export function compileFixedWindow(
   const windowMs = config.time_window * 1000;
   return {
     limit,
-    backend: counter instanceof LocalWindowCounters ? 'local' : 'redis',
+    // A `workers` worker's local counter is a gateway-wide one held by the primary (docs/workers.md).
+    backend: counter instanceof StoreWindowCounter ? 'redis' : 'local',
     take: (ctx) => counter.take(`${namespace}:${keyOf(ctx)}`, limit, windowMs),
   };
 }

@@ -1,6 +1,7 @@
 import { ConfigError, definePlugin } from '../define.js';
 import { mentionsResponseBody } from '../response-body-refs.js';
-import { ConcurrencyTable } from './concurrency.js';
+import type { Context } from '../../engine/context.js';
+import { ConcurrencyTable, type SlotTable } from './concurrency.js';
 import { compileLimitKey, keyTypeSchema, type KeyType } from './limit-key.js';
 
 type Phase = 'acquire' | 'release';
@@ -93,7 +94,8 @@ export const limitConn = definePlugin({
     }
     const phase = config.phase ?? config.role;
     if (phase === undefined) throw new ConfigError('phase', "is required: 'acquire' or 'release'");
-    const table = env.scope.shared('limits.concurrency', () => new ConcurrencyTable());
+    // A `workers` worker takes slots from the primary's table, asynchronously (docs/workers.md).
+    const table = env.scope.shared<SlotTable>('limits.concurrency', () => new ConcurrencyTable());
     // The pair's identity: both halves of one policy naming the same key.
     const pair = `${env.policy}\u0000${config.key_type}\u0000${config.key ?? '$remote_addr'}\u0000`;
 
@@ -109,14 +111,18 @@ export const limitConn = definePlugin({
     const keyOf = compileLimitKey(env, config.key, config.key_type, 'key');
     const ceiling = config.conn + config.burst;
     const rejection = config.rejected_msg === undefined ? undefined : { error_msg: config.rejected_msg };
+    const settle = (ctx: Context, taken: boolean): 'success' | 'limited' => {
+      if (taken) return 'success';
+      if (rejection === undefined) {
+        ctx.response.status = config.rejected_code;
+        ctx.response.setBody('');
+      } else ctx.response.json(config.rejected_code, rejection);
+      return 'limited';
+    };
     return {
       run(ctx) {
-        if (table.acquire(ctx, pair + keyOf(ctx), ceiling)) return 'success';
-        if (rejection === undefined) {
-          ctx.response.status = config.rejected_code;
-          ctx.response.setBody('');
-        } else ctx.response.json(config.rejected_code, rejection);
-        return 'limited';
+        const taken = table.acquire(ctx, pair + keyOf(ctx), ceiling);
+        return typeof taken === 'boolean' ? settle(ctx, taken) : taken.then((t) => settle(ctx, t));
       },
     };
   },

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Context } from '../../engine/context.js';
 import { ConfigError, definePlugin } from '../define.js';
-import { TokenBuckets } from './token-buckets.js';
+import { TokenBuckets, type BucketAnswer } from './token-buckets.js';
 
 interface RateLimitConfig {
   requests_per_second?: number;
@@ -82,7 +82,8 @@ export const rateLimit = definePlugin({
     const burst = config.burst ?? Math.max(1, Math.ceil(rate));
     const keyOf = compileKeySource(config.key_from);
     const [capacity, queue] = config.nodelay ? [burst, 0] : [1, burst];
-    const buckets = env.scope.shared(
+    // A `workers` worker answers from the primary's buckets, asynchronously (docs/workers.md).
+    const buckets = env.scope.shared<{ take(key: string): BucketAnswer | Promise<BucketAnswer> }>(
       `limits.rate-limit:${env.policy}/${env.nodeId}:${rate}:${capacity}:${queue}`,
       () => new TokenBuckets(rate, capacity, queue),
     );
@@ -93,16 +94,20 @@ export const rateLimit = definePlugin({
       return 'limited';
     };
 
+    const settle = (ctx: Context, answer: BucketAnswer): RateLimitPort | Promise<RateLimitPort> => {
+      if (answer.kind === 'now') return 'success';
+      if (answer.kind === 'limited') return limited(ctx);
+      // The client may leave while waiting; the engine notices through the same signal.
+      return sleep(answer.waitMs, undefined, { signal: ctx.signal }).then(
+        () => 'success' as const,
+        () => 'success' as const,
+      );
+    };
+
     return {
       run(ctx) {
         const answer = buckets.take(keyOf(ctx));
-        if (answer.kind === 'now') return 'success';
-        if (answer.kind === 'limited') return limited(ctx);
-        // The client may leave while waiting; the engine notices through the same signal.
-        return sleep(answer.waitMs, undefined, { signal: ctx.signal }).then(
-          () => 'success' as const,
-          () => 'success' as const,
-        );
+        return answer instanceof Promise ? answer.then((a) => settle(ctx, a)) : settle(ctx, answer);
       },
     };
   },

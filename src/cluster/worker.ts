@@ -1,0 +1,93 @@
+import { Gateway } from '../gateway.js';
+import { createLogger } from '../observability/logger.js';
+import { registerStreamMetrics } from '../observability/stream-metrics.js';
+import { closeAllPools } from '../outbound/pool-registry.js';
+import { closeStreamListeners, startStreamListeners, type StreamListener } from '../stream/index.js';
+import { PrimaryChannel } from './primary-channel.js';
+import type { ToPrimary, ToWorker } from './protocol.js';
+import { workerSharedState } from './worker-shared.js';
+
+type Init = Extract<ToWorker, { t: 'init' }>;
+
+function send(message: ToPrimary): void {
+  if (process.connected) process.send?.(message);
+}
+
+/**
+ * A `workers` worker: compiles the configuration the primary sends, serves the
+ * data-plane and stream listeners (shared through node:cluster), applies every
+ * later configuration when told, and drains on `stop`, SIGTERM, or when the
+ * primary goes away. It never reads gateway.yaml, watches, persists or talks
+ * to etcd: the primary does (docs/workers.md). Returns the exit code.
+ */
+export async function runClusterWorker(): Promise<number> {
+  const channel = new PrimaryChannel(send);
+  let gateway: Gateway | undefined;
+  let onStop: () => void = () => undefined;
+  const stopped = new Promise<void>((resolve) => (onStop = resolve));
+  const init = new Promise<Init>((resolve) => {
+    process.on('message', (message: ToWorker) => {
+      switch (message.t) {
+        case 'init':
+          return resolve(message);
+        case 'replies':
+          return channel.replies(message.r);
+        case 'config':
+          if (gateway === undefined) return;
+          gateway.apply(message.config, message.source).then(
+            () => send({ t: 'applied', v: message.v }),
+            (err: unknown) => send({ t: 'applied', v: message.v, error: (err as Error).message }),
+          );
+          return;
+        case 'metrics?':
+          void gateway?.metrics.registry
+            .getMetricsAsJSON()
+            .then((m) => send({ t: 'metrics', id: message.id, m }));
+          return;
+        case 'stop':
+          return onStop();
+      }
+    });
+  });
+  process.on('disconnect', () => {
+    channel.close(new Error('the primary process is gone'));
+    onStop();
+  });
+  process.once('SIGTERM', () => onStop());
+  process.once('SIGINT', () => onStop());
+  // Reloads are the primary's; a SIGHUP sent to the whole process group must not kill a worker.
+  process.on('SIGHUP', () => undefined);
+  send({ t: 'hello' });
+
+  const { system, config, gatewayPath, worker } = await init;
+  const logger = createLogger(system.logging).child({ worker });
+  // The worker's copy never persists, watches or orders certificates; the primary does.
+  const workerSystem = { ...system, config: { ...system.config, persist: false, watch: false } };
+  let streams: StreamListener[] = [];
+  try {
+    gateway = Gateway.create(
+      {
+        system: workerSystem,
+        logger,
+        wrapShared: workerSharedState(channel),
+        dataPlaneOnly: true,
+        ...(gatewayPath === undefined ? {} : { gatewayPath }),
+      },
+      config,
+    );
+    const debugStore = gateway.debug.store;
+    debugStore.forward = (trace) => send({ t: 'trace', trace });
+    await gateway.listen();
+    streams = await startStreamListeners(system, logger);
+    if (streams.length > 0) registerStreamMetrics(gateway.metrics.registry, () => streams);
+  } catch (err) {
+    logger.error({ err }, 'worker cannot start');
+    return 1;
+  }
+  send({ t: 'ready' });
+  await stopped;
+  const graceMs = system.timeouts.shutdown_timeout_seconds * 1000;
+  await Promise.all([gateway.shutdown(), closeStreamListeners(streams, graceMs)]);
+  await closeAllPools();
+  return 0;
+}
