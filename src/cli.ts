@@ -14,8 +14,13 @@ import { acmeStoreIssues } from './acme/index.js';
 import { closeStreamListeners, startStreamListeners, type StreamListener } from './stream/index.js';
 import { runMigrate } from './config/migrate-command.js';
 import { isClusterWorker, resolveWorkers, runClusterWorker, ClusterPrimary } from './cluster/index.js';
+import { formatFileIssues } from './config/yaml-locate.js';
+import { describeStartupError, tlsFileIssues, type ListenerKey } from './config/startup-errors.js';
+import { readFileSync } from 'node:fs';
+import { interpolateEnv } from './config/interpolate.js';
 
 const USAGE = `Usage:
+  switchyard --version
   switchyard [--system-config <path>] [--gateway-config <path>]
   switchyard validate [--system-config <path>] [--gateway-config <path>]
   switchyard migrate --gateway-config <path> [--system-config <path>] [--write] [--drop-unknown-keys]
@@ -43,12 +48,17 @@ function parseCli(argv: string[]): CliArgs {
       'system-config': { type: 'string', default: 'config/system.yaml' },
       'gateway-config': { type: 'string', default: 'config/gateway.yaml' },
       help: { type: 'boolean', short: 'h', default: false },
+      version: { type: 'boolean', short: 'v', default: false },
       write: { type: 'boolean', default: false },
       'drop-unknown-keys': { type: 'boolean', default: false },
     },
   });
   if (values.help) {
     process.stdout.write(USAGE + '\n');
+    process.exit(0);
+  }
+  if (values.version) {
+    process.stdout.write(`switchyard ${packageVersion()}\n`);
     process.exit(0);
   }
   const command = positionals[0] ?? 'run';
@@ -72,6 +82,15 @@ function parseCli(argv: string[]): CliArgs {
   };
 }
 
+/** system.yaml is interpolated before it is parsed; locate its issues in the same text. */
+const interpolated = (text: string): string => interpolateEnv(text, process.env);
+
+/** The version in package.json (one folder above src/ and dist/ alike). */
+function packageVersion(): string {
+  const url = new URL('../package.json', import.meta.url);
+  return (JSON.parse(readFileSync(url, 'utf8')) as { version: string }).version;
+}
+
 /** `switchyard validate`: every problem of both files with its path; exit 1 on any. */
 function validate(args: CliArgs): number {
   const problems: string[] = [];
@@ -80,8 +99,10 @@ function validate(args: CliArgs): number {
     system = loadSystemConfig(args.systemPath);
   } catch (err) {
     if (!(err instanceof ConfigRejected)) throw err;
-    problems.push(...err.issues.map((i) => `${args.systemPath}: ${i.path ? `${i.path}: ` : ''}${i.message}`));
+    problems.push(...formatFileIssues(args.systemPath, err.issues, interpolated));
   }
+  if (system !== undefined)
+    problems.push(...formatFileIssues(args.systemPath, tlsFileIssues(system), interpolated));
   try {
     const runtime = compileWith(
       loadGatewayConfig(args.gatewayPath),
@@ -97,12 +118,7 @@ function validate(args: CliArgs): number {
     void runtime.close();
   } catch (err) {
     if (!(err instanceof ConfigRejected)) throw err;
-    problems.push(
-      ...err.issues.map(
-        (i) =>
-          `${args.gatewayPath}: ${i.message.includes(i.path) || i.path === '' ? '' : `${i.path}: `}${i.message}`,
-      ),
-    );
+    problems.push(...formatFileIssues(args.gatewayPath, err.issues));
   }
   if (problems.length > 0) {
     for (const p of problems) process.stderr.write(`error: ${p}\n`);
@@ -121,7 +137,9 @@ async function run(args: CliArgs): Promise<number> {
     system = loadSystemConfig(args.systemPath);
   } catch (err) {
     if (err instanceof ConfigRejected) {
-      process.stderr.write(`${args.systemPath}: invalid system config\n${formatIssues(err.issues)}\n`);
+      process.stderr.write(
+        `${args.systemPath}: invalid system config\n${formatFileIssues(args.systemPath, err.issues, interpolated).join('\n')}\n`,
+      );
       return 1;
     }
     throw err;
@@ -155,14 +173,26 @@ async function run(args: CliArgs): Promise<number> {
         system.config.source === 'file'
           ? args.gatewayPath
           : `etcd prefix ${system.config.etcd?.prefix ?? ''}`;
-      logger.error({ errors: err.issues }, `${where}: invalid gateway config`);
-      process.stderr.write(`${where}: invalid gateway config\n${formatIssues(err.issues)}\n`);
+      const unreadable = err.issues.length === 1 && err.issues[0]?.message.startsWith('cannot read ');
+      if (unreadable) {
+        logger.error(err.issues[0]?.message);
+        process.stderr.write(`error: ${err.issues[0]?.message}\n`);
+        return 1;
+      }
+      // The errors go to stderr once, located in the file; the log line only says why the process stops.
+      logger.error({ errors: err.issues.length }, `${where}: invalid gateway config`);
+      const lines =
+        system.config.source === 'file'
+          ? formatFileIssues(args.gatewayPath, err.issues)
+          : formatIssues(err.issues).split('\n');
+      process.stderr.write(`${where}: invalid gateway config\n${lines.join('\n')}\n`);
       return 1;
     }
     throw err;
   }
   let admin: AdminServer | undefined;
   let streams: StreamListener[] = [];
+  let starting: ListenerKey = 'listener';
   try {
     if (workers > 1) {
       cluster = new ClusterPrimary({ gateway, workers, logger });
@@ -170,12 +200,18 @@ async function run(args: CliArgs): Promise<number> {
       await cluster.start();
       logger.info({ workers }, 'worker processes serve the data plane');
     } else await gateway.listen();
+    starting = 'admin';
     if (system.admin !== undefined) admin = await startAdminServer(gateway, system.admin, logger);
+    starting = 'stream';
     if (cluster === undefined) streams = await startStreamListeners(system, logger);
     if (streams.length > 0) registerStreamMetrics(gateway.metrics.registry, () => streams);
   } catch (err) {
-    logger.error({ err }, 'cannot start listeners');
-    await cluster?.stop(0);
+    // One line naming the key to change, not a stack: the cause is the operator's, not a bug.
+    const line = describeStartupError(err, starting, system);
+    logger.error({ code: (err as NodeJS.ErrnoException).code }, `cannot start: ${line}`);
+    process.stderr.write(`error: ${line}\n`);
+    await Promise.all([gateway.shutdown(), admin?.close(), cluster?.stop(0)]).catch(() => undefined);
+    await closeAllPools();
     return 1;
   }
   process.on('SIGHUP', () => {

@@ -64,6 +64,8 @@ export class Gateway {
   /** Serializes applies so two writers never interleave. */
   #applying: Promise<unknown> = Promise.resolve();
   #lastAppliedText: string | undefined;
+  /** The file's last reload was rejected: the next good one logs that it is fixed. */
+  #fileBroken = false;
   readonly #etcd: EtcdConfigSource | undefined;
   #etcdWatch: { close(): void } | undefined;
   /** Automatic data-plane certificates; undefined when system.yaml has no `acme:` block. */
@@ -252,8 +254,15 @@ export class Gateway {
     const path = this.gatewayPath;
     let text = '';
     // Read inside the serialized section: an admin write in flight finishes (renames) first.
-    const runtime = await this.apply(() => parseGatewayConfig((text = readGatewayText(path))), source);
+    let runtime: Runtime;
+    try {
+      runtime = await this.apply(() => parseGatewayConfig((text = readGatewayText(path))), source);
+    } catch (err) {
+      if (err instanceof ConfigRejected) this.#fileBroken = true;
+      throw err;
+    }
     this.#lastAppliedText = text;
+    this.#noteFileFixed(false);
     return runtime;
   }
 
@@ -358,8 +367,23 @@ export class Gateway {
     } catch {
       return;
     }
-    if (text === this.#lastAppliedText) return;
+    if (text === this.#lastAppliedText) {
+      this.#noteFileFixed(true);
+      return;
+    }
     this.reloadFromFile('file').catch(() => undefined);
+  }
+
+  /** After a rejected file, one INFO line says the file is good again (operators otherwise see only the WARN). */
+  #noteFileFixed(unchanged: boolean): void {
+    if (!this.#fileBroken) return;
+    this.#fileBroken = false;
+    this.logger.info(
+      { path: this.gatewayPath },
+      unchanged
+        ? 'configuration file fixed: it matches the running configuration again'
+        : 'configuration file fixed: the previous rejection is resolved',
+    );
   }
 
   /** Our own writes (Admin persist) must not trigger a reload of the same content. */

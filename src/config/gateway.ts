@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { credentialsSchema, labelsSchema } from './consumers.js';
-import { ConfigRejected, validateAgainst } from './schema-validate.js';
+import { ConfigRejected, validateAgainst, yamlSyntaxIssue } from './schema-validate.js';
 
 export interface RouteMatch {
   path?: string;
@@ -240,7 +240,7 @@ export function parseGatewayConfig(text: string): GatewayConfig {
   try {
     raw = parseYaml(text) ?? {};
   } catch (err) {
-    throw new ConfigRejected([{ path: '', message: `invalid YAML: ${(err as Error).message}` }]);
+    throw new ConfigRejected([yamlSyntaxIssue(err)]);
   }
   return checkGatewayShape(raw);
 }

@@ -6,6 +6,9 @@ import { precompiledValidator } from './precompiled-validators.js';
 export interface ConfigIssue {
   path: string;
   message: string;
+  /** 1-based position in the source file, when known (YAML syntax errors; see yaml-locate.ts). */
+  line?: number;
+  column?: number;
 }
 
 /** Options of every validator, also those the build precompiles (scripts/build-validators.mjs). */
@@ -89,6 +92,19 @@ export function nearestKey(key: string, declared: readonly string[]): string | u
   return best;
 }
 
+/** ` (did you mean 'x'?)` for the candidate nearest to `name`, or `''` when none is close. */
+export function didYouMean(name: string, candidates: Iterable<string>): string {
+  const list = [...candidates];
+  // Past edit distance 2, a name that extends or truncates a candidate (`mocking-typo`, `limit`) still points at it.
+  const near =
+    nearestKey(name, list) ??
+    nearestKey(name.replace(/_/g, '-'), list) ??
+    list
+      .filter((c) => c.length >= 4 && (name.startsWith(c) || (name.length >= 4 && c.startsWith(name))))
+      .sort((a, b) => Math.abs(a.length - name.length) - Math.abs(b.length - name.length))[0];
+  return near === undefined ? '' : ` (did you mean '${near}'?)`;
+}
+
 /** Edit distance, giving up (returning `limit`) once every row exceeds it. */
 function levenshtein(a: string, b: string, limit: number): number {
   if (Math.abs(a.length - b.length) >= limit) return limit;
@@ -159,7 +175,24 @@ function dedupe(issues: ConfigIssue[]): ConfigIssue[] {
 }
 
 export function formatIssues(issues: readonly ConfigIssue[]): string {
-  return issues.map((i) => (i.path === '' ? i.message : `${i.path}: ${i.message}`)).join('\n');
+  return issues
+    .map((i) => {
+      const at = i.line === undefined ? '' : `line ${i.line}, column ${i.column ?? 1}: `;
+      return i.path === '' ? at + i.message : `${at}${i.path}: ${i.message}`;
+    })
+    .join('\n');
+}
+
+/**
+ * A YAML syntax error as one issue at its line and column: the yaml library's
+ * message without its location suffix and source excerpt, which the caller prints as `file:line:col`.
+ */
+export function yamlSyntaxIssue(err: unknown): ConfigIssue {
+  const e = err as { message?: string; linePos?: [{ line: number; col: number }, ...unknown[]] };
+  const first = (e.message ?? String(err)).split('\n')[0] ?? '';
+  const message = `invalid YAML: ${first.replace(/ at line \d+, column \d+:?$/, '')}`;
+  const at = e.linePos?.[0];
+  return at === undefined ? { path: '', message } : { path: '', message, line: at.line, column: at.col };
 }
 
 /** Thrown by loaders and the compiler: a rejected configuration with every problem found. */

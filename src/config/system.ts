@@ -2,7 +2,13 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { interpolateEnv } from './interpolate.js';
 import { systemSchema } from './system-schema.js';
-import { ConfigRejected, validateAgainst, type ConfigIssue } from './schema-validate.js';
+import {
+  ConfigRejected,
+  didYouMean,
+  validateAgainst,
+  yamlSyntaxIssue,
+  type ConfigIssue,
+} from './schema-validate.js';
 import { acmeConfigIssues } from '../acme/config.js';
 import { debugGateIssues } from '../debug/trigger-gate.js';
 import { emptyCredentialIssues } from './system-credentials.js';
@@ -142,7 +148,7 @@ export function parseSystemConfig(text: string, env: NodeJS.ProcessEnv = process
   try {
     raw = parseYaml(interpolateEnv(text, env)) ?? {};
   } catch (err) {
-    throw new ConfigRejected([{ path: '', message: `invalid YAML: ${(err as Error).message}` }]);
+    throw new ConfigRejected([yamlSyntaxIssue(err)]);
   }
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
     throw new ConfigRejected([{ path: '', message: 'system config must be a mapping' }]);
@@ -244,6 +250,29 @@ function streamIssues(listeners: readonly StreamListenerConfig[]): ConfigIssue[]
   return issues;
 }
 
+/** Levels pino runs at; `RUST_LOG`-style filters (`gateway=debug,info`) name them after `=`. */
+const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
+/** `json`, or a text format: `text`, and the reference's tracing formats, all printed as text. */
+const LOG_FORMATS = ['json', 'text', 'pretty', 'plain', 'compact', 'full'];
+
+/** A typo in `logging.level`/`format` would otherwise run silently at info / as text (docs/configuration.md). */
+function loggingIssues(logging: { level: string; format: string }): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  const levels = logging.level.split(',').map((part) => part.trim().toLowerCase());
+  const bad = levels.find((part) => !LOG_LEVELS.includes(part.slice(part.indexOf('=') + 1)));
+  if (bad !== undefined)
+    issues.push({
+      path: 'logging.level',
+      message: `'${logging.level}' is not a log level; use one of ${LOG_LEVELS.join(', ')}${didYouMean(bad.slice(bad.indexOf('=') + 1), LOG_LEVELS)}`,
+    });
+  if (!LOG_FORMATS.includes(logging.format.toLowerCase()))
+    issues.push({
+      path: 'logging.format',
+      message: `'${logging.format}' is not a log format; use json or text${didYouMean(logging.format.toLowerCase(), LOG_FORMATS)}`,
+    });
+  return issues;
+}
+
 function crossFieldIssues(config: SystemConfig): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
   const hasAcme = config.acme !== undefined;
@@ -259,6 +288,7 @@ function crossFieldIssues(config: SystemConfig): ConfigIssue[] {
   }
   issues.push(...streamIssues(config.stream));
   issues.push(...debugGateIssues(config.debug));
+  issues.push(...loggingIssues(config.logging));
   config.admin?.users?.forEach((u, i) => {
     if (u.password === '')
       issues.push({

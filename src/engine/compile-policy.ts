@@ -1,6 +1,6 @@
 import type { PluginConfigEntry, PolicyConfig, SupernodeConfig } from '../config/gateway.js';
 import type { ConsumerIndex } from '../config/consumers.js';
-import type { ConfigIssue } from '../config/schema-validate.js';
+import { didYouMean, type ConfigIssue } from '../config/schema-validate.js';
 import {
   ConfigError,
   type GatewayScope,
@@ -80,7 +80,7 @@ export function compilePolicy(
     if (def === undefined) {
       issues.push({
         path: `${flat.origin.path}.type`,
-        message: `${where}: node '${flat.id}': Unknown plugin type: ${flat.type}`,
+        message: `${where}: node '${flat.id}': Unknown plugin type: ${flat.type}${didYouMean(flat.type, cc.registry.keys())}`,
       });
       continue;
     }

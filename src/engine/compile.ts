@@ -1,7 +1,7 @@
 import { buildConsumerIndex } from '../config/consumers.js';
 import type { GatewayConfig, PluginConfigEntry, SupernodeConfig } from '../config/gateway.js';
 import { interpolateLeaves } from '../config/interpolate.js';
-import { ConfigRejected, type ConfigIssue } from '../config/schema-validate.js';
+import { ConfigRejected, didYouMean, type ConfigIssue } from '../config/schema-validate.js';
 import type { Logger } from '../observability/logger.js';
 import type { GatewayScope, PluginDefinition } from '../plugins/define.js';
 import {
@@ -74,7 +74,7 @@ export function compileGateway(config: GatewayConfig, options: CompileOptions): 
     if (!options.registry.has(item.type)) {
       issues.push({
         path: `plugin_configs[${index}].type`,
-        message: `plugin_configs '${name}': Unknown plugin type: ${item.type}`,
+        message: `plugin_configs '${name}': Unknown plugin type: ${item.type}${didYouMean(item.type, options.registry.keys())}`,
       });
     }
     if ('config_ref' in item.config) {
@@ -127,7 +127,7 @@ export function compileGateway(config: GatewayConfig, options: CompileOptions): 
     if (!declaredPolicies.has(item.policy)) {
       issues.push({
         path: `routes[${index}].policy`,
-        message: `route '${name}': unknown policy '${item.policy}'`,
+        message: `route '${name}': unknown policy '${item.policy}'${didYouMean(item.policy, declaredPolicies)}`,
       });
     } else if (policy !== undefined) {
       entries.push({ name, match, target: { route: name, policy } });

@@ -1,5 +1,5 @@
 import type { SupernodeConfig } from '../config/gateway.js';
-import type { ConfigIssue } from '../config/schema-validate.js';
+import { didYouMean, type ConfigIssue } from '../config/schema-validate.js';
 import type { PluginDefinition } from '../plugins/define.js';
 import { parseEndpoint } from './flat-graph.js';
 
@@ -60,7 +60,7 @@ export function checkSupernodeDefinition(
     if (plugin === undefined) {
       issues.push({
         path: `${at}.type`,
-        message: `${where}: node '${node.id}': Unknown plugin type: ${node.type}`,
+        message: `${where}: node '${node.id}': Unknown plugin type: ${node.type}${didYouMean(node.type, registry.keys())}`,
       });
       return;
     }
