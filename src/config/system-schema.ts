@@ -89,6 +89,13 @@ export const systemSchema = {
           description:
             'Open client connections accepted at once; more are closed on accept. auto = min(10000, half the soft RLIMIT_NOFILE).',
         },
+        http1_server: {
+          type: 'string',
+          enum: ['lean', 'node'],
+          default: 'lean',
+          description:
+            'HTTP/1.1 server of the data plane: lean (the llhttp parser node:http uses, answers written straight to the socket; upgrades handed to node-compatible handlers) or node (node:http).',
+        },
       },
     },
     tls: tlsSchema,

@@ -99,6 +99,8 @@ export interface SystemConfig {
     write_seconds: number;
     idle_seconds: number;
     shutdown_timeout_seconds: number;
+    /** HTTP/1.1 server: 'lean' (src/server/lean/) or 'node' (node:http); docs/benchmarks.md. */
+    http1_server: 'lean' | 'node';
   };
   logging: { level: string; format: string };
   admin?: AdminConfig;

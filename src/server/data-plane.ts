@@ -13,14 +13,16 @@ import { peerOf } from './listener.js';
 import { answerUpgrade, attachUpgrade, isRelayed } from './websocket.js';
 import { isWebSocketUpgrade, serveWithoutUpgrade } from './ignored-upgrade.js';
 import type { Duplex } from 'node:stream';
-import { sendJson, sendResponse } from './respond.js';
+import { sendJson, sendResponse, type Reply } from './respond.js';
 import type { RuntimeSlot } from './runtime-slot.js';
 import type { DebugTap } from '../debug/tap.js';
 import type { TraceRecorder } from '../engine/graph-types.js';
+import type { LeanRequest } from './lean/lean-request.js';
+import type { LeanResponse } from './lean/lean-response.js';
 
-/** Both HTTP/1.1 and HTTP/2 (compatibility API) requests go through one handler. */
-export type ServerRequest = IncomingMessage | Http2ServerRequest;
-export type ServerReply = ServerResponse | Http2ServerResponse;
+/** HTTP/1.1 (node:http or the lean front) and HTTP/2 (compatibility API) requests go through one handler. */
+export type ServerRequest = IncomingMessage | Http2ServerRequest | LeanRequest;
+export type ServerReply = ServerResponse | Http2ServerResponse | LeanResponse;
 
 export interface DataPlaneOptions {
   current(): RuntimeSlot;
@@ -194,7 +196,7 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
 
   const execute = (
     req: ServerRequest,
-    res: ServerReply,
+    res: Reply,
     prepared: Prepared,
     body: Buffer | null,
     startedAt: number,
@@ -258,7 +260,8 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
       req.headers,
     );
     if (found === undefined) {
-      reject(404, NO_ROUTE_BODY, debug?.unrouted(req, method, url));
+      // The tap reads headers, socket and target: fields a LeanRequest has too.
+      reject(404, NO_ROUTE_BODY, debug?.unrouted(req as IncomingMessage, method, url));
       onFinished?.('', 404, startedAt);
       return undefined;
     }
@@ -266,7 +269,8 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
     return { slot, target: found.target, url, authority };
   };
 
-  function handle(req: ServerRequest, res: ServerReply): void {
+  function handle(req: ServerRequest, reply: ServerReply): void {
+    const res: Reply = reply;
     const startedAt = performance.now();
     const method = isExtendedConnect(req) ? 'GET' : (req.method ?? 'GET');
     const prepared = prepare(req, method, startedAt, (status, body, headers) => {

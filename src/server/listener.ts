@@ -15,10 +15,14 @@ import { capConnections, resolveMaxConnections } from './connection-limit.js';
 import { createGuardedHttp2Server } from './h2-guard.js';
 import { ThrottledLog } from './throttled-log.js';
 import { ACME_TLS_ALPN, TlsMaterial, type ManagedCertificates } from './tls-material.js';
+import { BAD_REQUEST, REQUEST_TIMEOUT } from './client-errors.js';
+import { LeanHttp1Front } from './lean/http1-front.js';
+import type { LeanRequest } from './lean/lean-request.js';
+import type { LeanResponse } from './lean/lean-response.js';
 
 export type RequestHandler = (
-  req: IncomingMessage | Http2ServerRequest,
-  res: ServerResponse | Http2ServerResponse,
+  req: IncomingMessage | Http2ServerRequest | LeanRequest,
+  res: ServerResponse | Http2ServerResponse | LeanResponse,
 ) => void;
 export type UpgradeHandler = (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
 
@@ -38,6 +42,11 @@ export interface ListenerSpec {
   beforeCut?: () => void;
   /** ACME-managed certificates of `tls` (placeholder or issued) and the TLS-ALPN-01 answers. */
   managedCertificates?: ManagedCertificates | undefined;
+  /**
+   * `listener.http1_server`: `lean` serves HTTP/1.1 with the lean front
+   * (./lean/http1-front.ts), `node` (the default here) with node:http.
+   */
+  http1Server?: 'lean' | 'node' | undefined;
 }
 
 export interface Listener {
@@ -50,7 +59,10 @@ export interface Listener {
 const sessionPeers = new WeakMap<Http2Session, { address: string; port: number }>();
 
 /** The client address of a request, including h2c requests whose session socket cannot tell it. */
-export function peerOf(req: IncomingMessage | Http2ServerRequest): { address: string; port: number } {
+export function peerOf(req: IncomingMessage | Http2ServerRequest | LeanRequest): {
+  address: string;
+  port: number;
+} {
   const socket = req.socket;
   if (socket.remoteAddress !== undefined)
     return { address: socket.remoteAddress, port: socket.remotePort ?? 0 };
@@ -60,9 +72,6 @@ export function peerOf(req: IncomingMessage | Http2ServerRequest): { address: st
 
 /** The HTTP/2 connection preface starts with these bytes; no HTTP/1 method does. */
 const H2_PREFACE = Buffer.from('PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n');
-
-const BAD_REQUEST = 'HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n';
-const REQUEST_TIMEOUT = 'HTTP/1.1 408 Request Timeout\r\nconnection: close\r\ncontent-length: 0\r\n\r\n';
 
 /**
  * One listening port serving HTTP/1.1 and, when enabled, HTTP/2: over TLS the
@@ -95,6 +104,21 @@ export async function startListener(
     else answerAndClose(socket, err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? REQUEST_TIMEOUT : BAD_REQUEST);
   });
   if (onUpgrade !== undefined) http1.on('upgrade', onUpgrade);
+  const lean =
+    spec.http1Server === 'lean'
+      ? new LeanHttp1Front({
+          onRequest,
+          onUpgrade,
+          headersMs: headerMs,
+          requestMs: (t.connection_seconds + t.read_seconds) * 1000,
+          idleMs: t.idle_seconds * 1000,
+        })
+      : undefined;
+  /** Hands an HTTP/1.1 connection to the front this listener serves HTTP/1.1 with. */
+  const serveHttp1 = (socket: Socket | TLSSocket): void => {
+    if (lean !== undefined) lean.serve(socket);
+    else http1.emit('connection', socket);
+  };
 
   const http2 = spec.http2
     ? createGuardedHttp2Server(
@@ -152,7 +176,7 @@ export async function startListener(
       }
       track(socket);
       if (socket.alpnProtocol === 'h2' && http2 !== undefined) http2.emit('connection', socket);
-      else http1.emit('connection', socket);
+      else serveHttp1(socket);
     });
     tlsServer.on('tlsClientError', (err) =>
       logger.debug({ listener: spec.label, err: err.message }, 'TLS handshake failed'),
@@ -165,12 +189,17 @@ export async function startListener(
       track(socket);
       sniff(socket, headerMs, (isH2) => {
         if (!isH2) {
-          http1.emit('connection', socket);
+          serveHttp1(socket);
           return;
         }
         pendingPeer = { address: socket.remoteAddress ?? '', port: socket.remotePort ?? 0 };
         http2.emit('connection', replayable(socket));
       });
+    });
+  } else if (lean !== undefined) {
+    front = createNetServer((socket) => {
+      track(socket);
+      lean.serve(socket);
     });
   } else {
     http1.on('connection', track);
@@ -199,6 +228,7 @@ export async function startListener(
       port: address.port,
       tls: spec.tls !== undefined,
       http2: spec.http2,
+      http1: spec.http1Server ?? 'node',
     },
     `${spec.label} listening`,
   );
@@ -210,8 +240,12 @@ export async function startListener(
       material?.close();
       const closed = new Promise<void>((resolve) => front.close(() => resolve()));
       for (const session of sessions) session.close();
-      http1.closeIdleConnections();
-      const sweep = setInterval(() => http1.closeIdleConnections(), 100);
+      const closeIdle = () => {
+        http1.closeIdleConnections();
+        lean?.closeIdleConnections();
+      };
+      closeIdle();
+      const sweep = setInterval(closeIdle, 100);
       let timer: NodeJS.Timeout | undefined;
       const deadline = new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)));
       const drained = (async () => {
@@ -228,6 +262,7 @@ export async function startListener(
       clearInterval(sweep);
       // Stops http1's connection checks (it is not listening, so the callback gets ERR_SERVER_NOT_RUNNING).
       if (front !== http1) http1.close(() => undefined);
+      lean?.close();
       for (const session of sessions) session.destroy();
       for (const socket of sockets) socket.destroy();
     },

@@ -1,4 +1,5 @@
 import type { ServerRequest } from './data-plane.js';
+import { LeanRequest } from './lean/lean-request.js';
 
 export class BodyTooLarge extends Error {
   constructor(readonly limit: number) {
@@ -25,6 +26,7 @@ export function hasBody(req: ServerRequest): boolean {
 export function readBody(req: ServerRequest, limit: number): Promise<Buffer> {
   const announced = Number(req.headers['content-length'] ?? NaN);
   if (announced > limit) return Promise.reject(new BodyTooLarge(limit));
+  if (req instanceof LeanRequest) return req.readBody(limit, () => new BodyTooLarge(limit));
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;

@@ -1,9 +1,25 @@
 import { ServerResponse, STATUS_CODES } from 'node:http';
-import type { ServerReply } from './data-plane.js';
 import { ERROR_CODES } from '../engine/errors.js';
 import { classifyCause } from '../outbound/classify.js';
 import type { Readable } from 'node:stream';
 import type { Context, HeaderMap } from '../engine/context.js';
+
+/**
+ * What answering needs of a response: node:http's ServerResponse, HTTP/2's
+ * compatibility response and the lean front's LeanResponse all fit.
+ */
+export interface Reply {
+  statusCode: number;
+  readonly headersSent: boolean;
+  readonly writableFinished: boolean;
+  writeHead(status: number, headers?: Record<string, string | string[] | number>): unknown;
+  write(chunk: Buffer): boolean;
+  end(): unknown;
+  end(chunk: Buffer | string): unknown;
+  destroy(): unknown;
+  once(event: 'close' | 'finish', listener: () => void): unknown;
+  on(event: 'drain', listener: () => void): unknown;
+}
 
 /** Framing and connection-level headers: owned by the writer below, and forbidden in HTTP/2. */
 const NOT_FORWARDED = new Set([
@@ -31,7 +47,7 @@ function outgoingHeaders(headers: HeaderMap): Record<string, string | string[]> 
  * Sends `ctx.response`: status 0 goes out as 200 (COMPAT §3.2). A buffered body
  * gets an exact Content-Length; an upstream stream is relayed (see {@link relay}).
  */
-export function sendResponse(res: ServerReply, ctx: Context, done: () => void): void {
+export function sendResponse(res: Reply, ctx: Context, done: () => void): void {
   const r = ctx.response;
   const status = r.status === 0 ? 200 : r.status;
   const headers = outgoingHeaders(r.headers);
@@ -63,7 +79,7 @@ export function sendResponse(res: ServerReply, ctx: Context, done: () => void): 
  * NUL, non-Latin-1: often a reflected request value) turns the answer into a
  * 502 instead. Returns false when it did.
  */
-function writeStatus(res: ServerReply, status: number, headers: Record<string, string | string[]>): boolean {
+function writeStatus(res: Reply, status: number, headers: Record<string, string | string[]>): boolean {
   try {
     res.writeHead(status, headers);
     return true;
@@ -75,12 +91,7 @@ function writeStatus(res: ServerReply, status: number, headers: Record<string, s
 }
 
 /** A small JSON answer produced by the server itself (404 no route, 400, 413, 502). */
-export function sendJson(
-  res: ServerReply,
-  status: number,
-  payload: unknown,
-  extra?: Record<string, string>,
-): void {
+export function sendJson(res: Reply, status: number, payload: unknown, extra?: Record<string, string>): void {
   const body = JSON.stringify(payload);
   // A writeHead that threw on a bad header already set the reason phrase of its own status.
   if (res instanceof ServerResponse) res.statusMessage = STATUS_CODES[status] ?? 'unknown';
@@ -103,7 +114,7 @@ export function sendJson(
  */
 function relay(
   stream: Readable,
-  res: ServerReply,
+  res: Reply,
   status: number,
   headers: Record<string, string | string[]>,
   done: () => void,
@@ -145,7 +156,7 @@ function relay(
   };
   stream.on('data', (chunk: Buffer) => {
     if (!committed && !commit()) return;
-    if (!(res as NodeJS.WritableStream).write(chunk)) stream.pause();
+    if (!res.write(chunk)) stream.pause();
   });
   stream.once('end', () => {
     if (committed || commit()) res.end();
