@@ -14,6 +14,8 @@ import { sessionRoutes } from './sessions.js';
 import { storePingRoute } from './store-ping.js';
 import type { AdminRoute } from './router.js';
 import { validatePolicy } from './validate-policy.js';
+import { whoamiRoute } from './whoami.js';
+import { routeOrderRoute } from './route-order.js';
 import { dirname, resolve } from 'node:path';
 import { listScripts } from '../lua/sources.js';
 
@@ -64,6 +66,8 @@ export function adminRoutes(gateway: Gateway, startedAt: number = Date.now()): A
     ...cacheRoutes(gateway),
     ...debugRoutes(gateway),
     ...acmeRoutes(gateway),
+    whoamiRoute(gateway),
+    routeOrderRoute(gateway),
     { method: 'GET', path: '/api/vars', auth: true, handler: () => json(200, listVars()) },
     {
       method: 'GET',

@@ -1,106 +1,51 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
+import { mockPolicy, mockPolicyYaml, type AdminHarness } from '../admin/harness.js';
+import { chromiumSkipReason } from '../support/chromium.js';
 import {
-  basic,
-  mockPolicy,
-  mockPolicyYaml,
-  PASSWORD,
-  startAdmin,
-  USER,
-  type AdminHarness,
-} from '../admin/harness.js';
-import { chromiumSkipReason, launchChromium } from '../support/chromium.js';
-import { request, type SimpleResponse } from '../support/http.js';
-import { waitFor } from '../support/wait.js';
+  addFromPalette,
+  admin,
+  buildUiAndLaunch,
+  centre,
+  connect,
+  dataPlane as dataPlaneResponse,
+  edgesOf,
+  expectCount,
+  nodesOf,
+  selectNode,
+  storedPolicy,
+  TWO_ROUTES,
+  withEditor as withEditorAt,
+} from './harness.js';
 
-// The real editor (ui/dist, built by the same script as `npm start`) in headless Chromium.
-const ROOT = join(import.meta.dirname, '..', '..');
-const UI_DIR = join(ROOT, 'ui', 'dist');
+const GATEWAY_YAML = TWO_ROUTES(mockPolicyYaml);
 
-const GATEWAY_YAML = `routes:
-  - name: hello
-    match: { path: /hello }
-    policy: hello-policy
-  - name: orders
-    match: { path: /orders/*, methods: [GET, POST] }
-    policy: orders-policy
-    description: the order service
-policies:${mockPolicyYaml('hello-policy', 'hello')}${mockPolicyYaml('orders-policy', 'orders')}`;
-
-const nodesOf = (page: Page) => page.locator('.react-flow__node');
-const edgesOf = (page: Page) => page.locator('.react-flow__edge');
 const handle = (page: Page, node: string, port: string) =>
   page.locator(`.react-flow__handle[data-nodeid="${node}"][data-handleid="${port}"]`);
 
-async function expectCount(what: string, count: () => Promise<number>, expected: number): Promise<void> {
-  await waitFor(async () => (await count()) === expected, { what: `${expected} ${what}`, timeoutMs: 5000 });
-}
-
-async function centre(page: Page, selector: string): Promise<{ x: number; y: number }> {
-  const box = await page.locator(selector).boundingBox();
-  assert.ok(box, `${selector} is not on screen`);
-  return { x: box.x + box.width / 2, y: box.y + box.height / 2 };
-}
-
-/** Drags from an output port handle to a node's input handle, as a user wires two nodes. */
-async function connect(page: Page, from: string, port: string, to: string): Promise<void> {
-  const a = await centre(page, `.react-flow__handle[data-nodeid="${from}"][data-handleid="${port}"]`);
-  const b = await centre(page, `.react-flow__handle[data-nodeid="${to}"][data-handleid="in"]`);
-  await page.mouse.move(a.x, a.y);
-  await page.mouse.down();
-  await page.mouse.move(b.x, b.y, { steps: 8 });
-  await page.mouse.up();
-}
-
-const selectNode = (page: Page, id: string) => page.locator(`[data-node-id="${id}"] .pnode-head`).click();
-
-// Without keep-alive (node:http, agent: false), so stopping the gateway never waits on an idle socket.
-function admin(h: AdminHarness, method: string, path: string, body?: unknown): Promise<SimpleResponse> {
-  return request(h.url + path, {
-    method,
-    headers: { authorization: basic(), 'content-type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-}
-
-async function storedPolicy(h: AdminHarness, name: string): Promise<Record<string, unknown>> {
-  return JSON.parse((await admin(h, 'GET', `/api/policies/${name}`)).body) as Record<string, unknown>;
-}
-
 async function dataPlane(h: AdminHarness, path: string): Promise<string> {
-  return (await request(h.data + path)).body;
+  return (await dataPlaneResponse(h, path)).body;
+}
+
+/** Opens the node's raw YAML/JSON config editor. */
+async function rawConfig(page: Page) {
+  await page.getByRole('tab', { name: 'YAML / JSON' }).click();
+  return page.getByLabel('Node config', { exact: true });
 }
 
 describe('web editor', { skip: chromiumSkipReason() }, () => {
   let browser: Browser;
 
   before(async () => {
-    execFileSync(process.execPath, [join(ROOT, 'scripts', 'build-ui.mjs')], { stdio: 'inherit' });
-    browser = await launchChromium();
+    browser = await buildUiAndLaunch();
   });
   after(async () => {
     await browser?.close();
   });
 
-  /** A fresh gateway + admin serving the built editor, and a logged-in page at `hash`. */
-  async function withEditor(hash: string, run: (page: Page, h: AdminHarness) => Promise<void>) {
-    const h = await startAdmin({ gatewayYaml: GATEWAY_YAML, options: { uiDir: UI_DIR } });
-    const context = await browser.newContext({
-      httpCredentials: { username: USER, password: PASSWORD },
-      viewport: { width: 1400, height: 900 },
-    });
-    try {
-      const page = await context.newPage();
-      await page.goto(`${h.url}/${hash}`);
-      await run(page, h);
-    } finally {
-      await context.close();
-      await h.stop();
-    }
-  }
+  const withEditor = (hash: string, run: (page: Page, h: AdminHarness) => Promise<void>) =>
+    withEditorAt(browser, hash, { gatewayYaml: GATEWAY_YAML }, run);
 
   test('editor: the routes list shows every configured route with its match and policy', () =>
     withEditor('', async (page) => {
@@ -158,13 +103,12 @@ describe('web editor', { skip: chromiumSkipReason() }, () => {
   test('editor: a node added, configured, wired and saved changes the live policy', () =>
     withEditor('#/policies/hello-policy', async (page, h) => {
       await expectCount('nodes', () => nodesOf(page).count(), 3);
-      await page.getByLabel('Plugin type').selectOption('mocking');
-      await page.getByRole('button', { name: 'Add node' }).click();
+      await addFromPalette(page, 'mocking');
       await page.locator('[data-node-id="mocking-1"]').waitFor();
       // The new node is selected, so its panel is open.
-      await page
-        .getByLabel('Node config')
-        .fill(JSON.stringify({ response_example: 'bye', content_type: 'text/plain' }));
+      await (
+        await rawConfig(page)
+      ).fill(JSON.stringify({ response_example: 'bye', content_type: 'text/plain' }));
       await page.getByRole('button', { name: 'Apply config' }).click();
       await page.getByText('Applied to the graph').waitFor();
 
@@ -206,9 +150,9 @@ describe('web editor', { skip: chromiumSkipReason() }, () => {
 
       // The plugin's JSON Schema refuses the config in the browser.
       await selectNode(page, 'm');
-      await page.getByLabel('Node config').fill('{"response_status": "soon", "colour": 1}');
+      await (await rawConfig(page)).fill('{"response_status": "soon", "colour": 1}');
       await page.getByRole('button', { name: 'Apply config' }).click();
-      const problems = page.getByRole('alert', { name: 'Config problems' });
+      const problems = page.getByRole('alert', { name: 'Node config problems' });
       await problems.waitFor();
       assert.match(await problems.innerText(), /config\.response_status: must be integer/);
       assert.match(await problems.innerText(), /config\.colour: unknown key/);
@@ -254,6 +198,6 @@ describe('web editor', { skip: chromiumSkipReason() }, () => {
       await page.getByRole('button', { name: 'Load their version' }).click();
       await page.getByText('Unsaved changes').waitFor({ state: 'detached' });
       await selectNode(page, 'm');
-      assert.match(await page.getByLabel('Node config').inputValue(), /"response_example": "theirs"/);
+      assert.equal(await page.getByRole('textbox', { name: 'response_example' }).inputValue(), 'theirs');
     }));
 });

@@ -75,8 +75,13 @@ export async function remove(path: string, etag?: string): Promise<void> {
   await call('DELETE', path, undefined, etag === undefined ? {} : { 'if-match': etag });
 }
 
-export const itemPath = (kind: 'routes' | 'policies', name: string): string =>
-  `/api/${kind}/${encodeURIComponent(name)}`;
+export type Kind = 'routes' | 'policies' | 'supernodes' | 'plugin-configs' | 'stores' | 'consumers';
+
+export const itemPath = (kind: Kind, name: string): string => `/api/${kind}/${encodeURIComponent(name)}`;
 
 /** A message for any failure, keeping the Admin API's own wording. */
 export const describe = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
+export async function getText(path: string): Promise<string> {
+  return (await call('GET', path)).text();
+}

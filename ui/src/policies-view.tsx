@@ -1,10 +1,12 @@
 import { useCallback, useEffect, useState, type FormEvent } from 'react';
 import { ApiError, describe, getJson, itemPath, remove } from './api.js';
 import { ErrorBox } from './error-box.js';
+import { useReadOnly } from './session/role.js';
 import type { Issue, PolicyConfig, RouteConfig } from './types.js';
 import { policyHref } from './use-hash-route.js';
 
 export function PoliciesView() {
+  const readOnly = useReadOnly();
   const [policies, setPolicies] = useState<PolicyConfig[] | undefined>();
   const [routes, setRoutes] = useState<RouteConfig[]>([]);
   const [newName, setNewName] = useState('');
@@ -50,15 +52,17 @@ export function PoliciesView() {
     <section className="page">
       <div className="page-head">
         <h1>Policies</h1>
-        <form className="inline" onSubmit={create}>
-          <input
-            aria-label="New policy name"
-            placeholder="new-policy-name"
-            value={newName}
-            onChange={(e) => setNewName(e.target.value)}
-          />
-          <button type="submit">New policy</button>
-        </form>
+        {!readOnly && (
+          <form className="inline" onSubmit={create}>
+            <input
+              aria-label="New policy name"
+              placeholder="new-policy-name"
+              value={newName}
+              onChange={(e) => setNewName(e.target.value)}
+            />
+            <button type="submit">New policy</button>
+          </form>
+        )}
       </div>
       {error !== undefined && <ErrorBox message={error.message} details={error.details} />}
       {policies === undefined ? (
@@ -93,14 +97,16 @@ export function PoliciesView() {
                     <a className="button" href={policyHref(p.name)}>
                       Open
                     </a>
-                    <button
-                      type="button"
-                      className="danger"
-                      onClick={() => void del(p.name)}
-                      title={users.length > 0 ? 'Still used by a route: the gateway will refuse' : ''}
-                    >
-                      Delete
-                    </button>
+                    {!readOnly && (
+                      <button
+                        type="button"
+                        className="danger"
+                        onClick={() => void del(p.name)}
+                        title={users.length > 0 ? 'Still used by a route: the gateway will refuse' : ''}
+                      >
+                        Delete
+                      </button>
+                    )}
                   </td>
                 </tr>
               );

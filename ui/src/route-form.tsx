@@ -7,6 +7,7 @@ interface Props {
   initial: RouteConfig | undefined;
   policies: string[];
   onSubmit: (route: RouteConfig) => Promise<void>;
+  readOnly?: boolean;
   onCancel: () => void;
   describeError: (err: unknown) => { message: string; details: Issue[] };
 }
@@ -18,7 +19,7 @@ const list = (text: string): string[] =>
     .filter((s) => s !== '');
 
 /** Create or edit one route; keys the form does not show (e.g. `host: null`) are kept. */
-export function RouteForm({ initial, policies, onSubmit, onCancel, describeError }: Props) {
+export function RouteForm({ initial, policies, onSubmit, onCancel, describeError, readOnly = false }: Props) {
   const m = initial?.match ?? {};
   const [name, setName] = useState(initial?.name ?? '');
   const [path, setPath] = useState(m.path ?? '');
@@ -88,74 +89,80 @@ export function RouteForm({ initial, policies, onSubmit, onCancel, describeError
 
   return (
     <form className="card form" onSubmit={(e) => void submit(e)} aria-label="Route">
-      <h2>{initial === undefined ? 'New route' : `Edit route '${initial.name}'`}</h2>
-      <label>
-        Name
-        <input
-          name="name"
-          value={name}
-          onChange={(e) => setName(e.target.value)}
-          disabled={initial !== undefined}
-          required
-        />
-      </label>
-      <label>
-        Path
-        <input name="path" value={path} placeholder="/orders/*" onChange={(e) => setPath(e.target.value)} />
-      </label>
-      <label>
-        Methods
-        <input
-          name="methods"
-          value={methods}
-          placeholder="GET, POST (empty: any)"
-          onChange={(e) => setMethods(e.target.value)}
-        />
-      </label>
-      <label>
-        Hosts
-        <input
-          name="hosts"
-          value={hosts}
-          placeholder="api.example.com (empty: any)"
-          onChange={(e) => setHosts(e.target.value)}
-        />
-      </label>
-      <label>
-        Headers
-        <input
-          name="headers"
-          value={headers}
-          placeholder='{"x-tenant": "acme"} (empty: any)'
-          onChange={(e) => setHeaders(e.target.value)}
-        />
-      </label>
-      <label>
-        Policy
-        <input
-          name="policy"
-          value={policy}
-          list="policy-names"
-          onChange={(e) => setPolicy(e.target.value)}
-          required
-        />
-        <datalist id="policy-names">
-          {policies.map((p) => (
-            <option key={p} value={p} />
-          ))}
-        </datalist>
-      </label>
-      <label>
-        Description
-        <input name="description" value={description} onChange={(e) => setDescription(e.target.value)} />
-      </label>
+      <h2>
+        {initial === undefined ? 'New route' : `${readOnly ? 'Route' : 'Edit route'} '${initial.name}'`}
+      </h2>
+      <fieldset className="plain" disabled={readOnly}>
+        <label>
+          Name
+          <input
+            name="name"
+            value={name}
+            onChange={(e) => setName(e.target.value)}
+            disabled={initial !== undefined}
+            required
+          />
+        </label>
+        <label>
+          Path
+          <input name="path" value={path} placeholder="/orders/*" onChange={(e) => setPath(e.target.value)} />
+        </label>
+        <label>
+          Methods
+          <input
+            name="methods"
+            value={methods}
+            placeholder="GET, POST (empty: any)"
+            onChange={(e) => setMethods(e.target.value)}
+          />
+        </label>
+        <label>
+          Hosts
+          <input
+            name="hosts"
+            value={hosts}
+            placeholder="api.example.com (empty: any)"
+            onChange={(e) => setHosts(e.target.value)}
+          />
+        </label>
+        <label>
+          Headers
+          <input
+            name="headers"
+            value={headers}
+            placeholder='{"x-tenant": "acme"} (empty: any)'
+            onChange={(e) => setHeaders(e.target.value)}
+          />
+        </label>
+        <label>
+          Policy
+          <input
+            name="policy"
+            value={policy}
+            list="policy-names"
+            onChange={(e) => setPolicy(e.target.value)}
+            required
+          />
+          <datalist id="policy-names">
+            {policies.map((p) => (
+              <option key={p} value={p} />
+            ))}
+          </datalist>
+        </label>
+        <label>
+          Description
+          <input name="description" value={description} onChange={(e) => setDescription(e.target.value)} />
+        </label>
+      </fieldset>
       {error !== undefined && <ErrorBox message={error.message} details={error.details} />}
       <div className="buttons">
-        <button type="submit" disabled={busy}>
-          {initial === undefined ? 'Create route' : 'Save route'}
-        </button>
+        {!readOnly && (
+          <button type="submit" disabled={busy}>
+            {initial === undefined ? 'Create route' : 'Save route'}
+          </button>
+        )}
         <button type="button" onClick={onCancel}>
-          Cancel
+          {readOnly ? 'Close' : 'Cancel'}
         </button>
       </div>
     </form>

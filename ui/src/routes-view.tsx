@@ -2,6 +2,7 @@ import { useCallback, useEffect, useState } from 'react';
 import { ApiError, describe, getJson, getVersioned, itemPath, postJson, put, remove } from './api.js';
 import { ErrorBox } from './error-box.js';
 import { RouteForm } from './route-form.js';
+import { useReadOnly } from './session/role.js';
 import type { Issue, PolicyConfig, RouteConfig } from './types.js';
 import { policyHref } from './use-hash-route.js';
 
@@ -31,6 +32,8 @@ export function matchSummary(route: RouteConfig): string {
 }
 
 export function RoutesView() {
+  const readOnly = useReadOnly();
+  const [dragged, setDragged] = useState<string | undefined>();
   const [routes, setRoutes] = useState<RouteConfig[] | undefined>();
   const [policies, setPolicies] = useState<string[]>([]);
   const [editing, setEditing] = useState<Editing | undefined>();
@@ -82,20 +85,38 @@ export function RoutesView() {
     }
   };
 
+  /** First match wins, so order is behaviour: moving a route sends the whole new order. */
+  const reorder = async (name: string, to: number) => {
+    if (routes === undefined) return;
+    const names = routes.map((r) => r.name).filter((n) => n !== name);
+    names.splice(Math.max(0, Math.min(to, names.length)), 0, name);
+    if (names.every((n, i) => n === routes[i]?.name)) return;
+    setError(undefined);
+    try {
+      await put('/api/route-order', { names });
+      setNotice(`Route '${name}' moved to position ${names.indexOf(name) + 1}.`);
+      await load();
+    } catch (err) {
+      setError(failure(err));
+    }
+  };
+
   return (
     <section className="page">
       <div className="page-head">
         <h1>Routes</h1>
         <span className="muted">First match wins, top to bottom.</span>
-        <button
-          type="button"
-          onClick={() => {
-            setNotice(undefined);
-            setEditing({ mode: 'create' });
-          }}
-        >
-          New route
-        </button>
+        {!readOnly && (
+          <button
+            type="button"
+            onClick={() => {
+              setNotice(undefined);
+              setEditing({ mode: 'create' });
+            }}
+          >
+            New route
+          </button>
+        )}
       </div>
       {notice !== undefined && <div className="notice">{notice}</div>}
       {error !== undefined && <ErrorBox message={error.message} details={error.details} />}
@@ -107,6 +128,7 @@ export function RoutesView() {
           onSubmit={submit}
           onCancel={() => setEditing(undefined)}
           describeError={failure}
+          readOnly={readOnly}
         />
       )}
       {routes === undefined ? (
@@ -125,8 +147,26 @@ export function RoutesView() {
             </tr>
           </thead>
           <tbody>
-            {routes.map((r) => (
-              <tr key={r.name} data-route={r.name}>
+            {routes.map((r, i) => (
+              <tr
+                key={r.name}
+                data-route={r.name}
+                draggable={!readOnly}
+                className={dragged === r.name ? 'dragging' : ''}
+                onDragStart={(e) => {
+                  e.dataTransfer.setData('text/plain', r.name);
+                  setDragged(r.name);
+                }}
+                onDragEnd={() => setDragged(undefined)}
+                onDragOver={(e) => {
+                  if (dragged !== undefined) e.preventDefault();
+                }}
+                onDrop={(e) => {
+                  e.preventDefault();
+                  if (dragged !== undefined && dragged !== r.name) void reorder(dragged, i);
+                  setDragged(undefined);
+                }}
+              >
                 <td>{r.name}</td>
                 <td>
                   <code>{matchSummary(r)}</code>
@@ -137,11 +177,31 @@ export function RoutesView() {
                 <td className="muted">{r.description ?? ''}</td>
                 <td className="actions">
                   <button type="button" onClick={() => void openEdit(r.name)}>
-                    Edit
+                    {readOnly ? 'View' : 'Edit'}
                   </button>
-                  <button type="button" className="danger" onClick={() => void del(r.name)}>
-                    Delete
-                  </button>
+                  {!readOnly && (
+                    <>
+                      <button
+                        type="button"
+                        aria-label={`Move ${r.name} up`}
+                        disabled={i === 0}
+                        onClick={() => void reorder(r.name, i - 1)}
+                      >
+                        ↑
+                      </button>
+                      <button
+                        type="button"
+                        aria-label={`Move ${r.name} down`}
+                        disabled={i === routes.length - 1}
+                        onClick={() => void reorder(r.name, i + 1)}
+                      >
+                        ↓
+                      </button>
+                      <button type="button" className="danger" onClick={() => void del(r.name)}>
+                        Delete
+                      </button>
+                    </>
+                  )}
                 </td>
               </tr>
             ))}

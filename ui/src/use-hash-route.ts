@@ -1,18 +1,37 @@
 import { useEffect, useState } from 'react';
 
-/** Where the editor is: `#/routes`, `#/policies` or `#/policies/<name>`. */
-export type View = { kind: 'routes' } | { kind: 'policies' } | { kind: 'policy'; name: string };
+/** The console's pages that list one kind of resource (`#/consumers`, `#/stores`, …). */
+export const PAGES = [
+  'routes',
+  'policies',
+  'consumers',
+  'supernodes',
+  'plugin-configs',
+  'stores',
+  'sessions',
+  'certificates',
+  'traces',
+] as const;
+export type Page = (typeof PAGES)[number];
+
+/** Where the editor is: a page, or one policy's graph (`#/policies/<name>?trace=<id>`). */
+export type View = { kind: Page } | { kind: 'policy'; name: string; trace?: string };
 
 export function parseHash(hash: string): View {
-  const parts = hash.replace(/^#\/?/, '').split('/');
+  const [route = '', query = ''] = hash.replace(/^#\/?/, '').split('?');
+  const parts = route.split('/');
   if (parts[0] === 'policies') {
     const name = parts.slice(1).join('/');
-    return name === '' ? { kind: 'policies' } : { kind: 'policy', name: decodeURIComponent(name) };
+    if (name === '') return { kind: 'policies' };
+    const trace = new URLSearchParams(query).get('trace');
+    return { kind: 'policy', name: decodeURIComponent(name), ...(trace === null ? {} : { trace }) };
   }
-  return { kind: 'routes' };
+  const page = PAGES.find((p) => p === parts[0]);
+  return { kind: page ?? 'routes' };
 }
 
-export const policyHref = (name: string): string => `#/policies/${encodeURIComponent(name)}`;
+export const policyHref = (name: string, trace?: string): string =>
+  `#/policies/${encodeURIComponent(name)}${trace === undefined ? '' : `?trace=${encodeURIComponent(trace)}`}`;
 
 let unsaved: (() => boolean) | undefined;
 

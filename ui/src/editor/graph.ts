@@ -12,6 +12,9 @@ export interface PluginNodeData extends Record<string, unknown> {
   /** Validation problems attached to this node, and to its ports by port name. */
   issues: string[];
   portIssues: Record<string, string>;
+  /** Overlays: the trace step numbers that ran here, and a metrics line. */
+  traced?: { steps: number[]; us: number; error: boolean };
+  figures?: string;
 }
 
 export type PolicyNode = Node<PluginNodeData, 'plugin'>;
@@ -37,6 +40,19 @@ export const handleOf = (port: string): string => (port === 'out' ? 'success' : 
 
 export const edgeId = (source: string, port: string, target: string): string =>
   `${source}.${port}->${target}`;
+
+/** A supernode instance's ports: its `output` node is `success`, every other output node a port of its id. */
+export function supernodePorts(def: { nodes: NodeConfig[] } | undefined): CatalogPort[] {
+  const outs = (def?.nodes ?? []).filter((n) => n.type === 'output');
+  return [
+    ...outs.map((n): CatalogPort => ({
+      name: n.id === 'output' ? 'success' : n.id,
+      kind: n.id === 'output' ? 'success' : 'outcome',
+      description: `Leaves the supernode through its '${n.id}' output.`,
+    })),
+    { name: 'error', kind: 'error', description: 'A node inside failed without its own error edge.' },
+  ];
+}
 
 export function outputsOf(plugin: PluginEntry | undefined, used: Iterable<string> = []): CatalogPort[] {
   const ports: CatalogPort[] = [...(plugin?.ports.outputs ?? [])];
@@ -115,7 +131,7 @@ export function layeredLayout(nodes: NodeConfig[], edges: EdgeConfig[]): Map<str
 
 export function toFlow(
   policy: PolicyConfig,
-  catalog: ReadonlyMap<string, PluginEntry>,
+  entryFor: (node: NodeConfig) => PluginEntry | undefined,
 ): { nodes: PolicyNode[]; edges: PolicyEdge[] } {
   const layout = layeredLayout(policy.nodes, policy.edges);
   const used = new Map<string, string[]>();
@@ -124,7 +140,7 @@ export function toFlow(
     used.set(node, [...(used.get(node) ?? []), handleOf(port)]);
   }
   const nodes = policy.nodes.map((n) =>
-    makeNode(n, catalog.get(n.type), n.position ?? layout.get(n.id) ?? { x: 0, y: 0 }, used.get(n.id) ?? []),
+    makeNode(n, entryFor(n), n.position ?? layout.get(n.id) ?? { x: 0, y: 0 }, used.get(n.id) ?? []),
   );
   const edges = policy.edges.map((e) => {
     const [source, port] = splitEndpoint(e.from);
@@ -158,4 +174,16 @@ export function freeId(type: string, taken: ReadonlySet<string>): string {
     const id = `${type}-${i}`;
     if (!taken.has(id)) return id;
   }
+}
+
+/** A catalog-like entry for a supernode instance, so it gets the ports of its definition. */
+export function supernodeEntry(name: string, def: { nodes: NodeConfig[] } | undefined): PluginEntry {
+  return {
+    type: 'supernode',
+    description: `Instance of supernode '${name}'.`,
+    category: 'supernodes',
+    ports: { input: 'Request context from the previous node.', outputs: supernodePorts(def) },
+    schema: {},
+    templated: [],
+  };
 }

@@ -1,7 +1,11 @@
 import { useState } from 'react';
-import type { PluginEntry } from '../types.js';
+import { useReadOnly } from '../session/role.js';
+import type { PluginEntry, PolicyConfig } from '../types.js';
+import { RawEditor } from './forms/raw-editor.js';
+import { SchemaForm } from './forms/schema-form.js';
 import type { PolicyNode } from './graph.js';
 import { checkConfig } from './schema-check.js';
+import { SupernodeInside } from './supernode-inside.js';
 
 export interface NodeEdit {
   config: Record<string, unknown> | null | undefined;
@@ -11,47 +15,43 @@ export interface NodeEdit {
 interface Props {
   node: PolicyNode;
   plugin: PluginEntry | undefined;
+  supernodes: ReadonlyMap<string, Omit<PolicyConfig, 'name'>>;
   takenIds: ReadonlySet<string>;
-  onApply: (id: string, edit: NodeEdit) => void;
+  /** `field` names the key edited, so typing into one field undoes as one step. */
+  onApply: (id: string, edit: NodeEdit, field?: string) => void;
   onRename: (id: string, next: string) => void;
   onDelete: (id: string) => void;
 }
 
-const pretty = (config: unknown): string => (config == null ? '{}' : JSON.stringify(config, null, 2));
-
-/** The selected node: rename it, edit its config as JSON (checked against the plugin's schema), delete it. */
-export function NodePanel({ node, plugin, takenIds, onApply, onRename, onDelete }: Props) {
-  const [text, setText] = useState(() => pretty(node.data.config));
-  const [configRef, setConfigRef] = useState(node.data.configRef ?? '');
+/** The selected node: its ports, its config as a schema form or raw YAML/JSON, rename, delete. */
+export function NodePanel({ node, plugin, supernodes, takenIds, onApply, onRename, onDelete }: Props) {
+  const readOnly = useReadOnly();
+  const [mode, setMode] = useState<'form' | 'raw'>(plugin === undefined ? 'raw' : 'form');
+  const [rawVersion, setRawVersion] = useState(0);
   const [newId, setNewId] = useState(node.id);
   const [problems, setProblems] = useState<string[]>([]);
   const [applied, setApplied] = useState(false);
+  const configRef = node.data.configRef;
 
-  const apply = () => {
-    setApplied(false);
-    let parsed: unknown;
-    try {
-      parsed = text.trim() === '' ? null : JSON.parse(text);
-    } catch (err) {
-      setProblems([`Invalid JSON: ${(err as Error).message}`]);
-      return;
-    }
-    if (parsed !== null && (typeof parsed !== 'object' || Array.isArray(parsed))) {
-      setProblems(['The config must be a JSON object, e.g. {"key": "value"}.']);
-      return;
-    }
-    const ref = configRef.trim() === '' ? undefined : configRef.trim();
-    const found = plugin === undefined ? [] : checkConfig(plugin.schema, parsed, ref !== undefined);
-    setProblems(found);
-    if (found.length > 0) return;
-    const config = parsed as Record<string, unknown> | null;
-    // An empty config is stored as no config at all, the way gateway.yaml usually has it.
+  const edit = (config: Record<string, unknown> | null, ref: string | undefined, field?: string) => {
+    // An emptied config is stored as no config at all, the way gateway.yaml usually has it.
     const empty = config === null || Object.keys(config).length === 0;
-    onApply(node.id, {
-      config: empty && node.data.config === undefined ? undefined : config,
-      configRef: ref,
-    });
+    onApply(
+      node.id,
+      { config: empty && node.data.config === undefined ? undefined : config, configRef: ref },
+      field,
+    );
+  };
+
+  const applyRaw = (parsed: unknown): string[] => {
+    setApplied(false);
+    if (parsed !== null && (typeof parsed !== 'object' || Array.isArray(parsed)))
+      return ['The config must be an object (key: value).'];
+    const found = plugin === undefined ? [] : checkConfig(plugin.schema, parsed, configRef !== undefined);
+    if (found.length > 0) return found;
+    edit(parsed as Record<string, unknown> | null, configRef);
     setApplied(true);
+    return [];
   };
 
   const rename = () => {
@@ -71,6 +71,11 @@ export function NodePanel({ node, plugin, takenIds, onApply, onRename, onDelete 
     onRename(node.id, next);
   };
 
+  const supernodeName =
+    node.data.type === 'supernode' && typeof node.data.config?.name === 'string'
+      ? node.data.config.name
+      : undefined;
+
   return (
     <div className="node-panel" aria-label="Node">
       <h2>
@@ -78,17 +83,30 @@ export function NodePanel({ node, plugin, takenIds, onApply, onRename, onDelete 
       </h2>
       <p className="muted">
         <strong>{node.data.type}</strong>
-        {plugin === undefined ? ' (not a registered plugin type)' : ` — ${plugin.description}`}
+        {plugin === undefined
+          ? node.data.type === 'supernode'
+            ? ' — an instance of a supernode'
+            : ' (not a registered plugin type)'
+          : ` — ${plugin.description}`}
       </p>
-      <div className="row">
-        <label>
-          Id
-          <input aria-label="Node id" value={newId} onChange={(e) => setNewId(e.target.value)} />
-        </label>
-        <button type="button" onClick={rename} disabled={newId.trim() === node.id}>
-          Rename
-        </button>
-      </div>
+      <fieldset disabled={readOnly} className="plain">
+        <div className="row">
+          <label>
+            Id
+            <input aria-label="Node id" value={newId} onChange={(e) => setNewId(e.target.value)} />
+          </label>
+          {!readOnly && (
+            <button type="button" onClick={rename} disabled={newId.trim() === node.id}>
+              Rename
+            </button>
+          )}
+        </div>
+      </fieldset>
+      {problems.length > 0 && (
+        <div className="error-box" role="alert">
+          {problems.join(' ')}
+        </div>
+      )}
       {node.data.outputs.length > 0 && (
         <dl className="ports">
           {node.data.outputs.map((p) => (
@@ -99,47 +117,74 @@ export function NodePanel({ node, plugin, takenIds, onApply, onRename, onDelete 
           ))}
         </dl>
       )}
-      <label>
-        Shared config (config_ref)
-        <input
-          aria-label="config_ref"
-          value={configRef}
-          placeholder="none"
-          onChange={(e) => setConfigRef(e.target.value)}
-        />
-      </label>
-      <label>
-        Config (JSON)
-        <textarea
-          aria-label="Node config"
-          spellCheck={false}
-          rows={14}
-          value={text}
-          onChange={(e) => {
-            setText(e.target.value);
-            setApplied(false);
-          }}
-        />
-      </label>
-      {problems.length > 0 && (
-        <div className="error-box" role="alert" aria-label="Config problems">
-          <div>Not applied:</div>
-          <ul>
-            {problems.map((p) => (
-              <li key={p}>{p}</li>
-            ))}
-          </ul>
-        </div>
+      {supernodeName !== undefined && (
+        <SupernodeInside name={supernodeName} def={supernodes.get(supernodeName)} />
       )}
-      {applied && <div className="notice">Applied to the graph. Save to make it live.</div>}
-      <div className="buttons">
-        <button type="button" onClick={apply}>
-          Apply config
+      <fieldset disabled={readOnly} className="plain">
+        <label>
+          Shared config (config_ref)
+          <input
+            aria-label="config_ref"
+            value={configRef ?? ''}
+            placeholder="none"
+            onChange={(e) =>
+              edit(
+                node.data.config ?? null,
+                e.target.value.trim() === '' ? undefined : e.target.value,
+                'config_ref',
+              )
+            }
+          />
+        </label>
+      </fieldset>
+      <div className="segmented" role="tablist" aria-label="Config editor">
+        <button
+          type="button"
+          role="tab"
+          aria-selected={mode === 'form'}
+          disabled={plugin === undefined}
+          onClick={() => setMode('form')}
+        >
+          Form
         </button>
-        <button type="button" className="danger" onClick={() => onDelete(node.id)}>
-          Delete node
+        <button
+          type="button"
+          role="tab"
+          aria-selected={mode === 'raw'}
+          onClick={() => {
+            setRawVersion((v) => v + 1);
+            setMode('raw');
+          }}
+        >
+          YAML / JSON
         </button>
       </div>
+      {mode === 'form' && plugin !== undefined ? (
+        <SchemaForm
+          plugin={plugin}
+          config={node.data.config}
+          hasConfigRef={configRef !== undefined}
+          readOnly={readOnly}
+          onChange={(config, field) => edit(config, configRef, field)}
+        />
+      ) : (
+        <RawEditor
+          key={rawVersion}
+          label="Node config"
+          value={node.data.config ?? {}}
+          readOnly={readOnly}
+          applyLabel="Apply config"
+          onApply={applyRaw}
+        />
+      )}
+      {applied && mode === 'raw' && <div className="notice">Applied to the graph. Save to make it live.</div>}
+      {!readOnly && (
+        <div className="buttons">
+          <button type="button" className="danger" onClick={() => onDelete(node.id)}>
+            Delete node
+          </button>
+        </div>
+      )}
     </div>
   );
 }

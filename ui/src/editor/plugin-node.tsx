@@ -6,6 +6,7 @@ export function PluginNodeView({ id, data, selected }: NodeProps<PolicyNode>) {
   const classes = ['pnode'];
   if (selected) classes.push('selected');
   if (data.issues.length > 0 || Object.keys(data.portIssues).length > 0) classes.push('has-issues');
+  if (data.traced !== undefined) classes.push(data.traced.error ? 'traced traced-error' : 'traced');
   return (
     <div className={classes.join(' ')} data-node-id={id}>
       {data.hasInput && <Handle type="target" position={Position.Left} id="in" title="in" />}
@@ -29,6 +30,12 @@ export function PluginNodeView({ id, data, selected }: NodeProps<PolicyNode>) {
           );
         })}
       </div>
+      {data.traced !== undefined && (
+        <div className="pnode-trace" title="Trace steps that ran in this node">
+          step {data.traced.steps.join(', ')} · {data.traced.us} µs
+        </div>
+      )}
+      {data.figures !== undefined && <div className="pnode-figures">{data.figures}</div>}
       {data.issues.map((message, i) => (
         <div key={i} className="pnode-issue" title={message}>
           {message}

@@ -12,9 +12,12 @@ import {
   type NodeChange,
   type NodeTypes,
 } from '@xyflow/react';
-import { useCallback, useEffect, useMemo, useRef, useState } from 'react';
-import { ApiError, describe, getJson, getVersioned, itemPath, postJson, put } from '../api.js';
-import type { PluginEntry, PolicyConfig, PolicyValidation } from '../types.js';
+import { useCallback, useEffect, useMemo, useRef, useState, type DragEvent } from 'react';
+import { ApiError, describe, getJson, getText, getVersioned, itemPath, postJson, put } from '../api.js';
+import { useReadOnly } from '../session/role.js';
+import { TracePanel } from '../traces/trace-panel.js';
+import { outerNode, type Trace } from '../traces/trace-types.js';
+import type { NodeConfig, PluginEntry, PolicyConfig, PolicyValidation } from '../types.js';
 import { setUnsavedCheck } from '../use-hash-route.js';
 import {
   edgeId,
@@ -23,15 +26,18 @@ import {
   layeredLayout,
   makeEdge,
   makeNode,
+  supernodeEntry,
   toFlow,
   toPolicy,
   type PolicyEdge,
   type PolicyMeta,
   type PolicyNode,
 } from './graph.js';
+import { useHistory, type Snapshot } from './history.js';
 import { locate, type Located } from './issues.js';
+import { figuresText, nodeFigures } from './metrics.js';
 import { NodePanel, type NodeEdit } from './node-panel.js';
-import { Palette } from './palette.js';
+import { DRAG_TYPE, Palette, type PaletteItem, type SharedConfig } from './palette.js';
 import { PluginNodeView } from './plugin-node.js';
 import { PolicySettings } from './policy-settings.js';
 
@@ -52,23 +58,28 @@ interface Banner {
   text: string;
 }
 
+type SupernodeDef = Omit<PolicyConfig, 'name'> & { name: string };
+
 interface Loaded {
   catalog: ReadonlyMap<string, PluginEntry>;
+  supernodes: ReadonlyMap<string, SupernodeDef>;
+  shared: SharedConfig[];
   /** ETag of the stored version the edits started from; undefined for a new policy. */
   etag: string | undefined;
   /** Bumped at every (re)load so panels drop their local drafts. */
   generation: number;
 }
 
-export function PolicyEditor({ name }: { name: string }) {
+export function PolicyEditor({ name, trace }: { name: string; trace?: string }) {
   return (
     <ReactFlowProvider>
-      <Editor name={name} />
+      <Editor name={name} traceId={trace} />
     </ReactFlowProvider>
   );
 }
 
-function Editor({ name }: { name: string }) {
+function Editor({ name, traceId }: { name: string; traceId: string | undefined }) {
+  const readOnly = useReadOnly();
   const flow = useReactFlow<PolicyNode, PolicyEdge>();
   const [loaded, setLoaded] = useState<Loaded | undefined>();
   const [loadError, setLoadError] = useState<string | undefined>();
@@ -81,18 +92,23 @@ function Editor({ name }: { name: string }) {
   const [banner, setBanner] = useState<Banner | undefined>();
   const [busy, setBusy] = useState(false);
   const canvas = useRef<HTMLDivElement>(null);
+  const [trace, setTrace] = useState<Trace | undefined>();
+  const [figures, setFigures] = useState<Map<string, string> | undefined>();
 
   const load = useCallback(async () => {
-    const [{ plugins }, stored] = await Promise.all([
+    const [{ plugins }, supers, shared, stored] = await Promise.all([
       getJson<{ plugins: PluginEntry[] }>('/api/plugins'),
+      getJson<SupernodeDef[]>('/api/supernodes'),
+      getJson<SharedConfig[]>('/api/plugin-configs'),
       getVersioned<PolicyConfig>(itemPath('policies', name)).catch((err: unknown) => {
         if (err instanceof ApiError && err.status === 404) return undefined;
         throw err;
       }),
     ]);
     const catalog = new Map(plugins.map((p) => [p.type, p]));
+    const supernodes = new Map(supers.map((d) => [d.name, d]));
     const policy = stored?.value ?? starter(name);
-    const flowGraph = toFlow(policy, catalog);
+    const flowGraph = toFlow(policy, entryLookup(catalog, supernodes));
     const { nodes: _nodes, edges: _edges, ...rest } = policy;
     setMeta(rest);
     setNodes(flowGraph.nodes);
@@ -100,8 +116,16 @@ function Editor({ name }: { name: string }) {
     setDirty(stored === undefined);
     setIssues([]);
     setWarnings([]);
-    setLoaded((prev) => ({ catalog, etag: stored?.etag, generation: (prev?.generation ?? 0) + 1 }));
+    setLoaded((prev) => ({
+      catalog,
+      supernodes,
+      shared,
+      etag: stored?.etag,
+      generation: (prev?.generation ?? 0) + 1,
+    }));
+    resetHistory.current();
   }, [name]);
+  const resetHistory = useRef<() => void>(() => undefined);
 
   useEffect(() => {
     load().catch((err: unknown) => setLoadError(describe(err)));
@@ -114,26 +138,58 @@ function Editor({ name }: { name: string }) {
     return () => setUnsavedCheck(undefined);
   }, []);
 
-  const onNodesChange = useCallback((changes: NodeChange<PolicyNode>[]) => {
-    setNodes((ns) => applyNodeChanges(changes, ns));
-    if (changes.some((c) => c.type === 'position' || c.type === 'remove' || c.type === 'add')) setDirty(true);
-  }, []);
-
-  const onEdgesChange = useCallback((changes: EdgeChange<PolicyEdge>[]) => {
-    setEdges((es) => applyEdgeChanges(changes, es));
-    if (changes.some((c) => c.type === 'remove' || c.type === 'add')) setDirty(true);
-  }, []);
-
-  // An output port has at most one edge (no fan-out): a new connection replaces the old one.
-  const onConnect = useCallback((c: Connection) => {
-    const port = c.sourceHandle;
-    if (port === null || port === undefined) return;
-    setEdges((es) => [
-      ...es.filter((e) => !(e.source === c.source && e.sourceHandle === port)),
-      makeEdge(c.source, port, c.target),
-    ]);
+  const state = useRef<Snapshot>({ nodes, edges, meta });
+  state.current = { nodes, edges, meta };
+  const snapshot = useCallback((): Snapshot => state.current, []);
+  const restore = useCallback((s: Snapshot) => {
+    setNodes(s.nodes);
+    setEdges(s.edges);
+    setMeta(s.meta);
+    setIssues([]);
     setDirty(true);
   }, []);
+  const history = useHistory(snapshot, restore);
+  resetHistory.current = history.reset;
+  const { record } = history;
+  const dragging = useRef(false);
+
+  const onNodesChange = useCallback(
+    (changes: NodeChange<PolicyNode>[]) => {
+      // One undo step per drag: record when it starts.
+      const drag = changes.some((c) => c.type === 'position' && c.dragging === true);
+      if ((drag && !dragging.current) || changes.some((c) => c.type === 'remove')) record();
+      dragging.current = drag;
+      setNodes((ns) => applyNodeChanges(changes, ns));
+      if (changes.some((c) => c.type === 'position' || c.type === 'remove' || c.type === 'add'))
+        setDirty(true);
+    },
+    [record],
+  );
+
+  const onEdgesChange = useCallback(
+    (changes: EdgeChange<PolicyEdge>[]) => {
+      // Removing a node removes its edges in the same step: already recorded by onNodesChange.
+      if (changes.some((c) => c.type === 'remove')) record('edges-removed');
+      setEdges((es) => applyEdgeChanges(changes, es));
+      if (changes.some((c) => c.type === 'remove' || c.type === 'add')) setDirty(true);
+    },
+    [record],
+  );
+
+  // An output port has at most one edge (no fan-out): a new connection replaces the old one.
+  const onConnect = useCallback(
+    (c: Connection) => {
+      const port = c.sourceHandle;
+      if (port === null || port === undefined) return;
+      record();
+      setEdges((es) => [
+        ...es.filter((e) => !(e.source === c.source && e.sourceHandle === port)),
+        makeEdge(c.source, port, c.target),
+      ]);
+      setDirty(true);
+    },
+    [record],
+  );
 
   const isValidConnection = useCallback(
     (c: Connection | Edge) => c.source !== c.target && (c.targetHandle ?? 'in') === 'in',
@@ -142,8 +198,30 @@ function Editor({ name }: { name: string }) {
 
   // Problems from Validate or a refused Save, drawn on the nodes and ports they name.
   const shownNodes = useMemo(() => {
-    if (issues.length === 0) return nodes;
-    return nodes.map((n) => {
+    const visits = new Map<string, { steps: number[]; us: number; error: boolean }>();
+    for (const step of trace?.steps ?? []) {
+      const id = outerNode(step.node_id);
+      const v = visits.get(id) ?? { steps: [], us: 0, error: false };
+      v.steps.push(step.index);
+      v.us += step.duration_us;
+      v.error ||= step.outcome.kind === 'error';
+      visits.set(id, v);
+    }
+    const withOverlays = nodes.map((n) => {
+      const traced = visits.get(n.id);
+      const line = figures?.get(n.id);
+      if (traced === undefined && line === undefined) return n;
+      return {
+        ...n,
+        data: {
+          ...n.data,
+          ...(traced === undefined ? {} : { traced }),
+          ...(line === undefined ? {} : { figures: line }),
+        },
+      };
+    });
+    if (issues.length === 0) return withOverlays;
+    return withOverlays.map((n) => {
       const mine = issues.filter((i) => i.node === n.id);
       if (mine.length === 0) return n;
       const portIssues: Record<string, string> = {};
@@ -153,27 +231,93 @@ function Editor({ name }: { name: string }) {
       }
       return { ...n, data: { ...n.data, issues: mine.map((i) => i.message), portIssues } };
     });
-  }, [nodes, issues]);
+  }, [nodes, issues, trace, figures]);
+
+  // The edges a trace took: from each step's node, through its port, to the next node that ran.
+  const shownEdges = useMemo(() => {
+    if (trace === undefined) return edges;
+    const taken = new Set<string>();
+    for (const step of trace.steps) {
+      const from = outerNode(step.node_id);
+      const to = step.next_node_id === undefined ? undefined : outerNode(step.next_node_id);
+      if (to === undefined || to === from) continue;
+      for (const e of edges) if (e.source === from && e.target === to) taken.add(e.id);
+    }
+    // The listener is not a step: its edge leads to the first step's node.
+    const first = trace.steps[0];
+    if (first !== undefined) {
+      for (const e of edges) {
+        const src = nodes.find((n) => n.id === e.source);
+        if (src?.data.hasInput === false && e.target === outerNode(first.node_id)) taken.add(e.id);
+      }
+    }
+    return edges.map((e) => (taken.has(e.id) ? { ...e, animated: true, className: 'traced' } : e));
+  }, [edges, nodes, trace]);
+
+  useEffect(() => {
+    if (traceId === undefined) {
+      setTrace(undefined);
+      return;
+    }
+    getJson<Trace>(`/api/debug/traces/${encodeURIComponent(traceId)}`).then(setTrace, (err: unknown) =>
+      setBanner({ kind: 'error', text: `Could not load trace ${traceId}: ${describe(err)}` }),
+    );
+  }, [traceId]);
+
+  const toggleMetrics = async () => {
+    if (figures !== undefined) {
+      setFigures(undefined);
+      return;
+    }
+    try {
+      const text = await getText('/metrics');
+      const byNode = nodeFigures(text, name);
+      setFigures(new Map([...byNode].map(([id, f]) => [id, figuresText(f)])));
+    } catch (err) {
+      setBanner({ kind: 'error', text: `Metrics unavailable: ${describe(err)}` });
+    }
+  };
 
   const current = useCallback(() => toPolicy(meta, nodes, edges), [meta, nodes, edges]);
 
-  const addNode = (plugin: PluginEntry) => {
+  const addItem = (item: PaletteItem, at?: { x: number; y: number }) => {
+    if (loaded === undefined) return;
+    const type = item.kind === 'plugin' ? item.type : item.kind === 'shared' ? item.type : 'supernode';
+    const config: NodeConfig =
+      item.kind === 'plugin'
+        ? { id: '', type }
+        : item.kind === 'shared'
+          ? { id: '', type, config_ref: item.name }
+          : { id: '', type, config: { name: item.name } };
+    const entry = entryLookup(loaded.catalog, loaded.supernodes)(config);
     const rect = canvas.current?.getBoundingClientRect();
     let position =
-      rect === undefined
-        ? { x: 0, y: 0 }
-        : flow.screenToFlowPosition({ x: rect.left + rect.width / 2 - 90, y: rect.top + rect.height / 3 });
+      at !== undefined
+        ? flow.screenToFlowPosition(at)
+        : rect === undefined
+          ? { x: 0, y: 0 }
+          : flow.screenToFlowPosition({ x: rect.left + rect.width / 2 - 90, y: rect.top + rect.height / 3 });
     // Step down until the new node does not cover another one.
     const covers = (p: { x: number; y: number }) =>
       nodes.some((n) => Math.abs(n.position.x - p.x) < 200 && Math.abs(n.position.y - p.y) < 110);
-    while (covers(position)) position = { x: position.x, y: position.y + 120 };
-    const id = freeId(plugin.type, new Set(nodes.map((n) => n.id)));
-    const node = { ...makeNode({ id, type: plugin.type }, plugin, position), selected: true };
+    if (at === undefined) while (covers(position)) position = { x: position.x, y: position.y + 120 };
+    const base = item.kind === 'plugin' ? item.type : item.name;
+    const id = freeId(base, new Set(nodes.map((n) => n.id)));
+    const node = { ...makeNode({ ...config, id }, entry, position), selected: true };
+    record();
     setNodes((ns) => [...ns.map((n) => (n.selected === true ? { ...n, selected: false } : n)), node]);
     setDirty(true);
   };
 
-  const applyEdit = (id: string, edit: NodeEdit) => {
+  const onDrop = (event: DragEvent) => {
+    const raw = event.dataTransfer.getData(DRAG_TYPE);
+    if (raw === '' || readOnly) return;
+    event.preventDefault();
+    addItem(JSON.parse(raw) as PaletteItem, { x: event.clientX, y: event.clientY });
+  };
+
+  const applyEdit = (id: string, edit: NodeEdit, field?: string) => {
+    record(field === undefined ? undefined : `${id}:${field}`);
     setNodes((ns) =>
       ns.map((n) =>
         n.id === id ? { ...n, data: { ...n.data, config: edit.config, configRef: edit.configRef } } : n,
@@ -183,6 +327,7 @@ function Editor({ name }: { name: string }) {
   };
 
   const rename = (from: string, to: string) => {
+    record();
     setNodes((ns) => ns.map((n) => (n.id === from ? { ...n, id: to } : n)));
     setEdges((es) =>
       es.map((e) => {
@@ -199,6 +344,7 @@ function Editor({ name }: { name: string }) {
   const autoLayout = () => {
     const policy = current();
     const positions = layeredLayout(policy.nodes, policy.edges);
+    record();
     setNodes((ns) => ns.map((n) => ({ ...n, position: positions.get(n.id) ?? n.position })));
     setDirty(true);
     window.requestAnimationFrame(() => void flow.fitView({ padding: 0.2 }));
@@ -256,13 +402,20 @@ function Editor({ name }: { name: string }) {
     }
   };
 
-  const saveRef = useRef(save);
-  saveRef.current = save;
+  const keys = useRef({ save, undo: history.undo, redo: history.redo, readOnly });
+  keys.current = { save, undo: history.undo, redo: history.redo, readOnly };
   useEffect(() => {
     const onKey = (event: KeyboardEvent) => {
-      if ((event.ctrlKey || event.metaKey) && event.key.toLowerCase() === 's') {
+      if (!(event.ctrlKey || event.metaKey) || keys.current.readOnly) return;
+      const key = event.key.toLowerCase();
+      if (key === 's') {
         event.preventDefault();
-        void saveRef.current();
+        void keys.current.save();
+      } else if ((key === 'z' || key === 'y') && !(event.target instanceof HTMLTextAreaElement)) {
+        // Form fields apply to the graph as you type, so graph undo covers them too; raw text keeps its own undo.
+        event.preventDefault();
+        if (key === 'y' || event.shiftKey) keys.current.redo();
+        else keys.current.undo();
       }
     };
     window.addEventListener('keydown', onKey);
@@ -297,17 +450,34 @@ function Editor({ name }: { name: string }) {
         <h1>{name}</h1>
         {loaded.etag === undefined && <span className="badge">new</span>}
         {dirty && <span className="badge warn">Unsaved changes</span>}
+        {readOnly && <span className="badge readonly">read-only</span>}
         <span className="spacer" />
-        <Palette catalog={loaded.catalog} onAdd={addNode} />
-        <button type="button" onClick={autoLayout}>
-          Auto layout
+        {!readOnly && (
+          <>
+            <button type="button" onClick={history.undo} disabled={!history.canUndo} title="Ctrl+Z">
+              Undo
+            </button>
+            <button type="button" onClick={history.redo} disabled={!history.canRedo} title="Ctrl+Shift+Z">
+              Redo
+            </button>
+            <button type="button" onClick={autoLayout}>
+              Auto layout
+            </button>
+          </>
+        )}
+        <button type="button" aria-pressed={figures !== undefined} onClick={() => void toggleMetrics()}>
+          Metrics
         </button>
-        <button type="button" onClick={() => void validate()} disabled={busy}>
-          Validate
-        </button>
-        <button type="button" className="primary" onClick={() => void save()} disabled={busy}>
-          Save
-        </button>
+        {!readOnly && (
+          <>
+            <button type="button" onClick={() => void validate()} disabled={busy}>
+              Validate
+            </button>
+            <button type="button" className="primary" onClick={() => void save()} disabled={busy}>
+              Save
+            </button>
+          </>
+        )}
       </div>
       {banner !== undefined && (
         <div className={`banner ${banner.kind}`} role="status">
@@ -328,16 +498,36 @@ function Editor({ name }: { name: string }) {
         </div>
       )}
       <div className="editor-body">
-        <div className="canvas" ref={canvas}>
+        {!readOnly && (
+          <Palette
+            catalog={loaded.catalog}
+            supernodes={[...loaded.supernodes.values()]}
+            shared={loaded.shared}
+            onAdd={(item) => addItem(item)}
+          />
+        )}
+        <div
+          className="canvas"
+          ref={canvas}
+          onDragOver={(e) => {
+            if (e.dataTransfer.types.includes(DRAG_TYPE)) {
+              e.preventDefault();
+              e.dataTransfer.dropEffect = 'copy';
+            }
+          }}
+          onDrop={onDrop}
+        >
           <ReactFlow<PolicyNode, PolicyEdge>
             nodes={shownNodes}
-            edges={edges}
+            edges={shownEdges}
             nodeTypes={nodeTypes}
             onNodesChange={onNodesChange}
             onEdgesChange={onEdgesChange}
             onConnect={onConnect}
             isValidConnection={isValidConnection}
-            deleteKeyCode={['Backspace', 'Delete']}
+            nodesDraggable={!readOnly}
+            nodesConnectable={!readOnly}
+            deleteKeyCode={readOnly ? null : ['Backspace', 'Delete']}
             minZoom={0.2}
             fitView
             fitViewOptions={{ padding: 0.2 }}
@@ -347,6 +537,7 @@ function Editor({ name }: { name: string }) {
           </ReactFlow>
         </div>
         <aside className="side">
+          {trace !== undefined && <TracePanel trace={trace} onSelect={selectNode} />}
           {issues.length > 0 && (
             <div className="problems" aria-label="Problems">
               <h2>Problems</h2>
@@ -379,6 +570,7 @@ function Editor({ name }: { name: string }) {
               key={`${single.id}#${loaded.generation}`}
               node={single}
               plugin={loaded.catalog.get(single.data.type)}
+              supernodes={loaded.supernodes}
               takenIds={new Set(nodes.map((n) => n.id))}
               onApply={applyEdit}
               onRename={rename}
@@ -391,6 +583,7 @@ function Editor({ name }: { name: string }) {
               nodeIds={nodes.map((n) => n.id)}
               selectedCount={selected.length}
               onChange={(next) => {
+                record('meta');
                 setMeta(next);
                 setDirty(true);
               }}
@@ -400,4 +593,16 @@ function Editor({ name }: { name: string }) {
       </div>
     </section>
   );
+}
+
+/** The catalog entry of a stored node; a supernode instance gets the ports of its definition. */
+function entryLookup(
+  catalog: ReadonlyMap<string, PluginEntry>,
+  supernodes: ReadonlyMap<string, SupernodeDef>,
+): (node: NodeConfig) => PluginEntry | undefined {
+  return (node) => {
+    if (node.type !== 'supernode') return catalog.get(node.type);
+    const ref = node.config?.name;
+    return typeof ref === 'string' ? supernodeEntry(ref, supernodes.get(ref)) : undefined;
+  };
 }

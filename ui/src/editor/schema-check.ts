@@ -21,26 +21,33 @@ function at(root: unknown, pointer: string): unknown {
   return value;
 }
 
-function describeError(e: ErrorObject): string {
+export interface FieldIssue {
+  /** `config.targets.0.port`: the key path the message is about. */
+  path: string;
+  message: string;
+}
+
+function issueOf(e: ErrorObject): FieldIssue {
   const path = `config${e.instancePath.replace(/\//g, '.')}`;
   const params = e.params as Record<string, unknown>;
   if (e.keyword === 'additionalProperties')
-    return `${path}.${String(params.additionalProperty)}: unknown key`;
-  if (e.keyword === 'required') return `${path}.${String(params.missingProperty)}: is required`;
+    return { path: `${path}.${String(params.additionalProperty)}`, message: 'unknown key' };
+  if (e.keyword === 'required')
+    return { path: `${path}.${String(params.missingProperty)}`, message: 'is required' };
   if (e.keyword === 'enum') {
     const allowed = (params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ');
-    return `${path}: must be one of ${allowed}`;
+    return { path, message: `must be one of ${allowed}` };
   }
-  return `${path}: ${e.message ?? 'is invalid'}`;
+  return { path, message: e.message ?? 'is invalid' };
 }
 
 /**
- * Checks a node config against its plugin's JSON Schema; answers one line per
+ * Checks a node config against its plugin's JSON Schema; answers one issue per
  * problem. Strings holding `${ENV}` placeholders are only known at compile
  * time, and a `config_ref` node gets its missing keys from the shared config,
  * so neither is reported here (the gateway checks them on Validate and Save).
  */
-export function checkConfig(schema: object, config: unknown, hasConfigRef: boolean): string[] {
+export function checkConfigIssues(schema: object, config: unknown, hasConfigRef: boolean): FieldIssue[] {
   let validate = compiled.get(schema);
   if (validate === undefined) {
     try {
@@ -54,8 +61,21 @@ export function checkConfig(schema: object, config: unknown, hasConfigRef: boole
   if (validate(value)) return [];
   const problems = (validate.errors ?? []).filter((e) => {
     if (hasConfigRef && e.keyword === 'required') return false;
+    // anyOf/oneOf report every branch; the summary line says enough.
+    if (e.keyword === 'type' && /\/(anyOf|oneOf)\//.test(e.schemaPath)) return false;
     const v = at(config ?? {}, e.instancePath);
     return !(typeof v === 'string' && v.includes('${'));
   });
-  return [...new Set(problems.map(describeError))];
+  const seen = new Set<string>();
+  return problems.map(issueOf).filter((i) => {
+    const key = `${i.path}: ${i.message}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
+/** The same check, one `path: message` line per problem. */
+export function checkConfig(schema: object, config: unknown, hasConfigRef: boolean): string[] {
+  return checkConfigIssues(schema, config, hasConfigRef).map((i) => `${i.path}: ${i.message}`);
 }
