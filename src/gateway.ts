@@ -22,6 +22,7 @@ import { createGatewayScope } from './engine/gateway-scope.js';
 import { AcmeManager, acmeConfigOf, acmeStoreIssues } from './acme/index.js';
 import { registerAcmeMetrics } from './observability/acme-metrics.js';
 import { configurePools } from './outbound/pool-registry.js';
+import { resolveCompatNames, useCompatNames } from './config/compat-names.js';
 
 export interface GatewayOptions {
   system: SystemConfig;
@@ -125,6 +126,7 @@ export class Gateway {
       text = readGatewayText(options.gatewayPath);
       config = parseGatewayConfig(text);
     }
+    useCompatNames(resolveCompatNames(options.system.compat));
     const scope = createGatewayScope({
       cacheMaxEntries: options.system.cache.max_entries,
       ...(options.wrapShared === undefined ? {} : { wrapShared: options.wrapShared }),
@@ -301,8 +303,7 @@ export class Gateway {
       dataPlane.handleUpgrade,
     );
     this.#listener = listener;
-        http1Server: this.system.listener.http1_server,
-    this.#startWatching();
+    http1Server: (this.system.listener.http1_server, this.#startWatching());
     return listener.address;
   }
 

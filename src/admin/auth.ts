@@ -1,8 +1,15 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { SWITCHYARD_NAMES } from '../config/compat-names.js';
 
-export const ADMIN_REALM = 'switchyard admin';
+/** Default realm; `admin.realm` (or `compat.admin_realm`) replaces it. */
+export const ADMIN_REALM = SWITCHYARD_NAMES.adminRealm;
 
-export const CHALLENGE = { 'www-authenticate': `Basic realm="${ADMIN_REALM}"` } as const;
+/** The Basic challenge of a 401 from the Admin API. */
+export const basicChallenge = (realm: string = ADMIN_REALM): { 'www-authenticate': string } => ({
+  'www-authenticate': `Basic realm="${realm.replace(/["\\]/g, '')}"`,
+});
+
+export const CHALLENGE = basicChallenge();
 
 /** `admin` reads and writes; `viewer` reads, with secrets masked, and writes nothing. */
 export type AdminRole = 'admin' | 'viewer';

@@ -6,7 +6,7 @@ import { ConfigRejected, formatIssues } from '../config/schema-validate.js';
 import type { AdminConfig } from '../config/system.js';
 import type { Gateway } from '../gateway.js';
 import type { Logger } from '../observability/logger.js';
-import { basicAuthVerifier, CHALLENGE, type AdminAccount, type AdminRole } from './auth.js';
+import { basicAuthVerifier, basicChallenge, CHALLENGE, type AdminAccount, type AdminRole } from './auth.js';
 import { maskedForViewer, VIEWER_READ_ONLY } from './viewer.js';
 import { contentTypeGuard, crossOriginGuard } from './csrf.js';
 import { AdminError, send, type Reply } from './http.js';
@@ -68,6 +68,7 @@ export async function startAdminServer(
   const accounts: AdminAccount[] = [{ username: admin.username, password }, ...(admin.users ?? [])];
   const verify = basicAuthVerifier(accounts);
   const throttle = new LoginThrottle(admin.login_throttle, logger);
+  const unauthorized: Reply = { ...UNAUTHORIZED, headers: basicChallenge(admin.realm) };
   /** The caller's role when the request may go on; a lock, a missing or a wrong credential answers here. */
   const authenticate = (req: IncomingMessage): Reply | AdminRole => {
     const client = req.socket.remoteAddress ?? 'unknown';
@@ -82,7 +83,7 @@ export async function startAdminServer(
       const lock = throttle.failed(client, outcome.username);
       if (lock !== undefined) return tooManyFailures(lock);
     }
-    return UNAUTHORIZED;
+    return unauthorized;
   };
   const crossOrigin = crossOriginGuard(admin.tls === undefined ? 'http' : 'https', admin.allowed_origins);
   const routes = adminRoutes(gateway);

@@ -164,6 +164,11 @@ export const systemSchema = {
           },
         },
         ui_enabled: bool(true),
+        realm: {
+          type: 'string',
+          minLength: 1,
+          description: "Realm of the Basic challenge; default compat's admin_realm ('switchyard admin').",
+        },
         max_connections: {
           ...int(256, 1),
           description: 'Open connections to the admin listener; separate from listener.max_connections.',
@@ -231,7 +236,10 @@ export const systemSchema = {
           additionalProperties: false,
           properties: {
             endpoints: { type: 'array', items: str, minItems: 1 },
-            prefix: { type: 'string', default: '/switchyard' },
+            prefix: {
+              type: 'string',
+              description: "Key prefix of the configuration; default compat's etcd_prefix ('/switchyard').",
+            },
             user: str,
             password: str,
             timeout_ms: int(3000, 1),
@@ -271,7 +279,18 @@ export const systemSchema = {
       properties: {
         enabled: bool(false),
         sandbox: bool(true),
-        trigger_header: { type: 'string', default: 'x-switchyard-debug' },
+        trigger_header: {
+          type: 'string',
+          minLength: 1,
+          description:
+            "Request header that traces a request; default compat's debug_header ('x-switchyard-debug').",
+        },
+        trace_id_header: {
+          type: 'string',
+          minLength: 1,
+          description:
+            "Response header with the trace id; default compat's trace_id_header ('x-switchyard-trace-id').",
+        },
         trace_all: bool(false),
         capture_bodies: bool(false),
         max_body_bytes: int(8192),
@@ -340,6 +359,33 @@ export const systemSchema = {
       additionalProperties: false,
       default: {},
       properties: { max_entries: int(10000, 1) },
+    },
+    // Branded names (headers, realm, key prefixes): ours, or the reference's; src/config/compat-names.ts.
+    compat: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        reference_names: {
+          ...bool(false),
+          description: "Use the reference implementation's names for every key below that is not set.",
+        },
+        debug_header: { type: 'string', minLength: 1, description: 'Default of debug.trigger_header.' },
+        trace_id_header: { type: 'string', minLength: 1, description: 'Default of debug.trace_id_header.' },
+        cache_status_header: {
+          type: 'string',
+          minLength: 1,
+          description: 'Default of proxy-cache cache_status_header.',
+        },
+        admin_realm: { type: 'string', minLength: 1, description: 'Default of admin.realm.' },
+        etcd_prefix: { type: 'string', description: 'Default of config.etcd.prefix.' },
+        store_key_prefix: { type: 'string', description: 'Default key_prefix of every stores: entry.' },
+        store_layout: {
+          type: 'string',
+          enum: ['switchyard', 'reference'],
+          description: 'Layout of limit counters and sealed sessions in stores.',
+        },
+      },
     },
     workers: {
       anyOf: [

@@ -12,6 +12,7 @@ import {
 import { acmeConfigIssues } from '../acme/config.js';
 import { debugGateIssues } from '../debug/trigger-gate.js';
 import { emptyCredentialIssues } from './system-credentials.js';
+import { resolveCompatNames, type CompatConfig } from './compat-names.js';
 
 export interface TlsConfig {
   cert_path?: string;
@@ -47,6 +48,8 @@ export interface AdminConfig {
   password: string;
   users?: { username: string; password: string; role: 'admin' | 'viewer' }[];
   ui_enabled: boolean;
+  /** Basic challenge realm; filled from `compat` when absent. */
+  realm: string;
   /** Open connections to the admin listener (its own cap, so /healthz answers while the data plane is full). */
   max_connections: number;
   /** Origins besides the listener's own that may send Admin writes (CSRF rule). */
@@ -66,6 +69,8 @@ export interface DebugConfig {
   enabled: boolean;
   sandbox: boolean;
   trigger_header: string;
+  /** Filled from `compat` when absent (src/config/compat-names.ts). */
+  trace_id_header: string;
   trace_all: boolean;
   capture_bodies: boolean;
   max_body_bytes: number;
@@ -118,6 +123,7 @@ export interface SystemConfig {
   upstream: { max_connections_per_target: number };
   cache: { max_entries: number };
   workers: number | 'auto';
+  compat: CompatConfig;
 }
 
 /** `http2.*`: the protocol switch and the limits applied to every HTTP/2 client connection. */
@@ -169,7 +175,7 @@ export function parseSystemConfig(text: string, env: NodeJS.ProcessEnv = process
   ];
   if (issues.length > 0) throw new ConfigRejected(issues);
   const config = doc as unknown as SystemConfig;
-  config.debug.trigger_header = config.debug.trigger_header.toLowerCase();
+  applyCompatNames(config);
   return config;
 }
 
@@ -181,6 +187,15 @@ export function loadSystemConfig(path: string, env: NodeJS.ProcessEnv = process.
     throw new ConfigRejected([{ path: '', message: `cannot read ${path}: ${(err as Error).message}` }]);
   }
   return parseSystemConfig(text, env);
+}
+
+/** The names left unset take compat's (ours, or the reference's with `compat.reference_names`). */
+function applyCompatNames(config: SystemConfig): void {
+  const names = resolveCompatNames(config.compat);
+  config.debug.trigger_header = (config.debug.trigger_header ?? names.debugHeader).toLowerCase();
+  config.debug.trace_id_header = (config.debug.trace_id_header ?? names.traceIdHeader).toLowerCase();
+  if (config.admin !== undefined) config.admin.realm ??= names.adminRealm;
+  if (config.config.etcd !== undefined) config.config.etcd.prefix ??= names.etcdPrefix;
 }
 
 function dropNulls(value: unknown): unknown {

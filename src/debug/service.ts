@@ -35,6 +35,7 @@ export class DebugService {
           capture: this.capture,
           maxSteps: config.max_steps,
           triggerHeader: config.trigger_header.toLowerCase(),
+          traceIdHeader: (config.trace_id_header ?? TRACE_ID_HEADER).toLowerCase(),
           traceAll: config.trace_all,
           gate: createTriggerGate(config),
         })
@@ -68,7 +69,7 @@ export class DebugService {
       redact_query_params: c.redact_query_params,
       redact_message_keys: c.redact_message_keys,
       redaction: this.capture.redaction.describe(),
-      trace_id_header: TRACE_ID_HEADER,
+      trace_id_header: (c.trace_id_header ?? TRACE_ID_HEADER).toLowerCase(),
       response_origin_header: RESPONSE_ORIGIN_HEADER,
       traces_stored: this.store.size,
     };

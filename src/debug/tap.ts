@@ -8,9 +8,10 @@ import { StepRecorder, type RecorderOptions } from './recorder.js';
 import type { TraceStore } from './store.js';
 import type { TriggerGate } from './trigger-gate.js';
 import { NO_ROUTE_POLICY, type ResponseOrigin } from './trace-types.js';
+import { SWITCHYARD_NAMES } from '../config/compat-names.js';
 
-/** Response header carrying the id of a header-triggered trace. */
-export const TRACE_ID_HEADER = 'x-switchyard-trace-id';
+/** Default response header carrying the id of a header-triggered trace (`debug.trace_id_header`). */
+export const TRACE_ID_HEADER = SWITCHYARD_NAMES.traceIdHeader;
 /** Response header naming `node.port` that produced the response of a header-triggered trace. */
 export const RESPONSE_ORIGIN_HEADER = 'x-switchyard-response-origin';
 
@@ -34,6 +35,8 @@ export interface DebugTap {
 
 export interface TapOptions extends RecorderOptions {
   triggerHeader: string;
+  /** `debug.trace_id_header`, lowercase. */
+  traceIdHeader?: string;
   traceAll: boolean;
   /** Whether the trigger header counts for this client (`debug.allowed_cidrs`, `debug.header_secret`). */
   gate: TriggerGate;
@@ -49,6 +52,7 @@ class LiveRecording extends StepRecorder implements LiveTrace {
   readonly #store: TraceStore;
   readonly #route: string;
   readonly #triggered: boolean;
+  readonly #traceIdHeader: string;
 
   constructor(
     ctx: Context,
@@ -57,8 +61,10 @@ class LiveRecording extends StepRecorder implements LiveTrace {
     options: RecorderOptions,
     store: TraceStore,
     triggered: boolean,
+    traceIdHeader: string,
   ) {
     super(ctx, policy, options);
+    this.#traceIdHeader = traceIdHeader;
     this.#ctx = ctx;
     this.#store = store;
     this.#route = route;
@@ -80,7 +86,7 @@ class LiveRecording extends StepRecorder implements LiveTrace {
     this.#store.add(trace);
     if (!this.#triggered) return;
     const headers = this.#ctx.response.headers;
-    headers[TRACE_ID_HEADER] = trace.id;
+    headers[this.#traceIdHeader] = trace.id;
     const origin = originText(trace.response_origin);
     if (origin !== undefined) headers[RESPONSE_ORIGIN_HEADER] = origin;
   }
@@ -107,11 +113,12 @@ const NO_ROUTE: CompiledPolicy = {
  */
 export function createDebugTap(store: TraceStore, options: TapOptions): DebugTap {
   const { triggerHeader, traceAll, gate } = options;
+  const traceIdHeader = options.traceIdHeader ?? TRACE_ID_HEADER;
   return {
     begin(ctx, route, policy) {
       const triggered = gate(ctx.request.headers[triggerHeader], ctx.request.remoteAddress);
       if (!triggered && !traceAll) return undefined;
-      return new LiveRecording(ctx, route, policy, options, store, triggered);
+      return new LiveRecording(ctx, route, policy, options, store, triggered, traceIdHeader);
     },
     unrouted(req, method, url) {
       const triggered = gate(req.headers[triggerHeader], req.socket?.remoteAddress ?? '');
@@ -124,9 +131,7 @@ export function createDebugTap(store: TraceStore, options: TapOptions): DebugTap
         status: 404,
       });
       store.add(trace);
-      return triggered
-        ? { [TRACE_ID_HEADER]: trace.id, [RESPONSE_ORIGIN_HEADER]: NO_ROUTE_POLICY }
-        : undefined;
+      return triggered ? { [traceIdHeader]: trace.id, [RESPONSE_ORIGIN_HEADER]: NO_ROUTE_POLICY } : undefined;
     },
   };
 }

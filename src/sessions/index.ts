@@ -1,3 +1,4 @@
+import { compatNames } from '../config/compat-names.js';
 import type { Context } from '../engine/context.js';
 import { NodeError } from '../engine/errors.js';
 import { StoreError, type Store } from '../stores/index.js';
@@ -123,7 +124,7 @@ export class Sessions {
 
   #unseal(token: string, context: string): Session | undefined {
     const text = this.#sealer.open(token, context);
-    if (text === undefined) return undefined;
+    if (text === undefined) return this.#unsealReference(token);
     let payload: Payload;
     try {
       payload = JSON.parse(text) as Payload;
@@ -133,6 +134,27 @@ export class Sessions {
     if (typeof payload.sub !== 'string' || typeof payload.exp !== 'number' || payload.exp <= now())
       return undefined;
     return { subject: payload.sub, createdAt: payload.iat, expiresAt: payload.exp, data: payload.d ?? {} };
+  }
+
+  /**
+   * With `compat.store_layout: reference`, a session the reference sealed
+   * (same secret) opens too: its payload names the user (`user`, `sub` or
+   * `user_id`); its plugin-specific fields are not carried over.
+   */
+  #unsealReference(token: string): Session | undefined {
+    if (compatNames().storeLayout !== 'reference') return undefined;
+    const text = this.#sealer.openReference(token);
+    if (text === undefined) return undefined;
+    let payload: Record<string, unknown>;
+    try {
+      payload = JSON.parse(text) as Record<string, unknown>;
+    } catch {
+      return undefined;
+    }
+    const subject = [payload['user'], payload['sub'], payload['user_id']].find((v) => typeof v === 'string');
+    if (typeof subject !== 'string' || subject === '') return undefined;
+    const at = now();
+    return { subject, createdAt: at, expiresAt: at + Math.ceil(this.#settings.cookie.lifetime), data: {} };
   }
 
   #storeFailed(store: Store, operation: string, err: unknown): never {

@@ -26,6 +26,31 @@ export class Sealer {
     return Buffer.concat([Buffer.from([VERSION]), iv, body, cipher.getAuthTag()]).toString('base64url');
   }
 
+  /**
+   * A token sealed by the reference implementation with the same secret:
+   * base64url of `nonce(12) | ciphertext | tag(16)`, no additional data, the
+   * plaintext an 8-byte big-endian expiry (Unix seconds) then the payload.
+   * The payload, or undefined when it does not open or has expired.
+   */
+  openReference(token: string): string | undefined {
+    const raw = Buffer.from(token, 'base64url');
+    if (raw.length < IV_BYTES + TAG_BYTES + 8) return undefined;
+    const iv = raw.subarray(0, IV_BYTES);
+    const tag = raw.subarray(raw.length - TAG_BYTES);
+    try {
+      const decipher = createDecipheriv('aes-256-gcm', this.#key, iv);
+      decipher.setAuthTag(tag);
+      const plain = Buffer.concat([
+        decipher.update(raw.subarray(IV_BYTES, raw.length - TAG_BYTES)),
+        decipher.final(),
+      ]);
+      if (plain.length < 8 || Number(plain.readBigUInt64BE(0)) < Date.now() / 1000) return undefined;
+      return plain.subarray(8).toString('utf8');
+    } catch {
+      return undefined;
+    }
+  }
+
   /** The plaintext, or undefined for anything tampered, truncated, foreign or malformed. */
   open(token: string, context: string): string | undefined {
     const raw = Buffer.from(token, 'base64url');

@@ -2,11 +2,12 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve as resolvePath } from 'node:path';
 import type { StoreConfig } from '../config/gateway.js';
+import { compatNames, SWITCHYARD_NAMES } from '../config/compat-names.js';
 import { interpolateEnv } from '../config/interpolate.js';
 import type { ConfigIssue } from '../config/schema-validate.js';
 
-/** DESIGN §2: our prefix; reference configs that want `fb` set `key_prefix: fb`. */
-export const DEFAULT_KEY_PREFIX = 'sy';
+/** Our prefix; `compat.store_key_prefix` (`fb` with `compat.reference_names`) replaces it. */
+export const DEFAULT_KEY_PREFIX = SWITCHYARD_NAMES.storeKeyPrefix;
 export const DEFAULT_CONNECT_TIMEOUT_MS = 2000;
 export const DEFAULT_CONNECT_BUDGET_MS = 5000;
 
@@ -116,7 +117,7 @@ export function resolveStoreConfig(
     .digest('base64url');
   return {
     name: config.name,
-    keyPrefix: text(config.key_prefix) ?? DEFAULT_KEY_PREFIX,
+    keyPrefix: text(config.key_prefix) ?? compatNames().storeKeyPrefix,
     connection: { ...spec, fingerprint },
   };
 }

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Context, HeaderMap } from '../../engine/context.js';
 import { NodeError } from '../../engine/errors.js';
+import { compatNames } from '../../config/compat-names.js';
 import type { CacheEvent } from '../../observability/metrics.js';
 import { ConfigError, definePlugin, type CacheTarget, type PluginEnv, type Template } from '../define.js';
 import { throttledWarning } from '../throttled-warning.js';
@@ -30,7 +31,7 @@ interface ProxyCacheConfig {
   policy: 'local' | 'redis' | 'kvstore';
   store?: string;
   max_object_bytes: number;
-  cache_status_header: string;
+  cache_status_header?: string;
 }
 
 type CachePort = 'success' | 'hit';
@@ -136,9 +137,8 @@ export const proxyCache = definePlugin({
       cache_status_header: {
         type: 'string',
         minLength: 1,
-        default: 'switchyard-cache-status',
         description:
-          'Response header carrying HIT, MISS or BYPASS (the reference sends featherbit-cache-status).',
+          "Response header carrying HIT, MISS or BYPASS; default system.yaml compat's cache_status_header (switchyard-cache-status, or featherbit-cache-status with compat.reference_names).",
       },
     },
   },
@@ -212,7 +212,7 @@ function compileSettings(config: ProxyCacheConfig, env: PluginEnv): Settings {
   const components = typeof config.cache_key === 'string' ? [config.cache_key] : config.cache_key;
   const parts = components.map((c, i) => env.template(c, `cache_key[${i}]`, { legacy: true }));
   const prefix = namespacePrefix(config.id);
-  const statusHeader = config.cache_status_header.toLowerCase();
+  const statusHeader = (config.cache_status_header ?? compatNames().cacheStatusHeader).toLowerCase();
   return {
     id: config.id,
     methods: new Set(config.cache_method.map((m) => m.toUpperCase())),

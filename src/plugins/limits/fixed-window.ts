@@ -1,3 +1,4 @@
+import { compatNames } from '../../config/compat-names.js';
 import type { Context, HeaderMap } from '../../engine/context.js';
 import { ConfigError, type PluginEnv } from '../define.js';
 import { compileLimitKey, keyTypeSchema, type KeyType } from './limit-key.js';
@@ -90,7 +91,9 @@ export function compileFixedWindow(
     limit,
     // A `workers` worker's local counter is a gateway-wide one held by the primary (docs/workers.md).
     backend: counter instanceof StoreWindowCounter ? 'redis' : 'local',
-    take: (ctx) => counter.take(`${namespace}:${keyOf(ctx)}`, limit, windowMs),
+    take: referenceKeys(counter)
+      ? (ctx) => counter.take(referenceKey(config, keyOf(ctx)), limit, windowMs)
+      : (ctx) => counter.take(`${namespace}:${keyOf(ctx)}`, limit, windowMs),
   };
 }
 
@@ -108,7 +111,16 @@ function resolveCounter(
   }
   const store = env.stores.get(config.store);
   if (store === undefined) throw new ConfigError(at('store'), `unknown store '${config.store}'`);
-  return new StoreWindowCounter(store);
+  return new StoreWindowCounter(store, compatNames().storeLayout);
+}
+
+// The reference keys store counters by `[group:]key` alone, no node namespace (docs/reference-compatibility.md).
+const referenceKeys = (counter: WindowCounter): boolean =>
+  counter instanceof StoreWindowCounter && counter.layout === 'reference';
+
+function referenceKey(config: FixedWindowConfig, key: string): string {
+  const group = (config as { group?: string }).group;
+  return group === undefined ? key : `${group}:${key}`;
 }
 
 /** `X-RateLimit-*` as APISIX sends them (lowercase in the header map). */

@@ -1,3 +1,4 @@
+import type { StoreLayout } from '../../config/compat-names.js';
 import type { Store } from '../../stores/index.js';
 
 /** One request counted against a fixed window. */
@@ -70,12 +71,29 @@ end
 return {1, redis.call('INCR', KEYS[1]), ttl}
 `;
 
-/** Windows kept in a named store, so every gateway process sharing it enforces one limit. */
+/**
+ * Windows kept in a named store, so every gateway process sharing it enforces
+ * one limit. Our layout opens a window on a key's first request
+ * (`cnt:<key>`); the reference's (`compat.store_layout: reference`) aligns
+ * windows to the wall clock, `cnt:<now / window>:<key>`, so counters a
+ * reference deployment wrote keep counting.
+ */
 export class StoreWindowCounter implements WindowCounter {
-  constructor(readonly store: Store) {}
+  constructor(
+    readonly store: Store,
+    readonly layout: StoreLayout = 'switchyard',
+  ) {}
 
   async take(key: string, limit: number, windowMs: number): Promise<WindowResult> {
-    const reply = await this.store.eval(FIXED_WINDOW_SCRIPT, [`cnt:${key}`], [limit, windowMs]);
+    let storeKey = `cnt:${key}`;
+    let windowLeftMs = windowMs;
+    if (this.layout === 'reference') {
+      const now = Date.now();
+      const slot = Math.floor(now / windowMs);
+      storeKey = `cnt:${slot}:${key}`;
+      windowLeftMs = (slot + 1) * windowMs - now;
+    }
+    const reply = await this.store.eval(FIXED_WINDOW_SCRIPT, [storeKey], [limit, windowLeftMs]);
     if (!Array.isArray(reply) || reply.length !== 3) {
       throw new Error(`store '${this.store.name}': unexpected reply from the fixed-window script`);
     }
