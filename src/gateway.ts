@@ -303,7 +303,8 @@ export class Gateway {
       dataPlane.handleUpgrade,
     );
     this.#listener = listener;
-    http1Server: (this.system.listener.http1_server, this.#startWatching());
+        http1Server: this.system.listener.http1_server,
+    this.#startWatching();
     return listener.address;
   }
 
