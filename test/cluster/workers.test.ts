@@ -1,0 +1,260 @@
+/** `workers: 2`: two worker processes behave as one gateway (docs/workers.md). */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { request, type SimpleResponse } from '../support/http.js';
+import { gate, startOrigin, type Origin } from '../support/origins.js';
+import { waitFor } from '../support/wait.js';
+import { startClusterGateway, total, waitForWorkers, type ClusterGateway } from './harness.js';
+
+let origin: Origin;
+let held = gate();
+let gw: ClusterGateway;
+
+const mock = (name: string, body: string) => `
+  - name: ${name}
+    nodes:
+      - { id: listener, type: listener }
+      - { id: m, type: mocking, config: { response_status: 200, content_type: text/plain, response_example: '${body}' } }
+      - { id: client, type: client }
+    edges:
+      - { from: listener.out, to: m.in }
+      - { from: m.success, to: client.in }`;
+
+const gatewayYaml = (port: number) => `
+routes:
+  - { name: hello, match: { path: /hello }, policy: hello }
+  - { name: traced, match: { path: /traced }, policy: traced }
+  - { name: limited, match: { path: /limited }, policy: limited }
+  - { name: rated, match: { path: /rated }, policy: rated }
+  - { name: conn, match: { path: /conn }, policy: conn }
+  - { name: slow, match: { path: /slow }, policy: slow }
+policies:${mock('hello', 'v1')}${mock('traced', 'traced')}
+  - name: limited
+    nodes:
+      - { id: listener, type: listener }
+      - { id: lc, type: limit-count, config: { count: 5, time_window: 600, key_type: constant, key: everyone } }
+      - { id: m, type: mocking, config: { response_status: 200, response_example: ok } }
+      - { id: client, type: client }
+    edges:
+      - { from: listener.out, to: lc.in }
+      - { from: lc.success, to: m.in }
+      - { from: lc.limited, to: client.in }
+      - { from: m.success, to: client.in }
+  - name: rated
+    nodes:
+      - { id: listener, type: listener }
+      - { id: rl, type: rate-limit, config: { requests_per_second: 0.001, burst: 3 } }
+      - { id: m, type: mocking, config: { response_status: 200, response_example: ok } }
+      - { id: client, type: client }
+    edges:
+      - { from: listener.out, to: rl.in }
+      - { from: rl.success, to: m.in }
+      - { from: rl.limited, to: client.in }
+      - { from: m.success, to: client.in }
+  - name: conn
+    nodes:
+      - { id: listener, type: listener }
+      - { id: take, type: limit-conn, config: { phase: acquire, conn: 1, key_type: constant, key: one } }
+      - { id: up, type: upstream, config: { targets: [{ host: 127.0.0.1, port: ${port} }] } }
+      - { id: give, type: limit-conn, config: { phase: release, key_type: constant, key: one } }
+      - { id: client, type: client }
+    edges:
+      - { from: listener.out, to: take.in }
+      - { from: take.success, to: up.in }
+      - { from: take.limited, to: client.in }
+      - { from: up.success, to: give.in }
+      - { from: give.success, to: client.in }
+      - { from: give.limited, to: client.in }
+  - name: slow
+    nodes:
+      - { id: listener, type: listener }
+      - { id: up, type: upstream, config: { targets: [{ host: 127.0.0.1, port: ${port} }], timeout_ms: 60000 } }
+      - { id: client, type: client }
+    edges:
+      - { from: listener.out, to: up.in }
+      - { from: up.success, to: client.in }
+`;
+
+/** `count` requests, each on a fresh connection, so node:cluster spreads them over the workers. */
+const many = (count: number, path: string, headers: Record<string, string> = {}): Promise<SimpleResponse[]> =>
+  Promise.all(Array.from({ length: count }, () => request(`${gw.data}${path}`, { headers })));
+
+/** Requests each worker answered while `work` ran. */
+async function servedDuring(work: () => Promise<unknown>): Promise<number[]> {
+  const before = await gw.workers();
+  await work();
+  const afterwards = await gw.workers();
+  return [...afterwards].map(([slot, w]) => w.requests - (before.get(slot)?.requests ?? 0));
+}
+
+before(async () => {
+  origin = await startOrigin(async (_req, res) => {
+    await held.wait;
+    res.writeHead(200, { 'content-type': 'text/plain' });
+    res.end('slow done');
+  });
+  gw = await startClusterGateway(gatewayYaml(origin.port), {
+    system: ['debug: { enabled: true, trigger_header: x-trace-me }'],
+  });
+  await waitForWorkers(gw, 2);
+});
+
+after(async () => {
+  held.release();
+  await gw?.stop();
+  await origin?.close();
+});
+
+test('workers: both workers answer requests arriving on fresh connections', async () => {
+  const served = await servedDuring(async () => {
+    const answers = await many(20, '/hello');
+    assert.deepEqual(new Set(answers.map((a) => a.status)), new Set([200]));
+  });
+  assert.equal(served.length, 2);
+  assert.ok(
+    served.every((n) => n > 0),
+    `each worker served some of 20 requests: ${served.join(', ')}`,
+  );
+});
+
+test('workers: /metrics sums the requests of every worker', async () => {
+  await many(6, '/hello');
+  const text = await gw.metrics();
+  const perWorker = [...(await gw.workers()).values()].reduce((sum, w) => sum + w.requests, 0);
+  assert.equal(total(text, 'gateway_requests_total'), perWorker);
+  assert.ok(perWorker >= 26, `aggregated requests: ${perWorker}`);
+  assert.match(text, /^gateway_cluster_workers 2$/m);
+});
+
+test('workers: a local limit-count of 5 admits exactly 5 requests across both workers', async () => {
+  const answers = await many(16, '/limited');
+  const ok = answers.filter((a) => a.status === 200).length;
+  assert.equal(ok, 5, `statuses: ${answers.map((a) => a.status).join(',')}`);
+  assert.equal(answers.filter((a) => a.status === 503).length, 11);
+});
+
+test('workers: a rate-limit burst of 3 is one bucket for the whole gateway', async () => {
+  const answers = await many(10, '/rated');
+  assert.equal(answers.filter((a) => a.status === 200).length, 3);
+  assert.equal(answers.filter((a) => a.status === 429).length, 7);
+});
+
+test('workers: limit-conn of 1 rejects a second in-flight request whichever worker takes it', async () => {
+  held = gate();
+  const first = request(`${gw.data}/conn`);
+  await waitFor(() => origin.requests.length > 0, { what: 'the first request to reach the origin' });
+  const others = await many(4, '/conn');
+  assert.deepEqual(
+    others.map((a) => a.status),
+    [503, 503, 503, 503],
+  );
+  held.release();
+  assert.equal((await first).status, 200);
+  // The slot is given back (over IPC) once the first request is done.
+  await waitFor(async () => (await request(`${gw.data}/conn`)).status === 200, {
+    what: 'the slot to be free',
+  });
+});
+
+test('workers: an Admin PUT is served by every worker as soon as it is acknowledged', async () => {
+  const put = await gw.adminCall('PUT', '/api/policies/hello', {
+    nodes: [
+      { id: 'listener', type: 'listener' },
+      { id: 'm', type: 'mocking', config: { response_status: 200, response_example: 'v2' } },
+      { id: 'client', type: 'client' },
+    ],
+    edges: [
+      { from: 'listener.out', to: 'm.in' },
+      { from: 'm.success', to: 'client.in' },
+    ],
+  });
+  assert.equal(put.status, 200, await put.text());
+  const served = await servedDuring(async () => {
+    const answers = await many(12, '/hello');
+    assert.deepEqual(new Set(answers.map((a) => a.body)), new Set(['v2']));
+  });
+  assert.ok(
+    served.every((n) => n > 0),
+    `both workers answered after the write: ${served.join(', ')}`,
+  );
+});
+
+test('workers: debug traces from both workers are listed by the Admin API', async () => {
+  const served = await servedDuring(async () => {
+    const answers = await many(10, '/traced', { 'x-trace-me': '1' });
+    assert.ok(answers.every((a) => typeof a.headers['x-switchyard-trace-id'] === 'string'));
+  });
+  assert.ok(
+    served.every((n) => n > 0),
+    `both workers traced requests: ${served.join(', ')}`,
+  );
+  await waitFor(
+    async () => {
+      const list = (await (await gw.adminCall('GET', '/api/debug/traces?route=traced')).json()) as {
+        traces: unknown[];
+      };
+      return list.traces.length === 10;
+    },
+    { what: 'ten traces listed' },
+  );
+});
+
+test('workers: a killed worker is replaced while the other finishes its in-flight requests', async () => {
+  held = gate();
+  const seen = origin.requests.length;
+  const inflight = Array.from({ length: 4 }, () =>
+    request(`${gw.data}/slow`).then(
+      (r) => r.status,
+      () => 'reset' as const,
+    ),
+  );
+  await waitFor(() => origin.requests.length === seen + 4, { what: 'four requests at the origin' });
+  const before = await gw.workers();
+  const victim = before.get(1)?.pid as number;
+  process.kill(victim, 'SIGKILL');
+  await waitFor(
+    async () => {
+      const now = (await gw.workers()).get(1);
+      return now !== undefined && now.pid !== victim;
+    },
+    { timeoutMs: 60_000, intervalMs: 200, what: 'worker 1 to be replaced' },
+  );
+  held.release();
+  const outcomes = await Promise.all(inflight);
+  const completed = outcomes.filter((o) => o === 200).length;
+  assert.ok(completed >= 1, `the surviving worker's requests completed: ${outcomes.join(',')}`);
+  assert.ok(
+    outcomes.every((o) => o === 200 || o === 'reset'),
+    `only the killed worker's requests failed: ${outcomes.join(',')}`,
+  );
+  assert.equal(total(await gw.metrics(), 'gateway_cluster_worker_restarts_total'), 1);
+  const answers = await many(8, '/hello');
+  assert.deepEqual(new Set(answers.map((a) => a.status)), new Set([200]));
+});
+
+test('workers: SIGTERM lets every worker finish its in-flight requests, then the gateway exits', async () => {
+  held = gate();
+  const seen = origin.requests.length;
+  const inflight = Array.from({ length: 4 }, () => request(`${gw.data}/slow`));
+  await waitFor(() => origin.requests.length === seen + 4, { what: 'four requests at the origin' });
+  gw.process.child.kill('SIGTERM');
+  await waitFor(() => gw.process.output().includes('shutting down'), { what: 'the shutdown to begin' });
+  // New connections are refused while the old ones drain.
+  await waitFor(
+    () =>
+      request(`${gw.data}/hello`).then(
+        () => false,
+        () => true,
+      ),
+    { what: 'the listener to close' },
+  );
+  held.release();
+  const answers = await Promise.all(inflight);
+  assert.deepEqual(
+    answers.map((a) => a.status),
+    [200, 200, 200, 200],
+  );
+  const started = Date.now();
+  assert.equal(await gw.process.exited, 0);
+  assert.ok(Date.now() - started < 10_000, 'exited within shutdown_timeout_seconds');
+});
