@@ -151,7 +151,8 @@ class Connection implements ResponseSink {
   }
 
   write(data: Buffer | string, latin1?: boolean): boolean {
-    if (this.#socket.destroyed) return false;
+    // Cut by a 400/408 or the client: an answer still in flight is dropped.
+    if (!this.#socket.writable) return false;
     return latin1 === true ? this.#socket.write(data, 'latin1') : this.#socket.write(data);
   }
 
@@ -225,9 +226,8 @@ class Connection implements ResponseSink {
     const parsed = this.#parser.execute(chunk);
     this.#inExecute = false;
     if (typeof parsed !== 'number') {
-      // Malformed or smuggling-shaped input: node:http's clientError answer, after what is in flight.
-      this.#pendingAnswer = BAD_REQUEST;
-      this.#socket.pause();
+      this.#refuse();
+      return;
     } else if (this.#upgrade !== null) {
       this.#upgrade.head = chunk.subarray(parsed);
       this.#stopReading();
@@ -237,11 +237,32 @@ class Connection implements ResponseSink {
 
   readonly #onEnd = (): void => {
     if (this.#detached) return;
-    const finished = this.#pendingAnswer === null ? this.#parser.finish() : undefined;
-    if (typeof finished === 'object' && this.#phase !== Phase.Idle) this.#pendingAnswer = BAD_REQUEST;
+    if (typeof this.#parser.finish() === 'object' && this.#phase !== Phase.Idle) {
+      this.#refuse();
+      return;
+    }
     this.#closeAfter = true;
     this.#pump();
   };
+
+  /**
+   * Malformed or smuggling-shaped input. As node:http does: requests parsed
+   * complete before it are dispatched (answers ready at once go out first),
+   * then 400 goes out at once and the connection closes, cutting whatever is
+   * still in flight. The request it interrupted never reaches the data plane.
+   */
+  #refuse(): void {
+    const broken = this.#incoming;
+    this.#incoming = null;
+    if (broken !== null) {
+      const at = this.#queue.indexOf(broken);
+      if (at !== -1) this.#queue.splice(at, 1);
+      else broken.abort();
+    }
+    this.#pendingAnswer = BAD_REQUEST;
+    this.#pump();
+    if (!this.#detached) this.#answerAndClose(BAD_REQUEST);
+  }
 
   readonly #onDrain = (): void => {
     this.#res?.emit('drain');

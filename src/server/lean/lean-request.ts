@@ -55,6 +55,7 @@ export class LeanRequest {
   #limit = 0;
   #resolve: ((body: Buffer) => void) | null = null;
   #reject: ((err: Error) => void) | null = null;
+  #aborted = false;
 
   constructor(
     socket: Socket,
@@ -100,6 +101,7 @@ export class LeanRequest {
    * bytes arrived (the rest is then dropped, and the answer closes the connection).
    */
   readBody(limit: number, tooLarge: () => Error): Promise<Buffer> {
+    if (this.#aborted) return Promise.reject(new RequestAborted());
     return new Promise((resolve, reject) => {
       this.#limit = limit;
       this.#sink = Sink.Collect;
@@ -132,9 +134,11 @@ export class LeanRequest {
     if (this.#sink === Sink.Collect) this.#succeed();
   }
 
-  /** The connection went away before the body was complete. */
+  /** The connection went away (or the body was malformed) before the body was complete. */
   abort(): void {
-    if (!this.complete && this.#reject !== null) this.#fail(new RequestAborted());
+    if (this.complete) return;
+    this.#aborted = true;
+    this.#fail(new RequestAborted());
   }
 
   #succeed(): void {
