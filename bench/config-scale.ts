@@ -1,0 +1,187 @@
+/**
+ * Configuration scale: how long 1,000 and 10,000 routes + policies take to parse (YAML), check
+ * and compile in this process, how a route lookup costs as the table grows, and then, with a real
+ * compiled gateway process, the time from start to the first 200 with 10,000 of each, the time a
+ * reload (SIGHUP) takes to serve the new config, and the slowest request of a steady stream that
+ * runs across that reload. Goals (docs/benchmarks.md): load ≤ 2 s, reload ≤ 2 s, no request
+ * slower than 50 ms during the reload, flat lookup.
+ * Run: npm run bench:config-scale   (COUNT=… overrides 10000; builds dist/ first when stale)
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { createServer } from 'node:http';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { parse } from 'yaml';
+import { Agent, request } from 'undici';
+import type * as ConfigModule from '../src/config/gateway.js';
+import type * as GatewayModule from '../src/gateway.js';
+import type * as LoggerModule from '../src/observability/logger.js';
+import { freePort } from '../test/support/free-port.js';
+import { scaleConfigYaml } from './config-scale-config.js';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const COUNT = Number(process.env.COUNT ?? 10_000);
+const STREAM_CONCURRENCY = 4;
+
+const ms = (n: number) => `${n.toFixed(0)} ms`;
+
+/** Phases of loading `count` routes and policies in this process, best of `rounds`. */
+function inProcess(count: number, rounds: number) {
+  const text = scaleConfigYaml(count, { upstreamPort: 9 });
+  let best = { parse: Infinity, shape: Infinity, compile: Infinity, lookupNs: Infinity };
+  for (let r = 0; r < rounds; r++) {
+    let t = performance.now();
+    const raw: unknown = parse(text);
+    const parseMs = performance.now() - t;
+    t = performance.now();
+    const config = checkGatewayShape(raw);
+    const shapeMs = performance.now() - t;
+    t = performance.now();
+    const runtime = compileWith(config, silentLogger, process.env);
+    const compileMs = performance.now() - t;
+    // The last declared host route: the worst case of first-match-wins.
+    let last = count - 1;
+    while (last % 3 !== 2) last--;
+    const host = `svc${last}.example.test`;
+    const lookups = 200_000;
+    t = performance.now();
+    for (let i = 0; i < lookups; i++) runtime.router.match('GET', host, '/h/x', {});
+    const lookupNs = ((performance.now() - t) * 1e6) / lookups;
+    if (runtime.router.match('GET', host, '/h/x', {})?.name !== `r${last}`) throw new Error('lookup missed');
+    void runtime.close();
+    best = {
+      parse: Math.min(best.parse, parseMs),
+      shape: Math.min(best.shape, shapeMs),
+      compile: Math.min(best.compile, compileMs),
+      lookupNs: Math.min(best.lookupNs, lookupNs),
+    };
+  }
+  return { bytes: text.length, ...best };
+}
+
+/** The compiled gateway on `gatewayPath`: start to first 200, a SIGHUP reload under a request stream. */
+async function inGateway(count: number) {
+  const origin = createServer((_req, res) => res.end('origin')).listen(0, '127.0.0.1');
+  await new Promise((resolve) => origin.once('listening', resolve));
+  const upstreamPort = (origin.address() as { port: number }).port;
+  const dir = mkdtempSync(join(tmpdir(), 'switchyard-scale-'));
+  const port = await freePort();
+  const gatewayPath = join(dir, 'gateway.yaml');
+  writeFileSync(
+    join(dir, 'system.yaml'),
+    `listener: { bind: 127.0.0.1, port: ${port} }\nlogging: { level: warn }\n` +
+      `admin: { bind: 127.0.0.1, port: ${await freePort()}, username: admin, password: bench-scale }\n`,
+  );
+  writeFileSync(gatewayPath, scaleConfigYaml(count, { upstreamPort, version: 'v1' }));
+  const entry = `const { main } = await import(${JSON.stringify(join(root, 'dist', 'cli.js'))});
+const code = await main(process.argv.slice(1));
+setImmediate(() => process.exit(code));`;
+  const started = performance.now();
+  const child = spawn(
+    process.execPath,
+    [
+      '--input-type=module',
+      '-e',
+      entry,
+      '--',
+      '--system-config',
+      join(dir, 'system.yaml'),
+      '--gateway-config',
+      gatewayPath,
+    ],
+    { stdio: ['ignore', 'ignore', 'inherit'] },
+  );
+  const agent = new Agent({ connections: STREAM_CONCURRENCY + 2 });
+  const get = async (path: string): Promise<{ status: number; body: string }> => {
+    const res = await request(`http://127.0.0.1:${port}${path}`, { dispatcher: agent });
+    return { status: res.statusCode, body: await res.body.text() };
+  };
+  try {
+    const waitFor = async (what: string, ok: () => Promise<boolean>) => {
+      const deadline = performance.now() + 300_000;
+      for (;;) {
+        if (child.exitCode !== null) throw new Error(`gateway exited while waiting for ${what}`);
+        if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+        if (await ok().catch(() => false)) return;
+        await sleep(5);
+      }
+    };
+    await waitFor('the first 200', async () => (await get('/items/0')).status === 200);
+    const loadMs = performance.now() - started;
+
+    // A steady stream on a route both versions keep, before, during and after the reload.
+    let streaming = true;
+    const samples: { at: number; ms: number }[] = [];
+    const stream = Promise.all(
+      Array.from({ length: STREAM_CONCURRENCY }, async () => {
+        while (streaming) {
+          const t = performance.now();
+          const res = await get('/items/0');
+          if (res.status !== 200) throw new Error(`stream got ${res.status}`);
+          samples.push({ at: t, ms: performance.now() - t });
+        }
+      }),
+    );
+    await sleep(1000);
+    writeFileSync(gatewayPath, scaleConfigYaml(count, { upstreamPort, version: 'v2' }));
+    const reloadAt = performance.now();
+    child.kill('SIGHUP');
+    await waitFor('the reloaded config', async () => (await get(`/items/0`)).body.startsWith('v2 '));
+    const reloadMs = performance.now() - reloadAt;
+    await sleep(1000);
+    streaming = false;
+    await stream;
+    const before = samples.filter((s) => s.at < reloadAt).map((s) => s.ms);
+    const during = samples.filter((s) => s.at >= reloadAt && s.at <= reloadAt + reloadMs).map((s) => s.ms);
+    return {
+      loadMs,
+      reloadMs,
+      maxBeforeMs: Math.max(...before),
+      maxDuringMs: Math.max(0, ...during),
+      requestsDuring: during.length,
+    };
+  } finally {
+    child.kill('SIGTERM');
+    if (child.exitCode === null) await new Promise((resolve) => child.once('exit', resolve));
+    await agent.close();
+    origin.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const build = spawnSync(process.execPath, [join(root, 'scripts', 'build.mjs')], {
+  cwd: root,
+  stdio: 'inherit',
+});
+if (build.status !== 0) process.exit(build.status ?? 1);
+// The compiled modules, as the gateway process runs them.
+const fromDist = (path: string): Promise<unknown> => import(join(root, 'dist', path));
+const { checkGatewayShape } = (await fromDist('config/gateway.js')) as typeof ConfigModule;
+const { compileWith } = (await fromDist('gateway.js')) as typeof GatewayModule;
+const { silentLogger } = (await fromDist('observability/logger.js')) as typeof LoggerModule;
+
+console.log(`\nConfig scale (node ${process.version}), in this process, best of 2 after a warm-up round\n`);
+console.log(
+  '| routes + policies | YAML bytes | YAML parse | shape check | compile | lookup, last host route |',
+);
+console.log('|---|---|---|---|---|---|');
+inProcess(100, 1);
+for (const count of [1000, COUNT]) {
+  const r = inProcess(count, 2);
+  console.log(
+    `| ${count} | ${(r.bytes / 1e6).toFixed(1)} MB | ${ms(r.parse)} | ${ms(r.shape)} | ${ms(r.compile)} | ${r.lookupNs.toFixed(0)} ns |`,
+  );
+}
+
+const g = await inGateway(COUNT);
+console.log(`\nCompiled gateway process, ${COUNT} routes + ${COUNT} policies:`);
+console.log(`- start to first 200: ${ms(g.loadMs)}`);
+console.log(`- SIGHUP to serving the new config: ${ms(g.reloadMs)}`);
+console.log(
+  `- slowest request of a ${STREAM_CONCURRENCY}-wide stream: ${ms(g.maxBeforeMs)} before the reload, ` +
+    `${ms(g.maxDuringMs)} during it (${g.requestsDuring} requests)`,
+);
+process.exit(0);
