@@ -21,6 +21,8 @@ import type { GatewayScope } from './plugins/define.js';
 import { createGatewayScope } from './engine/gateway-scope.js';
 import { AcmeManager, acmeConfigOf, acmeStoreIssues } from './acme/index.js';
 import { registerAcmeMetrics } from './observability/acme-metrics.js';
+import { registerGatewaySeries } from './observability/gateway-series.js';
+import { observeRequests, type RequestObserver } from './observability/access-log.js';
 import { configurePools } from './outbound/pool-registry.js';
 import { resolveCompatNames, useCompatNames } from './config/compat-names.js';
 
@@ -71,6 +73,8 @@ export class Gateway {
   #etcdWatch: { close(): void } | undefined;
   /** Automatic data-plane certificates; undefined when system.yaml has no `acme:` block. */
   readonly acme: AcmeManager | undefined;
+  /** Metrics and the access log at request completion (docs/logging.md#access-log). */
+  #observer: RequestObserver | undefined;
   readonly #onApplied: GatewayOptions['onApplied'];
   readonly #dataPlaneOnly: boolean;
   /** What `/metrics` serves: this process's registry, or every worker's aggregated (src/cluster/). */
@@ -101,6 +105,8 @@ export class Gateway {
           });
     const manager = this.acme;
     if (manager !== undefined) registerAcmeMetrics(this.metrics.registry, () => manager.samples());
+    const series = { runtime: () => this.#slot.runtime, inflight: () => this.inflight };
+    registerGatewaySeries(this.metrics.registry, { ...series, tls: options.system.tls });
   }
 
   /**
@@ -281,7 +287,8 @@ export class Gateway {
       maxBodyBytes: this.system.listener.max_request_body_bytes,
       maxHops: this.system.listener.max_hops,
       hooks: { logger: this.logger, nodeError: this.metrics.nodeError },
-      onFinished: this.metrics.requestFinished,
+      onFinished: (this.#observer = observeRequests(this.metrics.requestFinished, this.system, this.logger))
+        .onFinished,
       ...(this.debug.tap === undefined ? {} : { debug: this.debug.tap }),
     });
     await this.acme?.prepare();
@@ -403,6 +410,7 @@ export class Gateway {
     this.#etcdWatch?.close();
     await this.acme?.stop();
     await this.#listener?.close(this.system.timeouts.shutdown_timeout_seconds * 1000);
+    await this.#observer?.close();
     await this.#slot.runtime.close();
   }
 }

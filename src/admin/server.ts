@@ -8,6 +8,7 @@ import type { Gateway } from '../gateway.js';
 import type { Logger } from '../observability/logger.js';
 import { basicAuthVerifier, basicChallenge, CHALLENGE, type AdminAccount, type AdminRole } from './auth.js';
 import { maskedForViewer, VIEWER_READ_ONLY } from './viewer.js';
+import { metricsAuthVerifier } from './metrics-auth.js';
 import { contentTypeGuard, crossOriginGuard } from './csrf.js';
 import { AdminError, send, type Reply } from './http.js';
 import { LoginThrottle, tooManyFailures } from './login-throttle.js';
@@ -67,6 +68,7 @@ export async function startAdminServer(
   }
   const accounts: AdminAccount[] = [{ username: admin.username, password }, ...(admin.users ?? [])];
   const verify = basicAuthVerifier(accounts);
+  const metricsOnly = metricsAuthVerifier(admin.metrics_auth);
   const throttle = new LoginThrottle(admin.login_throttle, logger);
   const unauthorized: Reply = { ...UNAUTHORIZED, headers: basicChallenge(admin.realm) };
   /** The caller's role when the request may go on; a lock, a missing or a wrong credential answers here. */
@@ -120,7 +122,9 @@ export async function startAdminServer(
     if (refused !== undefined) return refused;
     let role: AdminRole = 'admin';
     if (needsAuth) {
-      const outcome = authenticate(req);
+      // admin.metrics_auth opens GET /metrics and nothing else (docs/metrics.md#credentials).
+      const scrape = method === 'GET' && pathname === '/metrics' && metricsOnly(req);
+      const outcome = scrape ? 'viewer' : authenticate(req);
       if (typeof outcome !== 'string') return outcome;
       role = outcome;
     }

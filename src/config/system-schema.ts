@@ -138,6 +138,37 @@ export const systemSchema = {
         format: { type: 'string', default: 'json' },
       },
     },
+    // One line per data-plane request (docs/logging.md#access-log).
+    access_log: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        output: {
+          type: 'string',
+          minLength: 1,
+          default: 'off',
+          description: 'off, stdout, or the path of a file (appended; reopened on SIGUSR1 for logrotate).',
+        },
+        format: {
+          type: 'string',
+          enum: ['json', 'combined'],
+          default: 'json',
+          description: 'json (every field) or combined (the Apache/NCSA line log tools read).',
+        },
+        request_id_header: {
+          type: 'string',
+          minLength: 1,
+          default: 'x-request-id',
+          description: 'Request header logged as request_id (the request-id node sets it).',
+        },
+        max_buffer_bytes: {
+          ...int(16 * 1024 * 1024, 4096),
+          description:
+            'Lines waiting for the destination beyond this many bytes are dropped and counted, not queued.',
+        },
+      },
+    },
     admin: {
       type: 'object',
       additionalProperties: false,
@@ -160,6 +191,23 @@ export const systemSchema = {
               password: str,
               // viewer: reads everything with secrets masked, writes nothing.
               role: { type: 'string', enum: ['admin', 'viewer'], default: 'admin' },
+            },
+          },
+        },
+        // GET /metrics only: Prometheus need not hold an admin password (docs/metrics.md#credentials).
+        metrics_auth: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            username: {
+              ...str,
+              description: 'Basic user name accepted for GET /metrics only (with password).',
+            },
+            password: { ...str, description: 'Password of metrics_auth.username.' },
+            bearer_token: {
+              ...str,
+              description:
+                'Token accepted as Authorization: Bearer for GET /metrics only (at least 16 characters).',
             },
           },
         },

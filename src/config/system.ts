@@ -12,6 +12,8 @@ import {
 import { acmeConfigIssues } from '../acme/config.js';
 import { debugGateIssues } from '../debug/trigger-gate.js';
 import { emptyCredentialIssues } from './system-credentials.js';
+import type { AccessLogConfig } from '../observability/access-log.js';
+import { metricsAuthIssues } from '../admin/metrics-auth.js';
 import { resolveCompatNames, type CompatConfig } from './compat-names.js';
 
 export interface TlsConfig {
@@ -47,6 +49,8 @@ export interface AdminConfig {
   username: string;
   password: string;
   users?: { username: string; password: string; role: 'admin' | 'viewer' }[];
+  /** A credential good for GET /metrics only (docs/metrics.md#credentials). */
+  metrics_auth?: { username?: string; password?: string; bearer_token?: string };
   ui_enabled: boolean;
   /** Basic challenge realm; filled from `compat` when absent. */
   realm: string;
@@ -108,6 +112,8 @@ export interface SystemConfig {
     http1_server: 'lean' | 'node';
   };
   logging: { level: string; format: string };
+  /** docs/logging.md#access-log */
+  access_log: AccessLogConfig;
   admin?: AdminConfig;
   config: {
     source: 'file' | 'etcd' | 'kvcluster';
@@ -305,6 +311,7 @@ function crossFieldIssues(config: SystemConfig): ConfigIssue[] {
   }
   issues.push(...streamIssues(config.stream));
   issues.push(...debugGateIssues(config.debug));
+  issues.push(...metricsAuthIssues(config.admin?.metrics_auth));
   issues.push(...loggingIssues(config.logging));
   config.admin?.users?.forEach((u, i) => {
     if (u.password === '')

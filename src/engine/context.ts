@@ -13,6 +13,14 @@ export interface ErrorRecord {
   metadata: Record<string, unknown>;
 }
 
+/** One upstream answer: which node sent the request where, and how long the answer took. */
+export interface UpstreamVisit {
+  readonly where: Readonly<Record<string, string>>;
+  readonly address: string;
+  readonly status: number;
+  readonly seconds: number;
+}
+
 /** Identity attached by auth plugins; also mirrored into `message.consumer.*`. */
 export interface Consumer {
   name: string;
@@ -212,6 +220,8 @@ export class Context {
   /** Route and policy names, for metrics, logs and templates. */
   route = '';
   policy = '';
+  /** The last upstream answer (target, seconds to its headers): metrics and the access log (docs/metrics.md). */
+  upstream: UpstreamVisit | undefined = undefined;
   /** `performance.now()` when the context was built: loggers and tracers measure latency from it. */
   readonly startedAt = performance.now();
   /** Fired by the server when the client connection closes before the response went out. */

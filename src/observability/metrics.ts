@@ -1,4 +1,7 @@
-import { Counter, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { Context } from '../engine/context.js';
+import type { ServerRequest } from '../server/data-plane.js';
+import { statusClass, transferOf } from './request-facts.js';
 
 type CounterChild = ReturnType<Counter<string>['labels']>;
 
@@ -11,8 +14,22 @@ type HistogramChild = ReturnType<Histogram<string>['labels']>;
 interface RouteChildren {
   byStatus: Map<number, CounterChild>;
   errors: CounterChild;
-  duration: HistogramChild;
+  /** Indexed by status class (1 to 5; 0 for anything else). */
+  duration: (HistogramChild | undefined)[];
+  bytesIn: CounterChild;
+  bytesOut: CounterChild;
+  policy: string;
 }
+
+/** The data plane's completion call (docs/metrics.md, docs/logging.md): one per answered request. */
+export type RequestFinished = (
+  route: string,
+  status: number,
+  startedAt: number,
+  nodeErrors?: number,
+  req?: ServerRequest,
+  ctx?: Context,
+) => void;
 
 /** Upper bounds in seconds: sub-millisecond local answers up to slow upstreams. */
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
@@ -36,7 +53,15 @@ export class GatewayMetrics {
   readonly registry = new Registry();
   readonly #requests: Counter<'route' | 'status'>;
   readonly #requestErrors: Counter<'route'>;
-  readonly #duration: Histogram<'route'>;
+  readonly #duration: Histogram<'route' | 'policy' | 'status_class'>;
+  readonly #bytesIn: Counter<'route'>;
+  readonly #bytesOut: Counter<'route'>;
+  readonly #upstreamDuration: Histogram<'policy' | 'node_id' | 'target'>;
+  readonly #upstreamChildren = new Map<string, HistogramChild>();
+  readonly #reloads: Counter<'source' | 'result'>;
+  readonly #lastReloadOk: Gauge;
+  readonly #lastReloadAt: Gauge;
+  readonly #lastSuccessAt: Gauge;
   readonly #nodeErrors: Counter<'policy' | 'node_id'>;
   readonly #upstreamErrors: Counter<'policy' | 'node_id' | 'code'>;
   /** Where the scrape reads per-node run counts and times (the live runtime's compiled nodes). */
@@ -64,8 +89,27 @@ export class GatewayMetrics {
     });
     this.#duration = new Histogram({
       name: 'gateway_request_duration_seconds',
-      help: 'Time from receiving a request to finishing its response, by route.',
+      help: 'Time from receiving a request to finishing its response, by route, policy and status class (2xx…).',
+      labelNames: ['route', 'policy', 'status_class'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    });
+    this.#bytesIn = new Counter({
+      name: 'gateway_request_bytes_total',
+      help: 'Bytes received from clients (HTTP/1.x: request line, headers and body; HTTP/2: bodies), by route.',
       labelNames: ['route'],
+      registers,
+    });
+    this.#bytesOut = new Counter({
+      name: 'gateway_response_bytes_total',
+      help: 'Bytes sent to clients (HTTP/1.x: status line, headers and body; HTTP/2: bodies), by route.',
+      labelNames: ['route'],
+      registers,
+    });
+    this.#upstreamDuration = new Histogram({
+      name: 'gateway_upstream_duration_seconds',
+      help: 'Time an upstream target took to answer (headers when streaming, the whole body when buffered), by policy, node id and target.',
+      labelNames: ['policy', 'node_id', 'target'],
       buckets: LATENCY_BUCKETS,
       registers,
     });
@@ -116,6 +160,30 @@ export class GatewayMetrics {
       labelNames: ['source'],
       registers,
     });
+    this.#reloads = new Counter({
+      name: 'gateway_config_reloads_total',
+      help: 'Configuration loads after startup (file, signal, admin, etcd), by source and result (success, failure).',
+      labelNames: ['source', 'result'],
+      registers,
+    });
+    this.#lastReloadOk = new Gauge({
+      name: 'gateway_config_last_reload_successful',
+      help: '1 when the last configuration load (startup included) was applied, 0 when it was rejected.',
+      aggregator: 'min',
+      registers,
+    });
+    this.#lastReloadAt = new Gauge({
+      name: 'gateway_config_last_reload_timestamp_seconds',
+      help: 'Unix seconds of the last configuration load, applied or rejected.',
+      aggregator: 'max',
+      registers,
+    });
+    this.#lastSuccessAt = new Gauge({
+      name: 'gateway_config_last_reload_success_timestamp_seconds',
+      help: 'Unix seconds of the last configuration applied.',
+      aggregator: 'max',
+      registers,
+    });
     this.#cacheEvents = new Counter({
       name: 'gateway_cache_events_total',
       help: 'Response-cache events (hit, miss, backend_error, eviction, size_skip, purge), by backend and store.',
@@ -138,19 +206,18 @@ export class GatewayMetrics {
   /**
    * Data-plane `onFinished` hook. `nodeErrors` is the number of error records
    * the request collected; when the caller cannot tell, a 5xx counts as one.
+   * `req` and `ctx` give bytes, policy and the upstream answer when present.
    */
-  readonly requestFinished = (
-    route: string,
-    status: number,
-    startedAt: number,
-    nodeErrors?: number,
-  ): void => {
+  readonly requestFinished: RequestFinished = (route, status, startedAt, nodeErrors, req, ctx) => {
     let children = this.#routes.get(route);
     if (children === undefined) {
       children = {
         byStatus: new Map(),
         errors: this.#requestErrors.labels(route),
-        duration: this.#duration.labels(route),
+        duration: [],
+        bytesIn: this.#bytesIn.labels(route),
+        bytesOut: this.#bytesOut.labels(route),
+        policy: ctx?.policy ?? '',
       };
       this.#routes.set(route, children);
     }
@@ -160,9 +227,36 @@ export class GatewayMetrics {
       children.byStatus.set(status, counter);
     }
     counter.inc();
-    children.duration.observe((performance.now() - startedAt) / 1000);
+    const cls = status >= 100 && status < 600 ? (status / 100) | 0 : 0;
+    let duration = children.duration[cls];
+    if (duration === undefined) {
+      // A route keeps its policy until a reload rewires it; the label follows the first request seen.
+      if (ctx !== undefined && ctx.policy !== '') children.policy = ctx.policy;
+      duration = this.#duration.labels(route, children.policy, statusClass(status));
+      children.duration[cls] = duration;
+    }
+    duration.observe((performance.now() - startedAt) / 1000);
     if (nodeErrors === undefined ? status >= 500 : nodeErrors > 0) children.errors.inc();
+    if (req !== undefined) {
+      const moved = transferOf(req, ctx, status);
+      if (moved.in > 0) children.bytesIn.inc(moved.in);
+      if (moved.out > 0) children.bytesOut.inc(moved.out);
+    }
+    const upstream = ctx?.upstream;
+    if (upstream !== undefined) this.#upstreamObserve(upstream.where, upstream.address, upstream.seconds);
   };
+
+  #upstreamObserve(where: Readonly<Record<string, string>>, address: string, seconds: number): void {
+    const policy = where.policy ?? '';
+    const node = where.node ?? '';
+    const key = `${policy}\u0000${node}\u0000${address}`;
+    let child = this.#upstreamChildren.get(key);
+    if (child === undefined) {
+      child = this.#upstreamDuration.labels(policy, node, address);
+      this.#upstreamChildren.set(key, child);
+    }
+    child.observe(seconds);
+  }
 
   /** Run-loop `nodeError` hook; codes of the `UPSTREAM_` family also count as upstream errors. */
   readonly nodeError = (policy: string, nodeId: string, code: string): void => {
@@ -185,11 +279,21 @@ export class GatewayMetrics {
   }
 
   configApplied(source: string): void {
+    // Routes may now run other policies: their children are looked up again (the series persist).
+    this.#routes.clear();
     this.#applies.labels(source).inc();
+    if (source !== 'startup') this.#reloads.labels(source, 'success').inc();
+    const now = Date.now() / 1000;
+    this.#lastReloadOk.set(1);
+    this.#lastReloadAt.set(now);
+    this.#lastSuccessAt.set(now);
   }
 
   configRejected(source: string): void {
     this.#rejections.labels(source).inc();
+    if (source !== 'startup') this.#reloads.labels(source, 'failure').inc();
+    this.#lastReloadOk.set(0);
+    this.#lastReloadAt.set(Date.now() / 1000);
   }
 
   /** The Prometheus text exposition and its content type. */

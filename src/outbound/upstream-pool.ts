@@ -123,8 +123,11 @@ export class UpstreamPool {
     for (let attempt = 0; ; attempt++) {
       const target = selectTarget(this.#balancer, ctx, tried);
       headers[HOST_VALUE_INDEX] = this.#hostFor(target, request);
+      const sentAt = performance.now();
       try {
         const res = await exchange(target.pool, outbound, this.#limits, signal, target);
+        const seconds = (performance.now() - sentAt) / 1000;
+        ctx.upstream = { where: this.#where, address: target.address, status: res.status, seconds };
         const response = ctx.response;
         if (response.stream !== null) response.discardStream();
         response.status = res.status;

@@ -30,8 +30,15 @@ export interface DataPlaneOptions {
   /** `listener.max_hops`: a request whose Via already names this gateway this often is answered 508. */
   maxHops: number;
   hooks: RunHooks;
-  /** Called once per finished request with route ('' when unrouted) and status; metrics. */
-  onFinished?: (route: string, status: number, startedAt: number, nodeErrors?: number) => void;
+  /** Called once per finished request: metrics and the access log (src/observability/access-log.ts). */
+  onFinished?: (
+    route: string,
+    status: number,
+    startedAt: number,
+    nodeErrors?: number,
+    req?: ServerRequest,
+    ctx?: Context,
+  ) => void;
   /** Present only with `debug.enabled`: traced requests then take the recording path. */
   debug?: DebugTap;
 }
@@ -210,7 +217,7 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
     if (websocket) attachUpgrade(ctx, { kind: 'http2', stream: (req as Http2ServerRequest).stream });
     const finish = () => {
       slot.release();
-      onFinished?.(target.route, res.statusCode, startedAt, ctx.errors.length);
+      onFinished?.(target.route, res.statusCode, startedAt, ctx.errors.length, req, ctx);
     };
     run(
       ctx,
@@ -239,14 +246,14 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
     const via = req.headers.via;
     if (via !== undefined && timesSeen(via, maxHops) >= maxHops) {
       reject(508, PROXY_LOOP_BODY);
-      onFinished?.('', 508, startedAt);
+      onFinished?.('', 508, startedAt, undefined, req);
       return undefined;
     }
     const problem = hostProblem(req);
     const target = problem ?? readTarget(req.url ?? '');
     if (typeof target === 'string') {
       reject(400, { error: 'bad_request', message: target });
-      onFinished?.('', 400, startedAt);
+      onFinished?.('', 400, startedAt, undefined, req);
       return undefined;
     }
     const { url, authority } = target;
@@ -262,7 +269,7 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
     if (found === undefined) {
       // The tap reads headers, socket and target: fields a LeanRequest has too.
       reject(404, NO_ROUTE_BODY, debug?.unrouted(req as IncomingMessage, method, url));
-      onFinished?.('', 404, startedAt);
+      onFinished?.('', 404, startedAt, undefined, req);
       return undefined;
     }
     slot.acquire();
@@ -291,7 +298,7 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
           // HTTP/1.1 cannot skip the unread rest of the body; HTTP/2 just ends the stream.
           const extra = req.httpVersionMajor === 2 ? undefined : { connection: 'close' };
           sendJson(res, 413, { error: 'payload_too_large', message: err.message }, extra);
-          onFinished?.(prepared.target.route, 413, startedAt);
+          onFinished?.(prepared.target.route, 413, startedAt, undefined, req);
         } else {
           res.destroy();
         }
@@ -331,7 +338,7 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
     attachUpgrade(ctx, { kind: 'http1', socket, head });
     const finish = (status: number) => {
       prepared.slot.release();
-      onFinished?.(prepared.target.route, status, startedAt, ctx.errors.length);
+      onFinished?.(prepared.target.route, status, startedAt, ctx.errors.length, req, ctx);
     };
     run(
       ctx,

@@ -217,7 +217,14 @@ test('admin metrics: E2E-API-10 /metrics is Prometheus text behind auth; E2E-DP-
     const text = await (await h.call('GET', '/metrics')).text();
     assert.equal(sample(text, 'gateway_requests_total', { route: 'hello', status: '200' }), base + 3);
     assert.equal(sample(text, 'gateway_requests_total', { route: '', status: '404' }), 1);
-    assert.equal(sample(text, 'gateway_request_duration_seconds_count', { route: 'hello' }), 3);
+    assert.equal(
+      sample(text, 'gateway_request_duration_seconds_count', {
+        route: 'hello',
+        policy: 'hello-policy',
+        status_class: '2xx',
+      }),
+      3,
+    );
     assert.equal(sample(text, 'gateway_request_errors_total', { route: 'hello' }), 0);
     assert.equal(sample(text, 'gateway_config_applies_total', { source: 'startup' }), 1);
     for (const name of [

@@ -1,0 +1,142 @@
+import { readFileSync, statSync } from 'node:fs';
+import { X509Certificate } from 'node:crypto';
+import { collectDefaultMetrics, Gauge, type Registry } from 'prom-client';
+import type { Runtime } from '../engine/compile.js';
+import type { TlsConfig } from '../config/system.js';
+import { UpstreamNode } from '../plugins/core/upstream.js';
+
+/** What the scrape reads from a running gateway. */
+export interface GatewaySource {
+  /** The configuration serving new requests. */
+  runtime(): Runtime;
+  /** Requests running now (routed, not yet answered). */
+  inflight(): number;
+  /** system.yaml `tls`: its certificate files are watched for expiry. */
+  tls: TlsConfig | undefined;
+}
+
+const VERSION = (
+  JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+).version;
+
+/**
+ * The series only a running gateway has (docs/metrics.md): Node and process
+ * defaults, build info, in-flight requests, upstream target health and the
+ * expiry of file certificates. Everything stays in `registry`, so a cluster
+ * aggregator merges it like any other prom-client metric.
+ */
+export function registerGatewaySeries(registry: Registry, source: GatewaySource): void {
+  const registers = [registry];
+  collectDefaultMetrics({ register: registry });
+  new Gauge({
+    name: 'gateway_build_info',
+    help: 'Always 1; the labels name the Switchyard and Node.js versions serving.',
+    labelNames: ['version', 'node_version'],
+    aggregator: 'first',
+    registers,
+  }).set({ version: VERSION, node_version: process.version }, 1);
+  new Gauge({
+    name: 'gateway_requests_in_flight',
+    help: 'Requests routed and not yet answered, on the configuration serving now.',
+    registers,
+    collect() {
+      this.set(source.inflight());
+    },
+  });
+  new Gauge({
+    name: 'gateway_upstream_target_up',
+    help: 'Upstream target health: 1 in rotation, 0 ejected by passive checks or marked down by active ones.',
+    labelNames: ['policy', 'node_id', 'target'],
+    // Workers keep their own passive health: a target any worker ejected counts as down.
+    aggregator: 'min',
+    registers,
+    collect() {
+      this.reset();
+      for (const t of upstreamTargets(source.runtime())) this.labels(t.policy, t.node, t.target).set(t.up);
+    },
+  });
+  new Gauge({
+    name: 'gateway_upstream_target_in_flight',
+    help: 'Requests in flight to each upstream target (bodies included).',
+    labelNames: ['policy', 'node_id', 'target'],
+    registers,
+    collect() {
+      this.reset();
+      for (const t of upstreamTargets(source.runtime()))
+        this.labels(t.policy, t.node, t.target).set(t.active);
+    },
+  });
+  const certs = new CertExpiry();
+  new Gauge({
+    name: 'gateway_tls_cert_not_after_timestamp_seconds',
+    help: 'Expiry of each certificate file of system.yaml tls (cert_path, sni_certs[].cert_path), unix seconds.',
+    labelNames: ['cert_path'],
+    aggregator: 'min',
+    registers,
+    collect() {
+      this.reset();
+      for (const path of certPaths(source.tls)) {
+        const notAfter = certs.notAfter(path);
+        if (notAfter !== undefined) this.labels(path).set(notAfter);
+      }
+    },
+  });
+}
+
+interface TargetHealth {
+  policy: string;
+  node: string;
+  target: string;
+  up: number;
+  active: number;
+}
+
+/** Every target of every upstream node of `runtime`; config-bounded, so the labels are too. */
+function* upstreamTargets(runtime: Runtime): Iterable<TargetHealth> {
+  for (const policy of runtime.policies.values()) {
+    for (const node of policy.nodes.values()) {
+      if (!(node.instance instanceof UpstreamNode)) continue;
+      for (const state of node.instance.targetStates()) {
+        yield {
+          policy: policy.name,
+          node: node.id,
+          target: state.address,
+          up: state.available ? 1 : 0,
+          active: state.active,
+        };
+      }
+    }
+  }
+}
+
+function certPaths(tls: TlsConfig | undefined): string[] {
+  if (tls === undefined) return [];
+  const paths: string[] = [];
+  if (tls.cert_path !== undefined) paths.push(tls.cert_path);
+  for (const sni of tls.sni_certs) if (sni.cert_path !== undefined) paths.push(sni.cert_path);
+  return paths;
+}
+
+/** Parses a certificate file again only when its modification time changes. */
+class CertExpiry {
+  readonly #cache = new Map<string, { mtimeMs: number; notAfter: number | undefined }>();
+
+  notAfter(path: string): number | undefined {
+    let mtimeMs: number;
+    try {
+      mtimeMs = statSync(path).mtimeMs;
+    } catch {
+      return undefined;
+    }
+    const cached = this.#cache.get(path);
+    if (cached?.mtimeMs === mtimeMs) return cached.notAfter;
+    let notAfter: number | undefined;
+    try {
+      notAfter = Date.parse(new X509Certificate(readFileSync(path)).validTo) / 1000;
+    } catch {
+      notAfter = undefined;
+    }
+    this.#cache.set(path, { mtimeMs, notAfter });
+    return notAfter;
+  }
+}
