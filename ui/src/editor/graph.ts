@@ -15,6 +15,8 @@ export interface PluginNodeData extends Record<string, unknown> {
   /** Overlays: the trace step numbers that ran here, and a metrics line. */
   traced?: { steps: number[]; us: number; error: boolean };
   figures?: string;
+  /** Whether the position is saved: it was stored, or the node was added, moved or laid out here. */
+  placed: boolean;
 }
 
 export type PolicyNode = Node<PluginNodeData, 'plugin'>;
@@ -80,6 +82,7 @@ export function makeNode(
       hasInput: plugin === undefined || plugin.ports.input !== null,
       issues: [],
       portIssues: {},
+      placed: config.position !== undefined,
     },
   };
 }
@@ -149,7 +152,11 @@ export function toFlow(
   return { nodes, edges };
 }
 
-/** The policy as the Admin API stores it, positions rounded to whole pixels. */
+/**
+ * The policy as the Admin API stores it, positions rounded to whole pixels.
+ * A node stored without a position and never moved stays without one, so
+ * saving an unchanged graph gives back exactly what was loaded.
+ */
 export function toPolicy(meta: PolicyMeta, nodes: PolicyNode[], edges: PolicyEdge[]): PolicyConfig {
   return {
     ...meta,
@@ -158,7 +165,7 @@ export function toPolicy(meta: PolicyMeta, nodes: PolicyNode[], edges: PolicyEdg
       type: n.data.type,
       ...(n.data.config === undefined ? {} : { config: n.data.config }),
       ...(n.data.configRef === undefined ? {} : { config_ref: n.data.configRef }),
-      position: { x: Math.round(n.position.x), y: Math.round(n.position.y) },
+      ...(n.data.placed ? { position: { x: Math.round(n.position.x), y: Math.round(n.position.y) } } : {}),
     })),
     edges: edges.map((e) => ({
       from: `${e.source}.${e.data?.fromPort ?? e.sourceHandle ?? 'success'}`,

@@ -303,7 +303,8 @@ function Editor({ name, traceId }: { name: string; traceId: string | undefined }
     if (at === undefined) while (covers(position)) position = { x: position.x, y: position.y + 120 };
     const base = item.kind === 'plugin' ? item.type : item.name;
     const id = freeId(base, new Set(nodes.map((n) => n.id)));
-    const node = { ...makeNode({ ...config, id }, entry, position), selected: true };
+    const made = makeNode({ ...config, id }, entry, position);
+    const node = { ...made, data: { ...made.data, placed: true }, selected: true };
     record();
     setNodes((ns) => [...ns.map((n) => (n.selected === true ? { ...n, selected: false } : n)), node]);
     setDirty(true);
@@ -345,7 +346,13 @@ function Editor({ name, traceId }: { name: string; traceId: string | undefined }
     const policy = current();
     const positions = layeredLayout(policy.nodes, policy.edges);
     record();
-    setNodes((ns) => ns.map((n) => ({ ...n, position: positions.get(n.id) ?? n.position })));
+    setNodes((ns) =>
+      ns.map((n) => ({
+        ...n,
+        position: positions.get(n.id) ?? n.position,
+        data: { ...n.data, placed: true },
+      })),
+    );
     setDirty(true);
     window.requestAnimationFrame(() => void flow.fitView({ padding: 0.2 }));
   };
