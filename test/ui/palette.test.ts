@@ -62,9 +62,10 @@ describe('editor palette', { skip: chromiumSkipReason() }, () => {
       for (const family of families) {
         const expected = plugins.filter((p) => p.category === family).map((p) => `Add ${p.type}`);
         const list = palette(page).getByRole('list', { name: family, exact: true });
-        const offered = await list
-          .getByRole('button')
-          .evaluateAll((els) => els.map((e) => e.getAttribute('aria-label')));
+        const offered: string[] = [];
+        for (const button of await list.getByRole('button').all()) {
+          offered.push((await button.getAttribute('aria-label')) ?? '');
+        }
         assert.deepEqual(offered.sort(), expected.sort(), `family ${family}`);
       }
       const total = await palette(page)
