@@ -28,9 +28,12 @@ export interface ExchangeResult {
   status: number;
   /** Lowercased names; repeated headers as arrays. */
   headers: IncomingHttpHeaders;
-  /** The whole body in buffered mode, `null` in streaming mode. */
+  /**
+   * The whole body in buffered mode; in streaming mode too when it was complete
+   * in the same socket read as the headers (then `stream` is null).
+   */
   body: Buffer | null;
-  /** The unread body in streaming mode, `null` in buffered mode. */
+  /** The unread body in streaming mode (unless it came whole, see `body`), `null` in buffered mode. */
   stream: Readable | null;
 }
 
@@ -66,6 +69,10 @@ function onDeadline(exchange: Exchange): void {
 
 function ignore(): void {}
 
+function promote(exchange: Exchange): void {
+  exchange.promote();
+}
+
 /** The undici dispatch handler of one attempt; methods on the prototype, no per-request closures. */
 class Exchange implements Dispatcher.DispatchHandler, BodySource {
   readonly #limits: ExchangeLimits;
@@ -86,6 +93,7 @@ class Exchange implements Dispatcher.DispatchHandler, BodySource {
   #chunks: Buffer[] | null = null;
   #length = 0;
   #stream: UpstreamBody | null = null;
+  #method = '';
 
   constructor(limits: ExchangeLimits, signal: AbortLike | null, observer: ExchangeObserver | null) {
     this.#limits = limits;
@@ -99,6 +107,7 @@ class Exchange implements Dispatcher.DispatchHandler, BodySource {
       this.#reject = reject;
     });
     this.#startedAt = performance.now();
+    this.#method = request.method;
     this.#observer?.exchangeStarted();
     if (this.#limits.deadlineMs > 0) this.#timer = setTimeout(onDeadline, this.#limits.deadlineMs, this);
     this.#signal?.addEventListener('abort', this);
@@ -133,14 +142,28 @@ class Exchange implements Dispatcher.DispatchHandler, BodySource {
     this.#phase = 'body';
     this.#clearTimer();
     this.#observer?.exchangeHeaders(performance.now() - this.#startedAt);
-    if (this.#limits.streaming) {
-      this.#stream = new UpstreamBody(this);
-      this.#settle({ status, headers, body: null, stream: this.#stream });
-    } else {
-      this.#status = status;
-      this.#headers = headers;
-      this.#chunks = [];
+    this.#status = status;
+    this.#headers = headers;
+    this.#chunks = [];
+    if (!this.#limits.streaming) return;
+    // A HEAD or bodiless answer keeps its upstream framing headers: only a stream carries them as they are.
+    if (this.#method === 'HEAD' || status === 204 || status === 304) {
+      this.promote();
+      return;
     }
+    // undici parses a socket read in one go: a body that arrives with its headers (small answers)
+    // ends before the next tick and is handed over whole, without a stream; the rest streams.
+    process.nextTick(promote, this);
+  }
+
+  /** Streaming mode: unless already settled (whole body, or failed), the body flows through an {@link UpstreamBody}. */
+  promote(): void {
+    if (this.#resolve === null || this.#stream !== null) return;
+    const stream = new UpstreamBody(this);
+    for (const chunk of this.#chunks ?? []) stream.push(chunk);
+    this.#chunks = null;
+    this.#stream = stream;
+    this.#settle({ status: this.#status, headers: this.#headers, body: null, stream });
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
