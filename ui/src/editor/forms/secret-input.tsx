@@ -20,4 +20,6 @@ export function SecretInput(props: InputHTMLAttributes<HTMLInputElement> & { 'ar
 
 /** Key names whose values are secrets (the same idea as the gateway's masking: docs/mcp.md#masking). */
 export const isSecretKey = (key: string): boolean =>
-  /(secret|passw|token|credential|private|api_?key|^key$|_key$|signing)/i.test(key);
+  /(secret|passw|credential|private_key|^token$|_token$|api_?key|access_key$|app_key$|signing_key)/i.test(
+    key,
+  );
