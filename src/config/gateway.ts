@@ -58,11 +58,15 @@ export interface StoreConfig {
   name: string;
   type: string;
   description?: string;
-  url: string;
+  /** Required for standalone stores; sentinel and cluster stores use `urls`. */
+  url?: string;
   password?: string;
   key_prefix?: string;
+  /** `standalone` (default, uses `url`), `sentinel` or `cluster` (use `urls`); docs/stores.md. */
   topology?: string;
   urls?: string[];
+  master_name?: string;
+  sentinel_password?: string;
   /** A number, or a string with `${ENV}` placeholders resolved at compile time. */
   connect_timeout_ms?: number | string;
   connect_budget_ms?: number | string;
@@ -192,7 +196,7 @@ export const pluginConfigSchema = {
 export const storeSchema = {
   type: 'object',
   additionalProperties: false,
-  required: ['name', 'type', 'url'],
+  required: ['name', 'type'],
   properties: {
     ...named,
     type: { type: 'string', enum: ['redis', 'valkey'] },
@@ -201,7 +205,9 @@ export const storeSchema = {
     password: { type: 'string' },
     key_prefix: { type: 'string' },
     topology: { type: 'string' },
-    urls: { type: 'array' },
+    urls: { type: 'array', items: { type: 'string' } },
+    master_name: { type: 'string' },
+    sentinel_password: { type: 'string' },
     connect_timeout_ms: { type: ['integer', 'string'] },
     connect_budget_ms: { type: ['integer', 'string'] },
     tls: { type: 'object', additionalProperties: false, properties: { ca_cert_path: { type: 'string' } } },

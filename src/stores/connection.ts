@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import type { Redis } from 'ioredis';
+import type { Cluster, ClusterOptions, Redis, RedisOptions } from 'ioredis';
 import { StoreError } from './errors.js';
 import type { ConnectionSpec } from './resolve.js';
 
@@ -18,7 +18,8 @@ const RECONNECT_MAX_MS = 1000;
  * lasted the budget; the next operation then dials again.
  */
 export class StoreConnection {
-  readonly #client: Redis;
+  /** A Cluster speaks the same commands as a Redis client (routing each by its key's slot). */
+  readonly #client: Redis | Cluster;
   readonly #spec: ConnectionSpec;
   #lastError: Error | undefined;
   #outageSince = 0;
@@ -28,21 +29,51 @@ export class StoreConnection {
   constructor(spec: ConnectionSpec) {
     this.#spec = spec;
     // Required here, not imported at the top: a gateway without stores never loads ioredis (~15 MiB).
-    const { Redis: RedisClient } = createRequire(import.meta.url)('ioredis') as { Redis: typeof Redis };
-    this.#client = new RedisClient({
-      host: spec.host,
-      port: spec.port,
-      db: spec.db,
+    const ioredis = createRequire(import.meta.url)('ioredis') as {
+      Redis: typeof Redis;
+      Cluster: typeof Cluster;
+    };
+    const credentials = {
       ...(spec.username === undefined ? {} : { username: spec.username }),
       ...(spec.password === undefined ? {} : { password: spec.password }),
       ...(spec.tls ? { tls: spec.ca === undefined ? {} : { ca: spec.ca } } : {}),
-      lazyConnect: true,
-      enableOfflineQueue: false,
       connectTimeout: spec.connectTimeoutMs,
-      maxRetriesPerRequest: 0,
-      autoResendUnfulfilledCommands: false,
-      retryStrategy: (times) => this.#retryDelay(times),
-    });
+    } satisfies RedisOptions;
+    const retryStrategy = (times: number): number | null => this.#retryDelay(times);
+    const { topology } = spec;
+    if (topology.topology === 'cluster') {
+      const options = {
+        lazyConnect: true,
+        enableOfflineQueue: false,
+        clusterRetryStrategy: retryStrategy,
+        slotsRefreshTimeout: spec.connectTimeoutMs,
+        // Redirections (MOVED/ASK during resharding) are followed; a node that is down fails the command.
+        maxRedirections: 16,
+        redisOptions: { ...credentials, maxRetriesPerRequest: 0 },
+      } satisfies ClusterOptions;
+      this.#client = new ioredis.Cluster(topology.nodes, options);
+    } else {
+      this.#client = new ioredis.Redis({
+        ...credentials,
+        db: spec.db,
+        ...(topology.topology === 'sentinel'
+          ? {
+              sentinels: topology.nodes,
+              name: topology.masterName ?? '',
+              ...(topology.sentinelPassword === undefined
+                ? {}
+                : { sentinelPassword: topology.sentinelPassword }),
+              ...(spec.tls ? { enableTLSForSentinelMode: true, sentinelTLS: credentials.tls ?? {} } : {}),
+              sentinelRetryStrategy: retryStrategy,
+            }
+          : { host: spec.host, port: spec.port }),
+        lazyConnect: true,
+        enableOfflineQueue: false,
+        maxRetriesPerRequest: 0,
+        autoResendUnfulfilledCommands: false,
+        retryStrategy,
+      });
+    }
     // A listener keeps ioredis from printing connection errors; the last one explains failures.
     this.#client.on('error', (err: Error) => {
       this.#lastError = err;
@@ -75,7 +106,7 @@ export class StoreConnection {
     });
     // A command whose connection came too late is not sent: its caller has already been told it failed.
     const attempt = this.#ready(store).then(() =>
-      expired ? Promise.reject(new Error('expired')) : fn(this.#client),
+      expired ? Promise.reject(new Error('expired')) : fn(this.#client as Redis),
     );
     try {
       return await Promise.race([attempt, deadline]);
@@ -84,6 +115,11 @@ export class StoreConnection {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /** The master nodes of a cluster (SCAN visits each); `undefined` for other topologies. */
+  masters(): Redis[] | undefined {
+    return this.#spec.topology.topology === 'cluster' ? (this.#client as Cluster).nodes('master') : undefined;
   }
 
   close(): void {
@@ -141,7 +177,7 @@ export class StoreConnection {
   }
 }
 
-function waitForReady(client: Redis): Promise<void> {
+function waitForReady(client: Redis | Cluster): Promise<void> {
   return new Promise((resolve, reject) => {
     const onReady = (): void => {
       client.off('close', onClose);

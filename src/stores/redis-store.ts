@@ -75,10 +75,36 @@ export class RedisStore implements Store {
 
   async scan(prefix: string, cursor: string, count: number): Promise<{ keys: string[]; cursor: string }> {
     const pattern = `${globEscape(this.#key(prefix))}*`;
+    const size = Math.max(1, Math.floor(count));
+    if (this.#conn.masters() !== undefined) return this.#scanCluster(pattern, cursor, size);
     const [next, keys] = await this.#conn.run(this.name, 'SCAN', (c) =>
-      c.scan(cursor, 'MATCH', pattern, 'COUNT', Math.max(1, Math.floor(count))),
+      c.scan(cursor, 'MATCH', pattern, 'COUNT', size),
     );
     return { keys: keys.map((k) => k.slice(this.#prefix.length)), cursor: next };
+  }
+
+  /**
+   * A cluster keeps each key on one master: SCAN walks the masters in turn
+   * (ordered by address) with a cursor `<master index>-<that master's cursor>`.
+   */
+  async #scanCluster(
+    pattern: string,
+    cursor: string,
+    count: number,
+  ): Promise<{ keys: string[]; cursor: string }> {
+    const [indexText, inner] = cursor === '0' ? ['0', '0'] : cursor.split('-', 2);
+    const index = Number(indexText);
+    const result = await this.#conn.run(this.name, 'SCAN', async () => {
+      const masters = (this.#conn.masters() ?? []).sort((a, b) =>
+        `${a.options.host}:${a.options.port}`.localeCompare(`${b.options.host}:${b.options.port}`),
+      );
+      const node = masters[index];
+      if (node === undefined || inner === undefined) return { keys: [], cursor: '0' };
+      const [next, keys] = await node.scan(inner, 'MATCH', pattern, 'COUNT', count);
+      const done = next === '0' && index + 1 >= masters.length;
+      return { keys, cursor: done ? '0' : next === '0' ? `${index + 1}-0` : `${index}-${next}` };
+    });
+    return { keys: result.keys.map((k) => k.slice(this.#prefix.length)), cursor: result.cursor };
   }
 
   eval(script: string, keys: string[], args: (string | number)[]): Promise<unknown> {
@@ -93,7 +119,13 @@ export class RedisStore implements Store {
       try {
         return await c.evalsha(digest, full.length, ...full, ...args);
       } catch (err) {
-        if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
+        if (!(err instanceof Error)) throw err;
+        // A cluster runs a script on one node: its keys must share a hash slot (docs/stores.md#sentinel-and-cluster).
+        if (err.message.startsWith('CROSSSLOT')) {
+          err.message += ' (a cluster store runs a script only over keys of one hash slot)';
+          throw err;
+        }
+        if (!err.message.startsWith('NOSCRIPT')) throw err;
         return c.eval(script, full.length, ...full, ...args);
       }
     });

@@ -5,6 +5,7 @@ import type { StoreConfig } from '../config/gateway.js';
 import { compatNames, SWITCHYARD_NAMES } from '../config/compat-names.js';
 import { interpolateEnv } from '../config/interpolate.js';
 import type { ConfigIssue } from '../config/schema-validate.js';
+import { resolveTopology, type TopologySpec } from './topology.js';
 
 /** Our prefix; `compat.store_key_prefix` (`fb` with `compat.reference_names`) replaces it. */
 export const DEFAULT_KEY_PREFIX = SWITCHYARD_NAMES.storeKeyPrefix;
@@ -22,6 +23,8 @@ export interface ConnectionSpec {
   ca: Buffer | undefined;
   connectTimeoutMs: number;
   connectBudgetMs: number;
+  /** Sentinel and cluster settings; `topology: 'standalone'` uses host and port above. */
+  topology: TopologySpec;
   /** Digest of the fields above: the registry key. Hashed so no secret sits in a map key. */
   fingerprint: string;
 }
@@ -48,21 +51,21 @@ export function resolveStoreConfig(
   const text = (value: string | undefined): string | undefined =>
     value === undefined ? undefined : interpolateEnv(value, env);
 
-  const topology = text(config.topology);
-  if (topology !== undefined && topology !== '' && topology !== 'standalone') {
-    issues.push({
-      path: `${path}.topology`,
-      message: `${where}: topology '${topology}' is not supported yet; only 'standalone' is`,
-    });
-  }
-  if (config.urls !== undefined) {
-    issues.push({
-      path: `${path}.urls`,
-      message: `${where}: urls is reserved for sentinel and cluster topologies, which are not supported yet; use url`,
-    });
-  }
-
-  const url = parseUrl(text(config.url) ?? '', `${path}.url`, where, issues);
+  const topology = resolveTopology(config, path, where, env, issues);
+  // Sentinel and cluster stores name their nodes in `urls`; their `url` is refused by resolveTopology.
+  const url: ParsedUrl | undefined =
+    topology === undefined
+      ? undefined
+      : topology.topology === 'standalone'
+        ? parseUrl(text(config.url) ?? '', `${path}.url`, where, issues)
+        : {
+            host: '',
+            port: 0,
+            db: 0,
+            username: topology.username,
+            password: topology.password,
+            tls: topology.tls,
+          };
   const timeout = positiveInt(config.connect_timeout_ms, DEFAULT_CONNECT_TIMEOUT_MS, env);
   if (timeout === undefined) {
     issues.push({
@@ -91,7 +94,13 @@ export function resolveStoreConfig(
       });
     }
   }
-  if (issues.length > before || url === undefined || timeout === undefined || budget === undefined) {
+  if (
+    issues.length > before ||
+    topology === undefined ||
+    url === undefined ||
+    timeout === undefined ||
+    budget === undefined
+  ) {
     return undefined;
   }
 
@@ -106,6 +115,7 @@ export function resolveStoreConfig(
     ca,
     connectTimeoutMs: timeout,
     connectBudgetMs: budget,
+    topology,
   };
   const fingerprint = createHash('sha256')
     .update(
@@ -133,7 +143,7 @@ interface ParsedUrl {
 
 function parseUrl(raw: string, path: string, where: string, issues: ConfigIssue[]): ParsedUrl | undefined {
   if (raw.trim() === '') {
-    issues.push({ path, message: `${where}: url resolved to an empty string` });
+    issues.push({ path, message: `${where}: url is required (or topology sentinel/cluster with urls)` });
     return undefined;
   }
   let url: URL;

@@ -40,7 +40,7 @@ async function rejectsWith(promise: Promise<unknown>, code: string): Promise<Sto
 describe('stores: configuration', () => {
   test('stores: an unsupported topology, urls and a non-redis url are rejected with their paths', () => {
     const { set, issues } = open([
-      { name: 'a', type: 'redis', url: 'redis://127.0.0.1:1', topology: 'cluster' },
+      { name: 'a', type: 'redis', url: 'redis://127.0.0.1:1', topology: 'ring' },
       { name: 'b', type: 'redis', url: 'redis://127.0.0.1:1', urls: ['redis://x'] },
       { name: 'c', type: 'redis', url: 'http://127.0.0.1:1' },
       { name: 'd', type: 'redis', url: '${UNSET_STORE_URL}' },
