@@ -5,16 +5,7 @@
 // `npm ci` (prepare) and `npm start` (prestart) run it; it does nothing when dist/ is newer than
 // every source. `--force` rebuilds regardless. See docs/deployment.md.
 import { spawnSync } from 'node:child_process';
-import {
-  existsSync,
-  mkdirSync,
-  readFileSync,
-  readdirSync,
-  renameSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 
 const root = join(import.meta.dirname, '..');
@@ -87,10 +78,19 @@ writeFileSync(
   `${JSON.stringify({ builtAt, files: entryPoints.length })}\n`,
 );
 // Swap in the finished tree so a gateway starting meanwhile never sees half a build.
-mkdirSync(dist, { recursive: true });
 const old = `${dist}.old-${process.pid}`;
-renameSync(dist, old);
-renameSync(staging, dist);
+try {
+  renameSync(dist, old);
+} catch {
+  // No dist/ yet, or a concurrent build moved it away.
+}
+try {
+  renameSync(staging, dist);
+} catch (err) {
+  // A concurrent build put its own dist/ in place first: keep that one.
+  rmSync(staging, { recursive: true, force: true });
+  if (!existsSync(stampFile)) throw err;
+}
 rmSync(old, { recursive: true, force: true });
 console.log(
   `switchyard: compiled ${entryPoints.length} modules into ${relative(process.cwd(), dist) || 'dist'} in ${Date.now() - started} ms`,

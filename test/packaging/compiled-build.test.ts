@@ -1,0 +1,98 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { before, test } from 'node:test';
+import { ensureBuilt, repoRoot } from './build.js';
+
+/**
+ * What the compiled build loads for the shipped config: only the plugin modules of the node types
+ * it uses, none of the heavy optional dependencies, and no Ajv compiler (every schema it checks
+ * was precompiled by the build). Runs dist/ directly in a child process, so the check sees
+ * exactly what a gateway started from the build loads.
+ */
+interface Loaded {
+  lazy: boolean;
+  loadedTypes: string[];
+  usedTypes: string[];
+  modules: string[];
+}
+
+function loadShippedConfig(): Loaded {
+  const dist = (path: string) => JSON.stringify(join(repoRoot, 'dist', path));
+  const script = `
+    import { createRequire } from 'node:module';
+    const { loadSystemConfig } = await import(${dist('config/system.js')});
+    const { loadGatewayConfig } = await import(${dist('config/gateway.js')});
+    const { compileWith } = await import(${dist('gateway.js')});
+    const { silentLogger } = await import(${dist('observability/logger.js')});
+    const plugins = await import(${dist('plugins/index.js')});
+    loadSystemConfig('config/system.yaml');
+    const config = loadGatewayConfig('config/gateway.yaml');
+    const runtime = compileWith(config, silentLogger, process.env, 'config/gateway.yaml');
+    await runtime.close();
+    const require = createRequire(import.meta.url);
+    console.log(JSON.stringify({
+      lazy: plugins.pluginsLoadLazily,
+      loadedTypes: [...plugins.loadedPluginTypes()].sort(),
+      usedTypes: [...new Set(config.policies.flatMap((p) => p.nodes.map((n) => n.type)))].sort(),
+      modules: Object.keys(require.cache),
+    }));
+  `;
+  // Records every module the ES loader loads (a CommonJS package imported from ESM included);
+  // require.cache adds those loaded by require().
+  const hook = `export async function load(url, context, next) {
+    process.stderr.write('LOADED ' + url + '\\n');
+    return next(url, context);
+  }`;
+  const register = `import { register } from 'node:module';
+    register('data:text/javascript,' + encodeURIComponent(${JSON.stringify(hook)}));`;
+  const run = spawnSync(
+    process.execPath,
+    ['--import', `data:text/javascript,${encodeURIComponent(register)}`, '--input-type=module', '-e', script],
+    {
+      cwd: repoRoot,
+      encoding: 'utf8',
+      timeout: 60_000,
+      env: { ...process.env, ADMIN_PASSWORD: 'test' },
+    },
+  );
+  assert.equal(run.status, 0, run.stderr);
+  const loaded = JSON.parse(run.stdout.trim().split('\n').at(-1) ?? '{}') as Loaded;
+  const viaImport = run.stderr
+    .split('\n')
+    .filter((l) => l.startsWith('LOADED file://'))
+    .map((l) => decodeURIComponent(l.slice('LOADED file://'.length)));
+  assert.ok(
+    viaImport.some((m) => m.endsWith('/dist/gateway.js')),
+    'the loader hook saw the gateway load',
+  );
+  return { ...loaded, modules: [...loaded.modules, ...viaImport] };
+}
+
+let loaded: Loaded;
+before(() => {
+  ensureBuilt();
+  loaded = loadShippedConfig();
+});
+
+test('compiled build: imports the module of a node type only when the config uses that type', () => {
+  assert.equal(loaded.lazy, true, 'the build registry reads dist/plugins/manifest.json');
+  assert.deepEqual(loaded.loadedTypes, loaded.usedTypes);
+});
+
+test('compiled build: the shipped config loads none of the heavy optional dependencies', () => {
+  const heavy = ['casbin', 'fengari', 'ldapts', 'ioredis', 'acme-client', '@peculiar/x509', 'jose'];
+  for (const name of [...heavy, '@modelcontextprotocol/sdk']) {
+    const hits = loaded.modules.filter((m) => m.includes(`/node_modules/${name}/`));
+    assert.deepEqual(hits, [], `${name} is not loaded`);
+  }
+});
+
+test('compiled build: no JSON Schema is compiled at startup (the build precompiled them)', () => {
+  const compiler = loaded.modules.filter((m) => m.includes('/node_modules/ajv/dist/compile/'));
+  assert.deepEqual(compiler, []);
+  assert.ok(
+    loaded.modules.some((m) => m.includes('/dist/validators/')),
+    'the precompiled validators were used',
+  );
+});
