@@ -4,6 +4,7 @@ import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { ClientAbortedError, DeadlineExceededError, ExchangeError, type ExchangePhase } from './errors.js';
 import { UpstreamBody, type BodySource } from './upstream-body.js';
+import { deadlineQueue, type DeadlineQueue, type Deadlined } from './deadlines.js';
 
 /** One outbound request. `headers` is a flat `[name, value, name, value…]` list. */
 export interface ExchangeRequest {
@@ -63,10 +64,6 @@ export function exchange(
   return new Exchange(limits, signal, observer).start(dispatcher, request);
 }
 
-function onDeadline(exchange: Exchange): void {
-  exchange.expire();
-}
-
 function ignore(): void {}
 
 function promote(exchange: Exchange): void {
@@ -74,14 +71,18 @@ function promote(exchange: Exchange): void {
 }
 
 /** The undici dispatch handler of one attempt; methods on the prototype, no per-request closures. */
-class Exchange implements Dispatcher.DispatchHandler, BodySource {
+class Exchange implements Dispatcher.DispatchHandler, BodySource, Deadlined {
   readonly #limits: ExchangeLimits;
   readonly #signal: AbortLike | null;
   readonly #observer: ExchangeObserver | null;
   #resolve: ((result: ExchangeResult) => void) | null = null;
   #reject: ((err: ExchangeError) => void) | null = null;
   #controller: Dispatcher.DispatchController | null = null;
-  #timer: NodeJS.Timeout | null = null;
+  /** The queue this exchange's deadline is armed in, while it is. */
+  #deadlines: DeadlineQueue | null = null;
+  deadlineAt = 0;
+  deadlinePrev: Deadlined | null = null;
+  deadlineNext: Deadlined | null = null;
   #phase: ExchangePhase = 'connect';
   /** Set when we abort (deadline, client gone); applied as soon as undici hands us a controller. */
   #abortReason: Error | null = null;
@@ -109,7 +110,10 @@ class Exchange implements Dispatcher.DispatchHandler, BodySource {
     this.#startedAt = performance.now();
     this.#method = request.method;
     this.#observer?.exchangeStarted();
-    if (this.#limits.deadlineMs > 0) this.#timer = setTimeout(onDeadline, this.#limits.deadlineMs, this);
+    if (this.#limits.deadlineMs > 0) {
+      this.#deadlines = deadlineQueue(this.#limits.deadlineMs);
+      this.#deadlines.add(this);
+    }
     this.#signal?.addEventListener('abort', this);
     dispatcher.dispatch(
       {
@@ -216,7 +220,7 @@ class Exchange implements Dispatcher.DispatchHandler, BodySource {
   }
 
   expire(): void {
-    this.#timer = null;
+    this.#deadlines = null;
     if (!this.#ended) this.#abort(new DeadlineExceededError(this.#limits.deadlineMs));
   }
 
@@ -256,9 +260,9 @@ class Exchange implements Dispatcher.DispatchHandler, BodySource {
   }
 
   #clearTimer(): void {
-    if (this.#timer !== null) {
-      clearTimeout(this.#timer);
-      this.#timer = null;
+    if (this.#deadlines !== null) {
+      this.#deadlines.remove(this);
+      this.#deadlines = null;
     }
   }
 }

@@ -66,18 +66,24 @@ export function buildRequestHeaders(req: RequestPart, host: string): string[] {
   return out;
 }
 
+const HOP_BY_HOP_SET = new Set<string>(HOP_BY_HOP);
+
 /**
  * Makes undici's parsed response headers fit `ctx.response.headers`: drops
  * hop-by-hop fields (and those Connection lists) and always gives Set-Cookie as
- * a list. Mutates and returns `headers`.
+ * a list. Returns a new map: copying beats `delete`, which would turn the
+ * object into a slow dictionary for every later read (nearly every backend
+ * sends `connection`).
  */
 export function cleanResponseHeaders(headers: IncomingHttpHeaders): HeaderMap {
   const listed = connectionOptions(headers.connection);
-  if (listed !== null) for (const name of listed) delete headers[name];
-  for (const name of HOP_BY_HOP) if (headers[name] !== undefined) delete headers[name];
-  const cookies = headers['set-cookie'];
-  if (typeof cookies === 'string') headers['set-cookie'] = [cookies];
-  return headers;
+  const out: HeaderMap = {};
+  for (const name in headers) {
+    if (HOP_BY_HOP_SET.has(name) || (listed !== null && listed.includes(name))) continue;
+    const value = headers[name];
+    out[name] = name === 'set-cookie' && typeof value === 'string' ? [value] : value;
+  }
+  return out;
 }
 
 /** The field names a Connection header lists (lowercased), or null when there is none. */
