@@ -18,7 +18,7 @@ import type { RuntimeSlot } from './runtime-slot.js';
 import type { DebugTap } from '../debug/tap.js';
 import type { TraceRecorder } from '../engine/graph-types.js';
 import type { LeanRequest } from './lean/lean-request.js';
-import type { LeanResponse } from './lean/lean-response.js';
+import { LeanResponse } from './lean/lean-response.js';
 
 /** HTTP/1.1 (node:http or the lean front) and HTTP/2 (compatibility API) requests go through one handler. */
 export type ServerRequest = IncomingMessage | Http2ServerRequest | LeanRequest;
@@ -211,9 +211,11 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
     const { slot, target } = prepared;
     const websocket = isExtendedConnect(req);
     const ctx = buildContext(req, prepared, body, websocket);
-    res.once('close', () => {
-      if (!res.writableFinished) ctx.clientGone.fire();
-    });
+    if (res instanceof LeanResponse) res.clientGone = ctx.clientGone;
+    else
+      res.once('close', () => {
+        if (!res.writableFinished) ctx.clientGone.fire();
+      });
     if (websocket) attachUpgrade(ctx, { kind: 'http2', stream: (req as Http2ServerRequest).stream });
     const finish = () => {
       slot.release();
