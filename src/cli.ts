@@ -13,6 +13,7 @@ import { registerStreamMetrics } from './observability/stream-metrics.js';
 import { acmeStoreIssues } from './acme/index.js';
 import { closeStreamListeners, startStreamListeners, type StreamListener } from './stream/index.js';
 import { runMigrate } from './config/migrate-command.js';
+import { runMcpCommand } from './mcp/stdio.js';
 import { isClusterWorker, resolveWorkers, runClusterWorker, ClusterPrimary } from './cluster/index.js';
 import { formatFileIssues } from './config/yaml-locate.js';
 import { describeStartupError, tlsFileIssues, type ListenerKey } from './config/startup-errors.js';
@@ -24,6 +25,7 @@ const USAGE = `Usage:
   switchyard [--system-config <path>] [--gateway-config <path>]
   switchyard validate [--system-config <path>] [--gateway-config <path>]
   switchyard migrate --gateway-config <path> [--system-config <path>] [--write] [--drop-unknown-keys]
+  switchyard mcp --stdio [--url <MCP endpoint URL>]   (token in SWITCHYARD_MCP_TOKEN)
 
 Defaults: --system-config config/system.yaml, --gateway-config config/gateway.yaml`;
 
@@ -237,6 +239,7 @@ async function run(args: CliArgs): Promise<number> {
 }
 
 export async function main(argv: string[]): Promise<number> {
+  if (argv[0] === 'mcp') return runMcpCommand(argv.slice(1));
   let args: CliArgs;
   try {
     args = parseCli(argv);

@@ -5,6 +5,7 @@ import type { Gateway } from '../gateway.js';
 import { registry } from '../plugins/index.js';
 import { listEnvVarNames, listVars } from '../template/index.js';
 import { acmeNotReady, acmeRoutes } from './acme-routes.js';
+import { mcpAdminRoutes } from '../mcp/admin-routes.js';
 import { cacheRoutes } from './cache-purge.js';
 import { pluginCatalog } from './catalog.js';
 import { debugRoutes } from './debug-routes.js';
@@ -26,8 +27,7 @@ const VERSION = (
 /**
  * The whole Admin API as data: the server dispatches from this table, and a
  * test walks it to prove that only `auth: false` routes answer without
- * credentials. Endpoints of later features (MCP status) are absent and
- * so answer 404.
+ * credentials.
  */
 export function adminRoutes(gateway: Gateway, startedAt: number = Date.now()): AdminRoute[] {
   return [
@@ -66,6 +66,7 @@ export function adminRoutes(gateway: Gateway, startedAt: number = Date.now()): A
     ...cacheRoutes(gateway),
     ...debugRoutes(gateway),
     ...acmeRoutes(gateway),
+    ...mcpAdminRoutes(gateway),
     whoamiRoute(gateway),
     routeOrderRoute(gateway),
     { method: 'GET', path: '/api/vars', auth: true, handler: () => json(200, listVars()) },

@@ -6,13 +6,17 @@ import {
   ErrorCode,
   GetPromptRequestSchema,
   ListPromptsRequestSchema,
+  ListResourcesRequestSchema,
+  ListResourceTemplatesRequestSchema,
   ListToolsRequestSchema,
+  ReadResourceRequestSchema,
   McpError,
   type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
 import { validateAgainst } from '../config/schema-validate.js';
 import { errorResult, forbidden, issueLines, okResult, ToolError, toToolError } from './errors.js';
 import { PROMPTS, promptByName } from './prompts.js';
+import { listResources, readResource, RESOURCE_TEMPLATES } from './resources.js';
 import { TOOLS, toolByName, type ToolContext, type ToolDef } from './tools/index.js';
 
 const VERSION = (
@@ -23,7 +27,11 @@ const INSTRUCTIONS = `Switchyard is a policy-graph API gateway. A route matches 
 Authoring: list_node_types, then get_node_type for each type you use (ports, config schema, docs) → draft → validate_policy → put_policy(dry_run=true) → put_policy. Writes are live at once; no reload is needed.
 Debugging: list_traces / get_trace / get_trace_step and run_sandbox need debug.enabled (and debug.sandbox) in system.yaml.
 A read token lists and reads (secrets masked); validate_*, run_sandbox and every change need a write token, which is admin-equivalent.
+Resources: the documentation (switchyard://docs/concepts/<page>, switchyard://docs/plugins/<type>) and each node type's ports and config JSON Schema (switchyard://node-types/<type>).
 Tool failures come back as {code, message, errors?, hint?}. With a read-only token, write tools answer forbidden: return the YAML for a human to apply.`;
+
+/** JSON-RPC code the MCP specification gives an unknown resource URI. */
+const RESOURCE_NOT_FOUND = -32002;
 
 const allowed = (tool: ToolDef, ctx: ToolContext): boolean =>
   tool.scope === 'read' || ctx.principal.scope === 'write';
@@ -37,7 +45,7 @@ const allowed = (tool: ToolDef, ctx: ToolContext): boolean =>
 export function createMcpServer(ctx: ToolContext): Server {
   const server = new Server(
     { name: 'switchyard', version: VERSION },
-    { capabilities: { tools: {}, prompts: {} }, instructions: INSTRUCTIONS },
+    { capabilities: { tools: {}, prompts: {}, resources: {} }, instructions: INSTRUCTIONS },
   );
 
   server.setRequestHandler(ListToolsRequestSchema, () => ({
@@ -66,6 +74,20 @@ export function createMcpServer(ctx: ToolContext): Server {
       'mcp tool call',
     );
     return result;
+  });
+
+  // The docs and the node type catalog: the same for every scope, nothing of the configuration.
+  server.setRequestHandler(ListResourcesRequestSchema, () => ({ resources: listResources() }));
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, () => ({
+    resourceTemplates: RESOURCE_TEMPLATES,
+  }));
+  server.setRequestHandler(ReadResourceRequestSchema, (request) => {
+    const contents = readResource(request.params.uri);
+    if (contents === undefined)
+      throw new McpError(RESOURCE_NOT_FOUND, `no resource '${request.params.uri}'`, {
+        uri: request.params.uri,
+      });
+    return { contents: [contents] };
   });
 
   server.setRequestHandler(ListPromptsRequestSchema, () => ({
