@@ -17,6 +17,8 @@ export interface PluginNodeData extends Record<string, unknown> {
   figures?: string;
   /** Whether the position is saved: it was stored, or the node was added, moved or laid out here. */
   placed: boolean;
+  /** The node as loaded, so a save keeps its keys in their order (and any key the editor does not know). */
+  original?: NodeConfig;
 }
 
 export type PolicyNode = Node<PluginNodeData, 'plugin'>;
@@ -83,6 +85,7 @@ export function makeNode(
       issues: [],
       portIssues: {},
       placed: config.position !== undefined,
+      original: config,
     },
   };
 }
@@ -157,21 +160,41 @@ export function toFlow(
  * A node stored without a position and never moved stays without one, so
  * saving an unchanged graph gives back exactly what was loaded.
  */
-export function toPolicy(meta: PolicyMeta, nodes: PolicyNode[], edges: PolicyEdge[]): PolicyConfig {
-  return {
+export function toPolicy(
+  meta: PolicyMeta,
+  nodes: PolicyNode[],
+  edges: PolicyEdge[],
+  keyOrder: readonly string[] = [],
+): PolicyConfig {
+  const policy: PolicyConfig = {
     ...meta,
-    nodes: nodes.map((n) => ({
-      id: n.id,
-      type: n.data.type,
-      ...(n.data.config === undefined ? {} : { config: n.data.config }),
-      ...(n.data.configRef === undefined ? {} : { config_ref: n.data.configRef }),
-      ...(n.data.placed ? { position: { x: Math.round(n.position.x), y: Math.round(n.position.y) } } : {}),
-    })),
+    nodes: nodes.map((n) => {
+      const out: NodeConfig = {
+        ...(n.data.original ?? { id: n.id, type: n.data.type }),
+        id: n.id,
+        type: n.data.type,
+      };
+      if (n.data.config === undefined) delete out.config;
+      else out.config = n.data.config;
+      if (n.data.configRef === undefined) delete out.config_ref;
+      else out.config_ref = n.data.configRef;
+      if (n.data.placed) out.position = { x: Math.round(n.position.x), y: Math.round(n.position.y) };
+      else delete out.position;
+      return out;
+    }),
     edges: edges.map((e) => ({
       from: `${e.source}.${e.data?.fromPort ?? e.sourceHandle ?? 'success'}`,
       to: `${e.target}.in`,
     })),
   };
+  // The loaded key order first (the ETag is computed over the JSON text), then any new key.
+  const keys = [
+    ...keyOrder.filter((k) => k in policy),
+    ...Object.keys(policy).filter((k) => !keyOrder.includes(k)),
+  ];
+  return Object.fromEntries(
+    keys.map((k) => [k, (policy as unknown as Record<string, unknown>)[k]]),
+  ) as unknown as PolicyConfig;
 }
 
 /** `mocking-2` style ids: the type, then the first free number (`listener` and `client` stay bare). */

@@ -110,6 +110,7 @@ function Editor({ name, traceId }: { name: string; traceId: string | undefined }
     const policy = stored?.value ?? starter(name);
     const flowGraph = toFlow(policy, entryLookup(catalog, supernodes));
     const { nodes: _nodes, edges: _edges, ...rest } = policy;
+    keyOrder.current = Object.keys(policy);
     setMeta(rest);
     setNodes(flowGraph.nodes);
     setEdges(flowGraph.edges);
@@ -142,7 +143,9 @@ function Editor({ name, traceId }: { name: string; traceId: string | undefined }
   state.current = { nodes, edges, meta };
   const snapshot = useCallback((): Snapshot => state.current, []);
   const restore = useCallback((s: Snapshot) => {
-    setNodes(s.nodes);
+    // Selection is not an edit: what is selected now stays selected.
+    const selected = new Set(state.current.nodes.filter((n) => n.selected === true).map((n) => n.id));
+    setNodes(s.nodes.map((n) => ({ ...n, selected: selected.has(n.id) })));
     setEdges(s.edges);
     setMeta(s.meta);
     setIssues([]);
@@ -278,7 +281,8 @@ function Editor({ name, traceId }: { name: string; traceId: string | undefined }
     }
   };
 
-  const current = useCallback(() => toPolicy(meta, nodes, edges), [meta, nodes, edges]);
+  const keyOrder = useRef<string[]>([]);
+  const current = useCallback(() => toPolicy(meta, nodes, edges, keyOrder.current), [meta, nodes, edges]);
 
   const addItem = (item: PaletteItem, at?: { x: number; y: number }) => {
     if (loaded === undefined) return;
