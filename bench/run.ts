@@ -225,7 +225,8 @@ async function main(): Promise<void> {
           : '';
       writeFileSync(
         system,
-        `listener: { bind: 127.0.0.1, port: 0 }\nlogging: { level: info, format: json }\n${tls}${scenario.systemYaml ?? ''}`,
+        `listener: { bind: 127.0.0.1, port: 0${scenario.listener === undefined ? '' : `, ${scenario.listener}`} }\n` +
+          `logging: { level: info, format: json }\n${tls}${scenario.systemYaml ?? ''}`,
       );
       writeFileSync(gateway, scenario.gatewayYaml(origin.port, redis?.url));
       const gw = await startProcess(

@@ -26,6 +26,8 @@ export interface Scenario {
   needsRedis?: boolean;
   /** Extra top-level system.yaml text (e.g. a `debug:` block). */
   systemYaml?: string;
+  /** Extra keys of the `listener:` block (e.g. `http1_server: node`). */
+  listener?: string;
   gatewayYaml(originPort: number, redisUrl?: string): string;
 }
 
@@ -77,6 +79,13 @@ export const scenarios: Scenario[] = [
     path: '/16k',
     payload: '16k',
     gatewayYaml: (port) => oneNode(port, '/16k'),
+  },
+  {
+    name: 'one-node-node-front',
+    title: 'switchyard, node:http front (listener.http1_server: node): listener → upstream → client',
+    path: '/bench',
+    listener: 'http1_server: node',
+    gatewayYaml: (port) => oneNode(port),
   },
   {
     name: 'five-node',
