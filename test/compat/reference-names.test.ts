@@ -11,6 +11,8 @@ import { request } from '../support/http.js';
 import { skipWithoutRedis, startRedis, type RedisServer } from '../support/redis.js';
 import { tempDir } from '../support/temp-dir.js';
 import { waitFor } from '../support/wait.js';
+import { resolveCompatNames } from '../../src/config/compat-names.js';
+import { parseSystemConfig } from '../../src/config/system.js';
 
 const SECRET = 'a session secret both gateways share';
 const WINDOW_SECONDS = 3600;
@@ -146,9 +148,9 @@ async function startGateway(
   const process = spawnGateway(['--system-config', system, '--gateway-config', gateway]);
   const data = `http://127.0.0.1:${port}`;
   try {
-    await waitForHttp(`http://127.0.0.1:${adminPort}/readyz`);
+    await waitForHttp(`http://127.0.0.1:${adminPort}/readyz`, 60000);
     await waitFor(async () => (await fetch(`http://127.0.0.1:${adminPort}/readyz`)).status === 200, {
-      timeoutMs: 15000,
+      timeoutMs: 30000,
       what: `${name} ready`,
     });
   } catch (err) {
@@ -303,3 +305,44 @@ describe(
     });
   },
 );
+
+describe('compat names resolution', () => {
+  test('the switch picks the reference names; a compat key or the feature key overrides one name', () => {
+    const system = parseSystemConfig(
+      [
+        'admin: { username: a, password: secret-password, realm: corp admin }',
+        "config: { source: etcd, etcd: { endpoints: ['http://127.0.0.1:2379'] } }",
+        'debug: { trigger_header: X-Trace-Me }',
+        'compat: { reference_names: true, store_key_prefix: shop }',
+      ].join('\n'),
+      {},
+    );
+    assert.equal(system.debug.trigger_header, 'x-trace-me');
+    assert.equal(system.debug.trace_id_header, 'x-featherbit-trace-id');
+    assert.equal(system.admin?.realm, 'corp admin');
+    assert.equal(system.config.etcd?.prefix, '/featherbit');
+    const names = resolveCompatNames(system.compat);
+    assert.equal(names.storeKeyPrefix, 'shop');
+    assert.equal(names.cacheStatusHeader, 'featherbit-cache-status');
+    assert.equal(names.storeLayout, 'reference');
+  });
+
+  test('without a compat block every name is ours', () => {
+    const system = parseSystemConfig(
+      "config: { source: etcd, etcd: { endpoints: ['http://127.0.0.1:2379'] } }",
+      {},
+    );
+    assert.equal(system.debug.trigger_header, 'x-switchyard-debug');
+    assert.equal(system.debug.trace_id_header, 'x-switchyard-trace-id');
+    assert.equal(system.config.etcd?.prefix, '/switchyard');
+    assert.deepEqual(resolveCompatNames(system.compat), resolveCompatNames(undefined));
+    assert.equal(resolveCompatNames(undefined).storeKeyPrefix, 'sy');
+  });
+
+  test('a compat value of the wrong kind is rejected with its key path', () => {
+    assert.throws(
+      () => parseSystemConfig('compat: { store_layout: fb }', {}),
+      (err: unknown) => JSON.stringify(err).includes('compat.store_layout'),
+    );
+  });
+});
