@@ -89,6 +89,8 @@ export function cleanResponseHeaders(headers: IncomingHttpHeaders): HeaderMap {
 /** The field names a Connection header lists (lowercased), or null when there is none. */
 function connectionOptions(value: string | string[] | undefined): string[] | null {
   if (value === undefined) return null;
+  // What nearly every peer sends: nothing to split.
+  if (value === 'keep-alive' || value === 'close' || value === 'Keep-Alive' || value === 'Close') return null;
   const out: string[] = [];
   for (const part of typeof value === 'string' ? [value] : value) {
     for (const token of part.split(',')) {
