@@ -1,7 +1,8 @@
 import type { AddressInfo } from 'node:net';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { compileGateway, type Runtime } from './engine/compile.js';
+import { compileGateway, compileGatewayAsync, type Runtime } from './engine/compile.js';
+import { parseGatewayConfigOffThread } from './config/parse-off-thread.js';
 import { parseGatewayConfig, type GatewayConfig } from './config/gateway.js';
 import { ConfigRejected, type ConfigIssue } from './config/schema-validate.js';
 import type { SystemConfig } from './config/system.js';
@@ -188,7 +189,8 @@ export class Gateway {
         const next = typeof config === 'function' ? await config(this.runtime.config) : config;
         if (next === UNCHANGED) return this.runtime;
         candidate = next;
-        runtime = this.compile(candidate);
+        // In slices: requests on the running configuration keep being served meanwhile.
+        runtime = await compileWithAsync(candidate, this.logger, this.env, this.gatewayPath, this.scope);
       } catch (err) {
         if (err instanceof ConfigRejected) {
           this.metrics.configRejected(source);
@@ -264,7 +266,7 @@ export class Gateway {
     // Read inside the serialized section: an admin write in flight finishes (renames) first.
     let runtime: Runtime;
     try {
-      runtime = await this.apply(() => parseGatewayConfig((text = readGatewayText(path))), source);
+      runtime = await this.apply(() => parseGatewayConfigOffThread((text = readGatewayText(path))), source);
     } catch (err) {
       if (err instanceof ConfigRejected) this.#fileBroken = true;
       throw err;
@@ -433,6 +435,25 @@ export function compileWith(
 ): Runtime {
   const configDir = gatewayPath === undefined ? undefined : dirname(resolve(gatewayPath));
   return compileGateway(config, {
+    registry,
+    logger,
+    env,
+    templateFactory: templateFactory(env),
+    configDir,
+    scope,
+  });
+}
+
+/** `compileWith` in slices that let requests on the running configuration proceed (reloads, admin writes). */
+export function compileWithAsync(
+  config: GatewayConfig,
+  logger: Logger,
+  env: NodeJS.ProcessEnv,
+  gatewayPath?: string,
+  scope?: GatewayScope,
+): Promise<Runtime> {
+  const configDir = gatewayPath === undefined ? undefined : dirname(resolve(gatewayPath));
+  return compileGatewayAsync(config, {
     registry,
     logger,
     env,

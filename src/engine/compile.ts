@@ -4,13 +4,7 @@ import { interpolateLeaves } from '../config/interpolate.js';
 import { ConfigRejected, didYouMean, type ConfigIssue } from '../config/schema-validate.js';
 import type { Logger } from '../observability/logger.js';
 import type { GatewayScope, PluginDefinition } from '../plugins/define.js';
-import {
-  compileRouter,
-  validateRouteMatch,
-  type ResolvedMatch,
-  type RouteEntry,
-  type Router,
-} from '../server/router.js';
+import { routerBuilder, validateRouteMatch, type ResolvedMatch, type Router } from '../server/router.js';
 import { compilePolicy, type CompileContext } from './compile-policy.js';
 import type { CompiledPolicy } from './graph-types.js';
 import { createGatewayScope } from './gateway-scope.js';
@@ -64,6 +58,40 @@ function uniqueByName<T extends { name: string }>(
 
 /** Validates and compiles a whole gateway configuration; throws ConfigRejected with every issue. */
 export function compileGateway(config: GatewayConfig, options: CompileOptions): Runtime {
+  const steps = compileSteps(config, options);
+  for (;;) {
+    const step = steps.next();
+    if (step.done === true) return step.value;
+  }
+}
+
+/** Event-loop time one slice of `compileGatewayAsync` may take before it lets requests run. */
+export const COMPILE_SLICE_MS = 10;
+
+/**
+ * `compileGateway` in slices of about `sliceMs`, yielding to the event loop between them, so a
+ * reload of thousands of policies does not stall requests served by the running configuration
+ * (docs/benchmarks.md, "Config scale"). Same result and errors as `compileGateway`.
+ */
+export async function compileGatewayAsync(
+  config: GatewayConfig,
+  options: CompileOptions,
+  sliceMs = COMPILE_SLICE_MS,
+): Promise<Runtime> {
+  const steps = compileSteps(config, options);
+  let sliceStart = performance.now();
+  for (;;) {
+    const step = steps.next();
+    if (step.done === true) return step.value;
+    if (performance.now() - sliceStart >= sliceMs) {
+      await new Promise((resolve) => setImmediate(resolve));
+      sliceStart = performance.now();
+    }
+  }
+}
+
+/** The compiler, pausing (yield) after each policy and route batch; the generator's value is the runtime. */
+function* compileSteps(config: GatewayConfig, options: CompileOptions): Generator<void, Runtime> {
   const issues: ConfigIssue[] = [];
   const env = options.env ?? process.env;
   const warnings: string[] = [];
@@ -112,9 +140,11 @@ export function compileGateway(config: GatewayConfig, options: CompileOptions): 
   for (const [name, { item, index }] of uniqueByName(config.policies, 'policies', issues)) {
     const compiled = compilePolicy(item, `policies[${index}]`, cc, issues);
     if (compiled !== undefined) policies.set(name, compiled);
+    yield;
   }
 
-  const entries: RouteEntry<RouteTarget>[] = [];
+  // Each route is validated below, so it goes straight into the router under construction.
+  const router = routerBuilder<RouteTarget>();
   const declaredPolicies = new Set(config.policies.map((p) => p.name));
   for (const [name, { item, index }] of uniqueByName(config.routes, 'routes', issues)) {
     const { host, ...criteria } = item.match ?? {};
@@ -130,8 +160,9 @@ export function compileGateway(config: GatewayConfig, options: CompileOptions): 
         message: `route '${name}': unknown policy '${item.policy}'${didYouMean(item.policy, declaredPolicies)}`,
       });
     } else if (policy !== undefined) {
-      entries.push({ name, match, target: { route: name, policy } });
+      router.add({ name, match, target: { route: name, policy } });
     }
+    if (index % 256 === 255) yield;
   }
 
   const closeAll = async () => {
@@ -149,5 +180,5 @@ export function compileGateway(config: GatewayConfig, options: CompileOptions): 
     void closeAll();
     throw new ConfigRejected(issues);
   }
-  return { config, router: compileRouter(entries), policies, warnings, stores, close: closeAll };
+  return { config, router: router.finish(), policies, warnings, stores, close: closeAll };
 }

@@ -209,11 +209,11 @@ const NO_HEADERS: HeaderMap = {};
 const HOST_CACHE_LIMIT = 1024;
 
 class TrieRouter<T> implements Router<T> {
-  readonly size: number;
-  readonly #routes: CompiledRoute<T>[];
+  size = 0;
+  readonly #routes: CompiledRoute<T>[] = [];
   readonly #root = new PathNode<T>();
   readonly #anyPath = new Bucket<T>();
-  readonly #hostIndexed: boolean;
+  #hostIndexed = false;
   readonly #hostCache = new Map<string, HostKey>();
   // Per-lookup inputs, set at the top of match() and cleared at the end. Lookup is synchronous, so
   // sharing them is safe and spares the recursive walk from threading five extra arguments.
@@ -223,11 +223,13 @@ class TrieRouter<T> implements Router<T> {
   #headers: HeaderMap = NO_HEADERS;
   #path = '';
 
-  constructor(routes: CompiledRoute<T>[]) {
-    this.size = routes.length;
-    this.#routes = routes;
-    this.#hostIndexed = routes.some((r) => r.exactHosts.length > 0 || r.wildcardHosts.length > 0);
-    for (const route of routes) this.#insert(route);
+  /** Appends the next declared route (routes are added in declaration order). */
+  add(entry: RouteEntry<T>): void {
+    const route = compileRoute(entry, this.#routes.length);
+    this.#routes.push(route);
+    this.size = this.#routes.length;
+    if (route.exactHosts.length > 0 || route.wildcardHosts.length > 0) this.#hostIndexed = true;
+    this.#insert(route);
   }
 
   #insert(route: CompiledRoute<T>): void {
@@ -384,5 +386,17 @@ function compileRoute<T>(entry: RouteEntry<T>, index: number): CompiledRoute<T> 
 export function compileRouter<T>(routes: readonly RouteEntry<T>[]): Router<T> {
   const issues = routes.flatMap((r, i) => validateRouteMatch(r.match, `routes[${i}].match`));
   if (issues.length > 0) throw new ConfigRejected(issues);
-  return new TrieRouter(routes.map(compileRoute));
+  const builder = routerBuilder<T>();
+  for (const route of routes) builder.add(route);
+  return builder.finish();
+}
+
+/**
+ * `compileRouter` one route at a time, for a caller that has run `validateRouteMatch` on each
+ * route itself and wants to pause between batches (the compiler, so a reload of thousands of
+ * routes does not stall requests). `finish` returns the router; add nothing after it.
+ */
+export function routerBuilder<T>(): { add(entry: RouteEntry<T>): void; finish(): Router<T> } {
+  const router = new TrieRouter<T>();
+  return { add: (entry) => router.add(entry), finish: () => router };
 }

@@ -1,0 +1,87 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { scaleConfig, scaleConfigYaml } from '../../bench/config-scale-config.js';
+import { checkGatewayShape, parseGatewayConfig } from '../../src/config/gateway.js';
+import { OFF_THREAD_PARSE_BYTES, parseGatewayConfigOffThread } from '../../src/config/parse-off-thread.js';
+import { ConfigRejected } from '../../src/config/schema-validate.js';
+import { compileGatewayAsync } from '../../src/engine/compile.js';
+import { compileWith } from '../../src/gateway.js';
+import { silentLogger } from '../../src/observability/logger.js';
+import { registry } from '../../src/plugins/index.js';
+import { templateFactory } from '../../src/engine/templates.js';
+
+/** Compiles `count` routes + policies; returns the milliseconds it took. */
+async function compileMs(count: number): Promise<number> {
+  const config = checkGatewayShape(scaleConfig(count, { upstreamPort: 9 }));
+  const started = performance.now();
+  const runtime = compileWith(config, silentLogger, {});
+  const took = performance.now() - started;
+  assert.equal(runtime.router.size, count);
+  assert.equal(runtime.policies.size, count);
+  await runtime.close();
+  return took;
+}
+
+test('config scale: compiling 10,000 routes and policies costs about ten times 1,000 (linear, within 30x)', async () => {
+  await compileMs(200); // warm-up: first compiles of each schema and JIT
+  const small = Math.min(await compileMs(1000), await compileMs(1000));
+  const large = await compileMs(10_000);
+  assert.ok(large < small * 30, `10k took ${large.toFixed(0)} ms, 1k took ${small.toFixed(0)} ms`);
+});
+
+test('config scale: the reload compiler yields to the event loop and builds the same runtime', async () => {
+  const config = checkGatewayShape(scaleConfig(2000, { upstreamPort: 9 }));
+  let turns = 0;
+  let probing = true;
+  const probe = () => {
+    turns++;
+    if (probing) setImmediate(probe);
+  };
+  setImmediate(probe);
+  const runtime = await compileGatewayAsync(
+    structuredClone(config),
+    { registry, logger: silentLogger, env: {}, templateFactory: templateFactory({}) },
+    1,
+  );
+  probing = false;
+  const reference = compileWith(structuredClone(config), silentLogger, {});
+  assert.ok(turns >= 10, `the event loop turned ${turns} times during the compile`);
+  assert.deepEqual([...runtime.policies.keys()], [...reference.policies.keys()]);
+  for (const [method, host, path] of [
+    ['GET', 'svc1997.example.test', '/h/x'],
+    ['GET', 'gw', '/svc1999/a'],
+    ['HEAD', 'gw', '/items/1998'],
+  ] as const) {
+    assert.equal(
+      runtime.router.match(method, host, path, {})?.name,
+      reference.router.match(method, host, path, {})?.name,
+    );
+  }
+  assert.equal(runtime.router.match('GET', 'svc1997.example.test', '/h/x', {})?.name, 'r1997');
+  await Promise.all([runtime.close(), reference.close()]);
+});
+
+test('config scale: a large gateway.yaml parsed in a worker thread equals the main-thread parse', async () => {
+  const text = scaleConfigYaml(1000, { upstreamPort: 9 });
+  assert.ok(text.length > OFF_THREAD_PARSE_BYTES, 'large enough to take the worker path');
+  assert.deepEqual(await parseGatewayConfigOffThread(text), parseGatewayConfig(text));
+});
+
+test('config scale: a YAML error in a large file is reported at the same line off-thread', async () => {
+  const text = `${scaleConfigYaml(1000, { upstreamPort: 9 })}consumers: [unclosed\n`;
+  const expected = (() => {
+    try {
+      parseGatewayConfig(text);
+    } catch (err) {
+      return (err as ConfigRejected).issues;
+    }
+    return [];
+  })();
+  assert.equal(expected.length, 1);
+  assert.ok(expected[0]?.line !== undefined, 'the main-thread parse locates the error');
+  await assert.rejects(parseGatewayConfigOffThread(text), (err: unknown) => {
+    assert.ok(err instanceof ConfigRejected);
+    assert.deepEqual(err.issues, expected);
+    return true;
+  });
+});
