@@ -1,6 +1,7 @@
 import type { PluginConfigEntry, PolicyConfig, SupernodeConfig } from '../config/gateway.js';
 import type { ConsumerIndex } from '../config/consumers.js';
 import { didYouMean, type ConfigIssue } from '../config/schema-validate.js';
+import { warnUnverifiedTls } from '../outbound/verify-warning.js';
 import {
   ConfigError,
   type GatewayScope,
@@ -118,6 +119,7 @@ export function compilePolicy(
       stores: cc.stores,
       scope: cc.scope,
     };
+    warnUnverifiedTls(config, (key, message) => env.warn(key, message));
     try {
       const instance = def.create(config as never, env);
       instances.set(flat.id, {

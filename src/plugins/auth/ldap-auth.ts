@@ -47,7 +47,7 @@ export const ldapAuth = definePlugin({
       ldap_uri: { type: 'string', description: 'ldap://host:port or ldaps://host:port.' },
       uid: { type: 'string', default: 'cn', description: 'RDN attribute that carries the username.' },
       use_tls: { type: 'boolean', default: false, description: 'StartTLS before binding (ldap:// only).' },
-      tls_verify: { type: 'boolean', default: false, description: "Verify the directory's certificate." },
+      tls_verify: { type: 'boolean', default: true, description: "Verify the directory's certificate." },
       realm: { type: 'string', default: 'ldap', description: 'Realm of the Basic challenge.' },
       timeout_ms: {
         type: 'number',

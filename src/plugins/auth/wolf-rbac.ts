@@ -51,7 +51,7 @@ export const wolfRbac = definePlugin({
       },
       appid: { type: 'string', minLength: 1, description: 'appID for tokens that carry none.' },
       header_prefix: { type: 'string', default: 'X-', description: 'Prefix of the identity headers.' },
-      ssl_verify: { type: 'boolean', default: false },
+      ssl_verify: { type: 'boolean', default: true },
       timeout_ms: {
         type: 'number',
         exclusiveMinimum: 0,

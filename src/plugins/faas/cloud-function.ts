@@ -64,7 +64,7 @@ const schema = {
         },
       },
     },
-    ...calloutProperties(false),
+    ...calloutProperties(true),
   },
 };
 

@@ -38,7 +38,7 @@ export const httpLogger = definePlugin({
       },
       auth_header: { type: 'string', description: 'Value of the Authorization header.' },
       concat_method: { type: 'string', enum: ['json', 'new_line'], default: 'json' },
-      ssl_verify: { type: 'boolean', default: false },
+      ssl_verify: { type: 'boolean', default: true },
       timeout: { type: 'number', exclusiveMinimum: 0, default: 3, description: 'Seconds per shipment.' },
       ...entryProperties,
       ...batchProperties(),

@@ -49,7 +49,7 @@ export const lokiLogger = definePlugin({
         additionalProperties: { type: ['string', 'number', 'boolean'] },
         default: {},
       },
-      ssl_verify: { type: 'boolean', default: false },
+      ssl_verify: { type: 'boolean', default: true },
       timeout: { type: 'integer', minimum: 1, default: 3000, description: 'Milliseconds per shipment.' },
       ...entryProperties,
       ...batchProperties(),

@@ -325,23 +325,23 @@ test('cloud-function: the client going away aborts the callout (499, nobody sees
 
 // --- TLS ------------------------------------------------------------------------
 
-test('cloud-function: ssl_verify defaults to false (a self-signed endpoint answers); true verifies (503)', async () => {
+test('cloud-function: ssl_verify defaults to true (a self-signed endpoint is refused, 503); false accepts it', async () => {
   const pki = createTestPki();
   try {
     const fn = await startOrigin(echoRequest, {
       https: { cert: readFileSync(pki.serverCert), key: readFileSync(pki.serverKey) },
     });
     try {
-      const lax = createNode(cloudFunction, { function_uri: `https://127.0.0.1:${fn.port}/` }).node;
+      const strict = createNode(cloudFunction, { function_uri: `https://127.0.0.1:${fn.port}/` }).node;
+      const err = await runFails(strict, requestContext(), 'CLOUD_FUNCTION_CALLOUT_ERROR', 503);
+      assert.match(err.message, /certificate/);
+      const lax = createNode(cloudFunction, {
+        function_uri: `https://127.0.0.1:${fn.port}/`,
+        ssl_verify: false,
+      }).node;
       const ctx = requestContext();
       await runOk(lax, ctx);
       assert.equal(ctx.response.status, 200);
-      const strict = createNode(cloudFunction, {
-        function_uri: `https://127.0.0.1:${fn.port}/`,
-        ssl_verify: true,
-      }).node;
-      const err = await runFails(strict, requestContext(), 'CLOUD_FUNCTION_CALLOUT_ERROR', 503);
-      assert.match(err.message, /certificate/);
     } finally {
       await fn.close();
     }
