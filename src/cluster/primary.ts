@@ -1,4 +1,6 @@
 import cluster, { type Worker } from 'node:cluster';
+import { deserialize } from 'node:v8';
+import type { Trace } from '../debug/trace-types.js';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { GatewayConfig } from '../config/gateway.js';
 import type { ApplySource, Gateway } from '../gateway.js';
@@ -105,6 +107,7 @@ export class ClusterPrimary {
   #scrapes = 0;
   #started = false;
   #stopping = false;
+  #rolling: Promise<void> = Promise.resolve();
 
   constructor(options: ClusterPrimaryOptions) {
     this.#gateway = options.gateway;
@@ -119,8 +122,8 @@ export class ClusterPrimary {
       timer: undefined,
       changed: deferred<void>(),
     }));
-    // Structured clone: cached response bodies cross as bytes, not JSON arrays.
-    cluster.setupPrimary({ serialization: 'advanced' });
+    // JSON costs about half of `advanced` per small message (docs/workers.md); bytes travel as base64.
+    cluster.setupPrimary({ serialization: 'json' });
   }
 
   get restarts(): number {
@@ -139,6 +142,21 @@ export class ClusterPrimary {
     }
     this.#started = true;
     this.#gateway.renderMetrics = () => this.renderMetrics();
+    // Workers load certificates from ACME storage when they start; a new one reaches them by a rolling restart.
+    this.#gateway.acme?.onChange(() => {
+      this.#rolling = this.#rolling.then(() => this.#restartAll('ACME certificate changed'));
+    });
+  }
+
+  /** Replaces the workers one at a time, each once its successor listens, so capacity never drops to zero. */
+  async #restartAll(reason: string): Promise<void> {
+    this.#logger.info({ reason }, 'restarting workers one at a time');
+    for (const slot of this.#slots) {
+      if (this.#stopping) return;
+      this.#replace(slot);
+      const handle = slot.handle as WorkerHandle;
+      await until(handle.ready.promise, Date.now() + this.#applyTimeoutMs).catch(() => undefined);
+    }
   }
 
   /**
@@ -254,7 +272,8 @@ export class ClusterPrimary {
       }
       case 'trace': {
         const store = this.#gateway.debug.store;
-        store.add({ ...message.trace, seq: store.nextSeq() });
+        const trace = deserialize(Buffer.from(message.v8, 'base64')) as Trace;
+        store.add({ ...trace, seq: store.nextSeq() });
         return;
       }
       case 'metrics':

@@ -1,13 +1,12 @@
 import type { GatewayConfig } from '../config/gateway.js';
 import type { SystemConfig } from '../config/system.js';
-import type { Trace } from '../debug/trace-types.js';
 import type { ApplySource } from '../gateway.js';
 import type { MetricObjectWithValues, MetricValue } from 'prom-client';
 
 /**
  * Messages between the primary (control plane) and its workers (data plane),
- * sent over the cluster IPC channel with `advanced` serialization so cached
- * bodies travel as bytes. See docs/workers.md.
+ * JSON over the cluster IPC channel; bytes (cached bodies) travel as base64.
+ * See docs/workers.md.
  */
 
 /** A gateway-wide counter operation a worker asks the primary to run; `id` 0 expects no answer. */
@@ -22,8 +21,16 @@ export type SharedCall =
   | [id: 0, op: 'cc-', key: string]
   /** proxy-cache local: look up, store, purge a namespace. */
   | [id: number, op: 'cg', key: string]
-  | [id: 0, op: 'cp', key: string, entry: unknown, ttlSeconds: number]
+  | [id: 0, op: 'cp', key: string, entry: WireResponse, ttlSeconds: number]
   | [id: number, op: 'cx', namespace: string];
+
+/** A cached response on the wire: the body base64-encoded. */
+export interface WireResponse {
+  status: number;
+  headers: Record<string, string | string[]>;
+  body: string;
+  storedAt: number;
+}
 
 export type WorkerMetrics = MetricObjectWithValues<MetricValue<string>>[];
 
@@ -34,7 +41,8 @@ export type ToPrimary =
   | { t: 'ready' }
   | { t: 'applied'; v: number; error?: string }
   | { t: 'calls'; c: SharedCall[] }
-  | { t: 'trace'; trace: Trace }
+  /** A finished trace, v8-serialized (its snapshots may hold bytes) and base64-encoded. */
+  | { t: 'trace'; v8: string }
   | { t: 'metrics'; id: number; m: WorkerMetrics };
 
 export type ToWorker =

@@ -1,6 +1,5 @@
 import type { GatewayScope } from '../plugins/define.js';
 import { LocalResponseCache } from '../plugins/cache/local-cache.js';
-import type { CachedResponse } from '../plugins/cache/response-cache.js';
 import { TokenBuckets } from '../plugins/limits/token-buckets.js';
 import { LocalWindowCounters } from '../plugins/limits/window-counter.js';
 import type { SharedCall } from './protocol.js';
@@ -81,13 +80,13 @@ export class SharedService {
         this.#adjust(key, -1);
         return undefined;
       }
-      case 'cg':
-        return this.#cache().get(call[2]);
+      case 'cg': {
+        const entry = this.#cache().get(call[2]);
+        return entry === undefined ? undefined : { ...entry, body: entry.body.toString('base64') };
+      }
       case 'cp': {
-        const entry = call[3] as CachedResponse;
-        const body = entry.body as Uint8Array;
-        const bytes = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
-        this.#cache().put(call[2], { ...entry, body: bytes }, call[4]);
+        const entry = call[3];
+        this.#cache().put(call[2], { ...entry, body: Buffer.from(entry.body, 'base64') }, call[4]);
         return undefined;
       }
       case 'cx':

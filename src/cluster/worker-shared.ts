@@ -4,6 +4,7 @@ import type { SlotTable } from '../plugins/limits/concurrency.js';
 import { TokenBuckets, type BucketAnswer } from '../plugins/limits/token-buckets.js';
 import type { WindowCounter, WindowResult } from '../plugins/limits/window-counter.js';
 import type { PrimaryChannel } from './primary-channel.js';
+import type { WireResponse } from './protocol.js';
 
 /**
  * The `wrapShared` of a worker's gateway scope: the local counters and cache
@@ -23,9 +24,37 @@ export function workerSharedState(channel: PrimaryChannel): (key: string, local:
   };
 }
 
+/**
+ * Fixed windows counted by the primary. A window the primary reports full
+ * stays full until it resets (rejections are not counted), so the worker
+ * answers those rejections itself, exactly, without a round trip: a flood
+ * over the limit costs no IPC.
+ */
 function windowCounter(channel: PrimaryChannel): WindowCounter {
+  const full = new Map<string, number>();
+  let sweepAt = 0;
   return {
-    take: (key, limit, windowMs) => channel.call<WindowResult>(['fw', key, limit, windowMs]),
+    take(key, limit, windowMs) {
+      const now = Date.now();
+      // A reload may raise the limit: a window full at 5 is not full at 10.
+      const fullKey = `${limit}\u0000${key}`;
+      const resetAt = full.get(fullKey);
+      if (resetAt !== undefined) {
+        if (now < resetAt)
+          return { allowed: false, remaining: 0, resetSeconds: Math.ceil((resetAt - now) / 1000) };
+        full.delete(fullKey);
+      }
+      if (now >= sweepAt) {
+        sweepAt = now + 60_000;
+        for (const [k, at] of full) if (at <= now) full.delete(k);
+      }
+      return channel.call<WindowResult>(['fw', key, limit, windowMs]).then((result) => {
+        // Within a second of its reset the window may already be open again: ask next time.
+        if (!result.allowed && result.resetSeconds > 1)
+          full.set(fullKey, now + (result.resetSeconds - 1) * 1000);
+        return result;
+      });
+    },
   };
 }
 
@@ -42,15 +71,12 @@ function responseCache(channel: PrimaryChannel): ResponseCache {
   return {
     backend: 'local',
     store: '',
-    async get(key) {
-      const entry = await channel.call<CachedResponse | undefined>(['cg', key]);
-      if (entry === undefined) return undefined;
-      // The structured clone hands bytes back as a Uint8Array.
-      const body = entry.body as Uint8Array;
-      return { ...entry, body: Buffer.from(body.buffer, body.byteOffset, body.byteLength) };
+    async get(key): Promise<CachedResponse | undefined> {
+      const entry = await channel.call<WireResponse | undefined>(['cg', key]);
+      return entry === undefined ? undefined : { ...entry, body: Buffer.from(entry.body, 'base64') };
     },
     put(key, entry, ttlSeconds) {
-      channel.notify(['cp', key, entry, ttlSeconds]);
+      channel.notify(['cp', key, { ...entry, body: entry.body.toString('base64') }, ttlSeconds]);
     },
     purge: (id) => channel.call<number>(['cx', id]),
   };

@@ -1,3 +1,4 @@
+import { serialize } from 'node:v8';
 import { Gateway } from '../gateway.js';
 import { createLogger } from '../observability/logger.js';
 import { registerStreamMetrics } from '../observability/stream-metrics.js';
@@ -76,7 +77,7 @@ export async function runClusterWorker(): Promise<number> {
       config,
     );
     const debugStore = gateway.debug.store;
-    debugStore.forward = (trace) => send({ t: 'trace', trace });
+    debugStore.forward = (trace) => send({ t: 'trace', v8: serialize(trace).toString('base64') });
     await gateway.listen();
     streams = await startStreamListeners(system, logger);
     if (streams.length > 0) registerStreamMetrics(gateway.metrics.registry, () => streams);

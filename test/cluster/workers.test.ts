@@ -1,5 +1,6 @@
 /** `workers: 2`: two worker processes behave as one gateway (docs/workers.md). */
 import assert from 'node:assert/strict';
+import { connect } from 'node:net';
 import { after, before, test } from 'node:test';
 import { request, type SimpleResponse } from '../support/http.js';
 import { gate, startOrigin, type Origin } from '../support/origins.js';
@@ -28,6 +29,7 @@ routes:
   - { name: rated, match: { path: /rated }, policy: rated }
   - { name: conn, match: { path: /conn }, policy: conn }
   - { name: slow, match: { path: /slow }, policy: slow }
+  - { name: cached, match: { path: /cached }, policy: cached }
 policies:${mock('hello', 'v1')}${mock('traced', 'traced')}
   - name: limited
     nodes:
@@ -65,6 +67,20 @@ policies:${mock('hello', 'v1')}${mock('traced', 'traced')}
       - { from: up.success, to: give.in }
       - { from: give.success, to: client.in }
       - { from: give.limited, to: client.in }
+  - name: cached
+    nodes:
+      - { id: listener, type: listener }
+      - { id: lookup, type: proxy-cache, config: { phase: lookup, id: shared, cache_status_header: x-cache } }
+      - { id: up, type: upstream, config: { targets: [{ host: 127.0.0.1, port: ${port} }] } }
+      - { id: store, type: proxy-cache, config: { phase: store, id: shared, cache_ttl: 600, cache_status_header: x-cache } }
+      - { id: client, type: client }
+    edges:
+      - { from: listener.out, to: lookup.in }
+      - { from: lookup.success, to: up.in }
+      - { from: lookup.hit, to: client.in }
+      - { from: up.success, to: store.in }
+      - { from: store.success, to: client.in }
+      - { from: store.hit, to: client.in }
   - name: slow
     nodes:
       - { id: listener, type: listener }
@@ -79,6 +95,22 @@ policies:${mock('hello', 'v1')}${mock('traced', 'traced')}
 const many = (count: number, path: string, headers: Record<string, string> = {}): Promise<SimpleResponse[]> =>
   Promise.all(Array.from({ length: count }, () => request(`${gw.data}${path}`, { headers })));
 
+/** True when a TCP connection to `port` is refused (or not accepted within a second). */
+function refused(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.setTimeout(1000, () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once('error', () => resolve(true));
+  });
+}
+
 /** Requests each worker answered while `work` ran. */
 async function servedDuring(work: () => Promise<unknown>): Promise<number[]> {
   const before = await gw.workers();
@@ -88,8 +120,8 @@ async function servedDuring(work: () => Promise<unknown>): Promise<number[]> {
 }
 
 before(async () => {
-  origin = await startOrigin(async (_req, res) => {
-    await held.wait;
+  origin = await startOrigin(async (req, res) => {
+    if (req.url?.startsWith('/slow') === true || req.url?.startsWith('/conn') === true) await held.wait;
     res.writeHead(200, { 'content-type': 'text/plain' });
     res.end('slow done');
   });
@@ -139,10 +171,33 @@ test('workers: a rate-limit burst of 3 is one bucket for the whole gateway', asy
   assert.equal(answers.filter((a) => a.status === 429).length, 7);
 });
 
+test('workers: the local proxy-cache is one cache: a response stored by one worker is a hit on the other', async () => {
+  const first = await request(`${gw.data}/cached`);
+  assert.equal(first.status, 200);
+  const atOrigin = origin.requests.filter((r) => r.url === '/cached').length;
+  assert.equal(atOrigin, 1);
+  // The store is a notice to the primary; the first hit may race it, so wait for one.
+  await waitFor(async () => (await request(`${gw.data}/cached`)).headers['x-cache'] === 'HIT', {
+    what: 'a cache hit',
+  });
+  const served = await servedDuring(async () => {
+    const answers = await many(10, '/cached');
+    assert.deepEqual(new Set(answers.map((a) => a.headers['x-cache'])), new Set(['HIT']));
+    assert.deepEqual(new Set(answers.map((a) => a.body)), new Set([first.body]));
+  });
+  assert.ok(
+    served.every((n) => n > 0),
+    `both workers answered from the cache: ${served.join(', ')}`,
+  );
+  assert.equal(origin.requests.filter((r) => r.url === '/cached').length, 1);
+});
+
 test('workers: limit-conn of 1 rejects a second in-flight request whichever worker takes it', async () => {
   held = gate();
   const first = request(`${gw.data}/conn`);
-  await waitFor(() => origin.requests.length > 0, { what: 'the first request to reach the origin' });
+  await waitFor(() => origin.requests.some((r) => r.url === '/conn'), {
+    what: 'the first request to reach the origin',
+  });
   const others = await many(4, '/conn');
   assert.deepEqual(
     others.map((a) => a.status),
@@ -240,20 +295,18 @@ test('workers: SIGTERM lets every worker finish its in-flight requests, then the
   gw.process.child.kill('SIGTERM');
   await waitFor(() => gw.process.output().includes('shutting down'), { what: 'the shutdown to begin' });
   // New connections are refused while the old ones drain.
-  await waitFor(
-    () =>
-      request(`${gw.data}/hello`).then(
-        () => false,
-        () => true,
-      ),
-    { what: 'the listener to close' },
-  );
+  const port = Number(new URL(gw.data).port);
+  await waitFor(() => refused(port), { what: 'the listener to close' });
   held.release();
-  const answers = await Promise.all(inflight);
-  assert.deepEqual(
-    answers.map((a) => a.status),
-    [200, 200, 200, 200],
+  const answers = await Promise.all(
+    inflight.map((r) =>
+      r.then(
+        (a) => a.status,
+        (err: Error) => err.message,
+      ),
+    ),
   );
+  assert.deepEqual(answers, [200, 200, 200, 200], gw.process.output().slice(-3000));
   const started = Date.now();
   assert.equal(await gw.process.exited, 0);
   assert.ok(Date.now() - started < 10_000, 'exited within shutdown_timeout_seconds');
