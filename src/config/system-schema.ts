@@ -441,6 +441,8 @@ export const systemSchema = {
         { type: 'string', enum: ['auto'] },
       ],
       default: 1,
+      description:
+        "Data-plane worker processes (node:cluster); 'auto' = available cores capped by the cgroup CPU quota. 1 = one process, no primary (docs/workers.md).",
     },
   },
 } as const;
