@@ -17,11 +17,16 @@ export type AccessFormat = 'json' | 'combined';
 /** Builds one access-log line (with its newline) from the facts of a finished request. */
 export type LineFormatter = (facts: AccessFacts) => string;
 
+/** Query parameter names seen so far and whether they are secret; bounded, names come from clients. */
+const MAX_REMEMBERED_NAMES = 1024;
+
 /**
  * The request target as logged: the path as sent, with the value of every
  * query parameter the trace redaction calls secret replaced by `<redacted>`.
+ * The verdict per parameter name is remembered (the rule is a dozen
+ * substring tests).
  */
-export function redactTarget(target: string, redaction: Redaction): string {
+export function redactTarget(target: string, redaction: Redaction, seen?: Map<string, boolean>): string {
   const q = target.indexOf('?');
   if (q === -1) return target;
   const pairs = target.slice(q + 1).split('&');
@@ -30,13 +35,31 @@ export function redactTarget(target: string, redaction: Redaction): string {
     const pair = pairs[i]!;
     const eq = pair.indexOf('=');
     if (eq === -1) continue;
-    if (redaction.queryParam(decodeName(pair.slice(0, eq)))) {
+    const rawName = pair.slice(0, eq);
+    let secret = seen?.get(rawName);
+    if (secret === undefined) {
+      secret = redaction.queryParam(decodeName(rawName));
+      if (seen !== undefined && seen.size < MAX_REMEMBERED_NAMES) seen.set(rawName, secret);
+    }
+    if (secret) {
       pairs[i] = `${pair.slice(0, eq + 1)}${REDACTED}`;
       changed = true;
     }
   }
   return changed ? `${target.slice(0, q + 1)}${pairs.join('&')}` : target;
 }
+
+/** `Date#toISOString`, computed once per millisecond. */
+function isoNow(): string {
+  const now = Date.now();
+  if (now !== lastIsoAt) {
+    lastIsoAt = now;
+    lastIso = new Date(now).toISOString();
+  }
+  return lastIso;
+}
+let lastIsoAt = 0;
+let lastIso = '';
 
 function decodeName(raw: string): string {
   try {
@@ -74,17 +97,18 @@ export function jsonFields(
   facts: AccessFacts,
   redaction: Redaction,
   requestIdHeader: string,
+  seen?: Map<string, boolean>,
 ): Record<string, unknown> {
   const { req, ctx, status } = facts;
   const upstream = upstreamOf(ctx);
   const referer = header(req, undefined, 'referer');
   const moved = transferOf(req, ctx, status);
   return {
-    time: new Date().toISOString(),
+    time: isoNow(),
     request_id: header(req, ctx, requestIdHeader) ?? null,
     client: clientOf(req, ctx),
     method: req.method ?? 'GET',
-    path: redactTarget(req.url ?? '', redaction),
+    path: redactTarget(req.url ?? '', redaction, seen),
     protocol: `HTTP/${req.httpVersion}`,
     host: req.headers.host ?? req.headers[':authority'] ?? null,
     status,
@@ -126,11 +150,11 @@ export function escapeQuoted(text: string): string {
  * Apache/NCSA combined: `client - consumer [time] "request" status bytes
  * "referer" "user-agent"`; the consumer is the authenticated user (`%u`).
  */
-export function combinedLine(facts: AccessFacts, redaction: Redaction): string {
+export function combinedLine(facts: AccessFacts, redaction: Redaction, seen?: Map<string, boolean>): string {
   const { req, ctx, status } = facts;
   const consumer = ctx?.consumer?.name;
   const bytes = transferOf(req, ctx, status).out;
-  const target = redactTarget(req.url ?? '', redaction);
+  const target = redactTarget(req.url ?? '', redaction, seen);
   const referer = header(req, undefined, 'referer');
   const agent = header(req, undefined, 'user-agent');
   return (
@@ -148,6 +172,7 @@ export function lineFormatter(
   redaction: Redaction,
   requestIdHeader: string,
 ): LineFormatter {
-  if (format === 'combined') return (facts) => combinedLine(facts, redaction);
-  return (facts) => `${JSON.stringify(jsonFields(facts, redaction, requestIdHeader))}\n`;
+  const seen = new Map<string, boolean>();
+  if (format === 'combined') return (facts) => combinedLine(facts, redaction, seen);
+  return (facts) => `${JSON.stringify(jsonFields(facts, redaction, requestIdHeader, seen))}\n`;
 }

@@ -76,7 +76,17 @@ export class AccessLog {
 
   readonly write = (...[route, status, startedAt, , req, ctx]: Parameters<RequestFinished>): void => {
     if (req === undefined || this.#closed) return;
-    this.#dest.write(this.#format({ route, status, startedAt, req, ctx }));
+    // Lines of one event-loop turn go to the destination as one write.
+    if (this.#pending === '') setImmediate(this.#flush);
+    this.#pending += this.#format({ route, status, startedAt, req, ctx });
+  };
+
+  #pending = '';
+
+  readonly #flush = (): void => {
+    const chunk = this.#pending;
+    this.#pending = '';
+    if (chunk !== '') this.#dest.write(chunk);
   };
 
   /** Reopens the file by its path (logrotate moved the old one away); a no-op for stdout. */
@@ -94,6 +104,7 @@ export class AccessLog {
   close(): Promise<void> {
     if (this.#closed) return Promise.resolve();
     this.#closed = true;
+    this.#flush();
     const dest = this.#dest;
     return new Promise((resolve) => {
       dest.once('close', () => resolve());

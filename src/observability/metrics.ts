@@ -1,23 +1,23 @@
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Registry } from 'prom-client';
 import type { Context } from '../engine/context.js';
 import type { ServerRequest } from '../server/data-plane.js';
 import { statusClass, transferOf } from './request-facts.js';
+import { FastCounter, FastHistogram, type CounterCell, type HistogramCell } from './fast-metrics.js';
 
 type CounterChild = ReturnType<Counter<string>['labels']>;
 
 /** What `gateway_cache_events_total` counts (SPEC Events); `invalid_entry` is a stored value that does not parse. */
 export type CacheEvent =
   'hit' | 'miss' | 'backend_error' | 'eviction' | 'size_skip' | 'invalid_entry' | 'purge';
-type HistogramChild = ReturnType<Histogram<string>['labels']>;
 
-/** Per-route children, created on a route's first request and reused after. */
+/** Per-route cells, looked up on a route's first request (and again after a reload), then reused. */
 interface RouteChildren {
-  byStatus: Map<number, CounterChild>;
-  errors: CounterChild;
+  byStatus: Map<number, CounterCell>;
+  errors: CounterCell;
   /** Indexed by status class (1 to 5; 0 for anything else). */
-  duration: (HistogramChild | undefined)[];
-  bytesIn: CounterChild;
-  bytesOut: CounterChild;
+  duration: (HistogramCell | undefined)[];
+  bytesIn: CounterCell;
+  bytesOut: CounterCell;
   policy: string;
 }
 
@@ -51,13 +51,14 @@ export interface NodeSample {
 
 export class GatewayMetrics {
   readonly registry = new Registry();
-  readonly #requests: Counter<'route' | 'status'>;
-  readonly #requestErrors: Counter<'route'>;
-  readonly #duration: Histogram<'route' | 'policy' | 'status_class'>;
-  readonly #bytesIn: Counter<'route'>;
-  readonly #bytesOut: Counter<'route'>;
-  readonly #upstreamDuration: Histogram<'policy' | 'node_id' | 'target'>;
-  readonly #upstreamChildren = new Map<string, HistogramChild>();
+  // Per-request series: cells resolved once, plain additions per request (./fast-metrics.ts).
+  readonly #requests: FastCounter<'route' | 'status'>;
+  readonly #requestErrors: FastCounter<'route'>;
+  readonly #duration: FastHistogram<'route' | 'policy' | 'status_class'>;
+  readonly #bytesIn: FastCounter<'route'>;
+  readonly #bytesOut: FastCounter<'route'>;
+  readonly #upstreamDuration: FastHistogram<'policy' | 'node_id' | 'target'>;
+  readonly #upstreamChildren = new Map<string, HistogramCell>();
   readonly #reloads: Counter<'source' | 'result'>;
   readonly #lastReloadOk: Gauge;
   readonly #lastReloadAt: Gauge;
@@ -75,38 +76,38 @@ export class GatewayMetrics {
 
   constructor() {
     const registers = [this.registry];
-    this.#requests = new Counter({
+    this.#requests = new FastCounter({
       name: 'gateway_requests_total',
       help: 'Requests answered by the data plane, by route ("" when no route matched) and status.',
       labelNames: ['route', 'status'],
       registers,
     });
-    this.#requestErrors = new Counter({
+    this.#requestErrors = new FastCounter({
       name: 'gateway_request_errors_total',
       help: 'Requests during which a node failed (outcome-port exits are not errors).',
       labelNames: ['route'],
       registers,
     });
-    this.#duration = new Histogram({
+    this.#duration = new FastHistogram({
       name: 'gateway_request_duration_seconds',
       help: 'Time from receiving a request to finishing its response, by route, policy and status class (2xx…).',
       labelNames: ['route', 'policy', 'status_class'],
       buckets: LATENCY_BUCKETS,
       registers,
     });
-    this.#bytesIn = new Counter({
+    this.#bytesIn = new FastCounter({
       name: 'gateway_request_bytes_total',
       help: 'Bytes received from clients (HTTP/1.x: request line, headers and body; HTTP/2: bodies), by route.',
       labelNames: ['route'],
       registers,
     });
-    this.#bytesOut = new Counter({
+    this.#bytesOut = new FastCounter({
       name: 'gateway_response_bytes_total',
       help: 'Bytes sent to clients (HTTP/1.x: status line, headers and body; HTTP/2: bodies), by route.',
       labelNames: ['route'],
       registers,
     });
-    this.#upstreamDuration = new Histogram({
+    this.#upstreamDuration = new FastHistogram({
       name: 'gateway_upstream_duration_seconds',
       help: 'Time an upstream target took to answer (headers when streaming, the whole body when buffered), by policy, node id and target.',
       labelNames: ['policy', 'node_id', 'target'],
@@ -213,34 +214,34 @@ export class GatewayMetrics {
     if (children === undefined) {
       children = {
         byStatus: new Map(),
-        errors: this.#requestErrors.labels(route),
+        errors: this.#requestErrors.cell(route),
         duration: [],
-        bytesIn: this.#bytesIn.labels(route),
-        bytesOut: this.#bytesOut.labels(route),
+        bytesIn: this.#bytesIn.cell(route),
+        bytesOut: this.#bytesOut.cell(route),
         policy: ctx?.policy ?? '',
       };
       this.#routes.set(route, children);
     }
     let counter = children.byStatus.get(status);
     if (counter === undefined) {
-      counter = this.#requests.labels(route, String(status));
+      counter = this.#requests.cell(route, String(status));
       children.byStatus.set(status, counter);
     }
-    counter.inc();
+    counter.value++;
     const cls = status >= 100 && status < 600 ? (status / 100) | 0 : 0;
     let duration = children.duration[cls];
     if (duration === undefined) {
       // A route keeps its policy until a reload rewires it; the label follows the first request seen.
       if (ctx !== undefined && ctx.policy !== '') children.policy = ctx.policy;
-      duration = this.#duration.labels(route, children.policy, statusClass(status));
+      duration = this.#duration.cell(route, children.policy, statusClass(status));
       children.duration[cls] = duration;
     }
     duration.observe((performance.now() - startedAt) / 1000);
-    if (nodeErrors === undefined ? status >= 500 : nodeErrors > 0) children.errors.inc();
+    if (nodeErrors === undefined ? status >= 500 : nodeErrors > 0) children.errors.value++;
     if (req !== undefined) {
       const moved = transferOf(req, ctx, status);
-      if (moved.in > 0) children.bytesIn.inc(moved.in);
-      if (moved.out > 0) children.bytesOut.inc(moved.out);
+      children.bytesIn.value += moved.in;
+      children.bytesOut.value += moved.out;
     }
     const upstream = ctx?.upstream;
     if (upstream !== undefined) this.#upstreamObserve(upstream.where, upstream.address, upstream.seconds);
@@ -252,7 +253,7 @@ export class GatewayMetrics {
     const key = `${policy}\u0000${node}\u0000${address}`;
     let child = this.#upstreamChildren.get(key);
     if (child === undefined) {
-      child = this.#upstreamDuration.labels(policy, node, address);
+      child = this.#upstreamDuration.cell(policy, node, address);
       this.#upstreamChildren.set(key, child);
     }
     child.observe(seconds);
