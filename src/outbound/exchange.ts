@@ -5,6 +5,7 @@ import type { Dispatcher } from 'undici';
 import { ClientAbortedError, DeadlineExceededError, ExchangeError, type ExchangePhase } from './errors.js';
 import { UpstreamBody, type BodySource } from './upstream-body.js';
 import { deadlineQueue, type DeadlineQueue, type Deadlined } from './deadlines.js';
+import { parseResponseHeaders } from './proxy-headers.js';
 
 /** One outbound request. `headers` is a flat `[name, value, name, value…]` list. */
 export interface ExchangeRequest {
@@ -23,6 +24,8 @@ export interface ExchangeLimits {
   readonly idleMs: number;
   /** Resolve at the headers with the body left flowing, instead of after reading it all. */
   readonly streaming: boolean;
+  /** Drop hop-by-hop response fields (and those Connection lists) while parsing: the answer is relayed. */
+  readonly dropHopByHop?: boolean;
 }
 
 export interface ExchangeResult {
@@ -77,7 +80,9 @@ class Exchange implements Dispatcher.DispatchHandler, BodySource, Deadlined {
   readonly #observer: ExchangeObserver | null;
   #resolve: ((result: ExchangeResult) => void) | null = null;
   #reject: ((err: ExchangeError) => void) | null = null;
-  #controller: Dispatcher.DispatchController | null = null;
+  /** undici's abort and resume for this request (its raw-header handler interface). */
+  #abortRequest: ((err?: Error) => void) | null = null;
+  #resumeRead: (() => void) | null = null;
   /** The queue this exchange's deadline is armed in, while it is. */
   #deadlines: DeadlineQueue | null = null;
   deadlineAt = 0;
@@ -129,27 +134,28 @@ class Exchange implements Dispatcher.DispatchHandler, BodySource, Deadlined {
     return promise;
   }
 
-  // --- undici handler -------------------------------------------------------
+  // --- undici handler (the raw-header interface: no wrapper, headers parsed once, here) ----
 
-  onRequestStart(controller: Dispatcher.DispatchController): void {
-    this.#controller = controller;
-    if (this.#abortReason !== null) controller.abort(this.#abortReason);
+  onConnect(abort: (err?: Error) => void): void {
+    this.#abortRequest = abort;
+    if (this.#abortReason !== null) abort(this.#abortReason);
     else this.#phase = 'request';
   }
 
-  onResponseStart(
-    _controller: Dispatcher.DispatchController,
-    status: number,
-    headers: IncomingHttpHeaders,
-  ): void {
-    if (status < 200) return; // 1xx informational: the real response follows
+  onHeaders(status: number, raw: Buffer[], resume: () => void): boolean {
+    if (status < 200) return true; // 1xx informational: the real response follows
+    this.#resumeRead = resume;
     this.#phase = 'body';
     this.#clearTimer();
     this.#observer?.exchangeHeaders(performance.now() - this.#startedAt);
     this.#status = status;
-    this.#headers = headers;
+    this.#headers = parseResponseHeaders(raw, this.#limits.dropHopByHop === true);
     this.#chunks = [];
-    if (!this.#limits.streaming) return;
+    if (this.#limits.streaming) this.#streamingStart(status);
+    return true;
+  }
+
+  #streamingStart(status: number): void {
     // A HEAD or bodiless answer keeps its upstream framing headers: only a stream carries them as they are.
     if (this.#method === 'HEAD' || status === 204 || status === 304) {
       this.promote();
@@ -170,16 +176,16 @@ class Exchange implements Dispatcher.DispatchHandler, BodySource, Deadlined {
     this.#settle({ status: this.#status, headers: this.#headers, body: null, stream });
   }
 
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    if (this.#stream !== null) {
-      if (!this.#stream.push(chunk)) controller.pause();
-    } else if (this.#chunks !== null) {
+  onData(chunk: Buffer): boolean {
+    if (this.#stream !== null) return this.#stream.push(chunk);
+    if (this.#chunks !== null) {
       this.#chunks.push(chunk);
       this.#length += chunk.length;
     }
+    return true;
   }
 
-  onResponseEnd(): void {
+  onComplete(): void {
     if (this.#ended) return;
     this.#end(null);
     if (this.#stream !== null) {
@@ -192,7 +198,7 @@ class Exchange implements Dispatcher.DispatchHandler, BodySource, Deadlined {
     this.#settle({ status: this.#status, headers: this.#headers, body, stream: null });
   }
 
-  onResponseError(_controller: Dispatcher.DispatchController | undefined, err: Error): void {
+  onError(err: Error): void {
     if (this.#ended) return;
     this.#failWith(this.#abortReason ?? err);
   }
@@ -200,7 +206,7 @@ class Exchange implements Dispatcher.DispatchHandler, BodySource, Deadlined {
   // --- body source ----------------------------------------------------------
 
   resumeBody(): void {
-    this.#controller?.resume();
+    this.#resumeRead?.();
   }
 
   bodyDestroyed(_err: Error | null): void {
@@ -209,7 +215,7 @@ class Exchange implements Dispatcher.DispatchHandler, BodySource, Deadlined {
     const reason = new ClientAbortedError();
     this.#abortReason = reason;
     this.#end(reason);
-    this.#controller?.abort(reason);
+    this.#abortRequest?.(reason);
   }
 
   // --- aborts -----------------------------------------------------------------
@@ -226,8 +232,8 @@ class Exchange implements Dispatcher.DispatchHandler, BodySource, Deadlined {
 
   #abort(reason: Error): void {
     this.#abortReason = reason;
-    // Once on a socket, undici reports the abort synchronously through onResponseError.
-    this.#controller?.abort(reason);
+    // Once on a socket, undici reports the abort synchronously through onError.
+    this.#abortRequest?.(reason);
     // Still connecting: undici will call onRequestStart later, where the reason is applied.
     if (!this.#ended) this.#failWith(reason);
   }

@@ -104,3 +104,37 @@ function connectionOptions(value: string | string[] | undefined): string[] | nul
 function firstValue(value: string | string[] | undefined): string | undefined {
   return typeof value === 'string' ? value : value?.[0];
 }
+
+/**
+ * undici's raw response headers as a map: lowercased names, latin1 values,
+ * repeated fields as lists (what undici's own parsing gives). With
+ * `dropHopByHop`, also what {@link cleanResponseHeaders} does, in the same
+ * pass: hop-by-hop fields and those Connection lists left out, Set-Cookie
+ * always a list.
+ */
+export function parseResponseHeaders(raw: Buffer[], dropHopByHop: boolean): IncomingHttpHeaders {
+  const out: IncomingHttpHeaders = {};
+  let listed: string[] | null = null;
+  if (dropHopByHop) {
+    for (let i = 0; i < raw.length; i += 2) {
+      if (raw[i]!.length !== 10) continue;
+      const name = raw[i]!.toString('latin1').toLowerCase();
+      if (name !== 'connection') continue;
+      const options = connectionOptions(raw[i + 1]!.toString('latin1'));
+      if (options !== null) listed = listed === null ? options : listed.concat(options);
+    }
+  }
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!.toString('latin1').toLowerCase();
+    if (dropHopByHop && (HOP_BY_HOP_SET.has(name) || (listed !== null && listed.includes(name)))) continue;
+    const value = raw[i + 1]!.toString('latin1');
+    const prior = Object.hasOwn(out, name) ? out[name] : undefined;
+    if (prior === undefined) {
+      if (name === '__proto__')
+        Object.defineProperty(out, name, { value, enumerable: true, writable: true, configurable: true });
+      else out[name] = dropHopByHop && name === 'set-cookie' ? [value] : value;
+    } else if (typeof prior === 'string') out[name] = [prior, value];
+    else prior.push(value);
+  }
+  return out;
+}

@@ -13,7 +13,7 @@ import { exchange, type ExchangeLimits, type ExchangeRequest } from './exchange.
 import { ActiveHealthChecker, type ActivePolicy } from './health/active.js';
 import type { PassivePolicy } from './health/passive.js';
 import { acquirePool, type PoolLease } from './pool-registry.js';
-import { buildRequestHeaders, cleanResponseHeaders, HOST_VALUE_INDEX } from './proxy-headers.js';
+import { buildRequestHeaders, HOST_VALUE_INDEX } from './proxy-headers.js';
 import { formatAddress, Target, type HealthListener, type TargetSpec } from './target.js';
 import type { TlsMaterial } from './tls.js';
 
@@ -86,7 +86,8 @@ export class UpstreamPool {
       return new Target(i, spec, lease.pool, options.passive, log);
     });
     this.#balancer = createBalancer(options.balancer, this.#targets, options.hashKey);
-    this.#limits = options.limits;
+    // The answer is relayed: the exchange leaves hop-by-hop fields out while parsing.
+    this.#limits = { ...options.limits, dropHopByHop: true };
     this.#scheme = options.scheme;
     this.#tls = options.tls;
     this.#retries = options.retries;
@@ -131,7 +132,7 @@ export class UpstreamPool {
         const response = ctx.response;
         if (response.stream !== null) response.discardStream();
         response.status = res.status;
-        response.headers = withEarlierHeaders(cleanResponseHeaders(res.headers), response.headers);
+        response.headers = withEarlierHeaders(res.headers, response.headers);
         response.body = res.body;
         response.stream = res.stream;
         return result;
