@@ -205,7 +205,7 @@ function Editor({ name, traceId }: { name: string; traceId: string | undefined }
     for (const step of trace?.steps ?? []) {
       const id = outerNode(step.node_id);
       const v = visits.get(id) ?? { steps: [], us: 0, error: false };
-      v.steps.push(step.index);
+      v.steps.push(step.index + 1); // shown counting from 1
       v.us += step.duration_us;
       v.error ||= step.outcome.kind === 'error';
       visits.set(id, v);
