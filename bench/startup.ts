@@ -24,13 +24,9 @@ const CLK_TCK = 100;
 /** How a mode starts the CLI: the build's entry module directly, or the sources through bin/. */
 type Mode = 'dist' | 'source';
 
-function command(mode: Mode, args: string[]): string[] {
-  if (mode === 'source') return [join(root, 'bin', 'switchyard.js'), ...args];
-  // The build's cli module as bin/switchyard.js runs it, without bin's check that dist/ is fresh.
-  const entry = `const { main } = await import(${JSON.stringify(join(root, 'dist', 'cli.js'))});
-const code = await main(process.argv.slice(1));
-setImmediate(() => process.exit(code));`;
-  return ['--input-type=module', '-e', entry, '--', ...args];
+/** bin/switchyard.js; SWITCHYARD_FROM_SOURCE (set per mode below) picks the build or the sources. */
+function command(_mode: Mode, args: string[]): string[] {
+  return [join(root, 'bin', 'switchyard.js'), ...args];
 }
 
 /** user+system CPU milliseconds of a live process. */

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Runs the compiled build (dist/, made by `npm ci`'s prepare step or `npm run build`) when it is
 // at least as new as every source, else the TypeScript sources through tsx's loader, so a stale
-// build never runs. SWITCHYARD_FROM_SOURCE=1 forces the sources (the test runner sets it).
+// build never runs. SWITCHYARD_FROM_SOURCE=1 forces the sources (the test runner sets it), =0 the
+// build (benchmarks of the build).
 // See docs/deployment.md.
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -29,6 +30,7 @@ function useBuild() {
   // An installed package ships dist/ without src/.
   if (!existsSync(src)) return true;
   if (process.env.SWITCHYARD_FROM_SOURCE === '1') return false;
+  if (process.env.SWITCHYARD_FROM_SOURCE === '0') return true;
   return typeof builtAt === 'number' && newest(src) < builtAt;
 }
 

@@ -81,6 +81,12 @@ test('bin: SWITCHYARD_FROM_SOURCE=1 (set by the test runner) runs the sources ev
   assert.equal(run({ SWITCHYARD_FROM_SOURCE: '1' }), 'source');
 });
 
+test('bin: SWITCHYARD_FROM_SOURCE=0 runs the build even when a source is newer (benchmarks of the build)', () => {
+  freshBuild();
+  stamp(builtAt + 1000, 'src/engine/run.ts');
+  assert.equal(run({ SWITCHYARD_FROM_SOURCE: '0' }), 'dist');
+});
+
 test('bin: without build-info.json (no build, or one cut short) the sources run', () => {
   freshBuild();
   rmSync(join(root, 'dist/build-info.json'));
