@@ -14,6 +14,8 @@ import { answerUpgrade, attachUpgrade, isRelayed } from './websocket.js';
 import { isWebSocketUpgrade, serveWithoutUpgrade } from './ignored-upgrade.js';
 import type { Duplex } from 'node:stream';
 import { sendJson, sendResponse, type Reply } from './respond.js';
+import { isGrpcRequest, refuseGrpc, sendGrpcResponse } from './grpc-error.js';
+import { attachGrpcCall } from '../outbound/grpc/client-call.js';
 import type { RuntimeSlot } from './runtime-slot.js';
 import type { DebugTap } from '../debug/tap.js';
 import type { TraceRecorder } from '../engine/graph-types.js';
@@ -217,6 +219,8 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
         if (!res.writableFinished) ctx.clientGone.fire();
       });
     if (websocket) attachUpgrade(ctx, { kind: 'http2', stream: (req as Http2ServerRequest).stream });
+    const grpc = isGrpcRequest(req);
+    if (grpc) attachGrpcCall(ctx, { req: req as Http2ServerRequest, res: res as Http2ServerResponse });
     const finish = () => {
       slot.release();
       onFinished?.(target.route, res.statusCode, startedAt, ctx.errors.length, req, ctx);
@@ -226,6 +230,7 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
       target,
       () => {
         if (isRelayed(ctx)) finish();
+        else if (grpc) sendGrpcResponse(res, ctx, finish);
         else sendResponse(res, ctx, finish);
       },
       (err) => {
@@ -283,12 +288,14 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
     const startedAt = performance.now();
     const method = isExtendedConnect(req) ? 'GET' : (req.method ?? 'GET');
     const prepared = prepare(req, method, startedAt, (status, body, headers) => {
-      sendJson(res, status, body, headers);
+      if (isGrpcRequest(req)) refuseGrpc(res, status, body);
+      else sendJson(res, status, body, headers);
       req.resume();
     });
     if (prepared === undefined) return;
     // An RFC 8441 CONNECT stream stays open for the tunnel: it has no body to buffer.
-    if (isExtendedConnect(req) || !hasBody(req)) {
+    // A gRPC call's messages are relayed as they stream (docs/grpc.md): never buffered.
+    if (isExtendedConnect(req) || !hasBody(req) || isGrpcRequest(req)) {
       execute(req, res, prepared, null, startedAt);
       return;
     }

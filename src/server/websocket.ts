@@ -49,6 +49,11 @@ export function isRelayed(ctx: Context): boolean {
   return relayed.has(ctx);
 }
 
+/** A node other than the WebSocket relay (the gRPC relay) took the client over. */
+export function markRelayed(ctx: Context): void {
+  relayed.add(ctx);
+}
+
 /** Headers that belong to the client's hop; the upstream leg gets its own. */
 const HOP = new Set([
   'connection',

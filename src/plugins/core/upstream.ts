@@ -5,6 +5,7 @@ import type { ActivePolicy } from '../../outbound/health/active.js';
 import type { PassivePolicy } from '../../outbound/health/passive.js';
 import { formatAddress, type TargetSpec } from '../../outbound/target.js';
 import { loadTlsMaterial, TlsMaterialError, type TlsMaterial } from '../../outbound/tls.js';
+import { GrpcUpstream } from '../../outbound/grpc/grpc-upstream.js';
 import { UpstreamPool, type PassHost, type UpstreamTargetState } from '../../outbound/upstream-pool.js';
 import type { Context } from '../../engine/context.js';
 import { ConfigError, definePlugin, type NodeInstance, type PluginEnv } from '../define.js';
@@ -39,7 +40,7 @@ export interface UpstreamConfig {
   };
   pass_host?: 'pass' | 'node' | 'rewrite';
   upstream_host?: string;
-  scheme?: 'http' | 'https';
+  scheme?: Scheme;
   tls?: boolean;
   ssl_verify?: boolean;
   ca_cert_path?: string;
@@ -60,6 +61,10 @@ const DEFAULTS = {
   unhealthyThreshold: 3,
   healthyThreshold: 2,
 } as const;
+
+/** http/https: HTTP (h1, or h2 by ALPN); grpc/grpcs: gRPC relayed over HTTP/2 (docs/grpc.md). */
+type Scheme = 'http' | 'https' | 'grpc' | 'grpcs';
+const TLS_SCHEMES: ReadonlySet<Scheme> = new Set(['https', 'grpcs']);
 
 const TLS_KEYS = { ca: 'ca_cert_path', cert: 'client_cert_path', key: 'client_key_path' } as const;
 
@@ -152,7 +157,12 @@ const schema = {
     },
     pass_host: { type: 'string', enum: ['pass', 'node', 'rewrite'], default: 'node' },
     upstream_host: { type: 'string', minLength: 1, description: "Host header when pass_host is 'rewrite'." },
-    scheme: { type: 'string', enum: ['http', 'https'] },
+    scheme: {
+      type: 'string',
+      enum: ['http', 'https', 'grpc', 'grpcs'],
+      description:
+        'http | https; grpc (HTTP/2 cleartext, prior knowledge) and grpcs (TLS, ALPN h2) relay gRPC calls (docs/grpc.md). Default http, or https with tls: true.',
+    },
     tls: { type: 'boolean', description: 'true = https (and wss) to the targets.' },
     ssl_verify: { type: 'boolean', default: true },
     ca_cert_path: { type: 'string', minLength: 1 },
@@ -178,6 +188,24 @@ export const upstream = definePlugin({
   readsResponseBody: () => false,
   create(config: UpstreamConfig, env: PluginEnv): UpstreamNode {
     const settings = resolveSettings(config, env);
+    if (settings.scheme === 'grpc' || settings.scheme === 'grpcs') {
+      if (settings.active !== null)
+        throw new ConfigError('health_check.active', `is not supported yet with scheme '${settings.scheme}'`);
+      return new UpstreamNode(
+        new GrpcUpstream({
+          targets: settings.targets,
+          balancer: settings.kind,
+          hashKey: settings.hashKey,
+          tls: settings.tls,
+          deadlineMs: settings.timeoutMs,
+          passive: settings.passive,
+          passHost: settings.passHost,
+          upstreamHost: settings.upstreamHost ?? '',
+          logger: env.logger,
+          where: { policy: env.policy, node: env.nodeId },
+        }),
+      );
+    }
     return new UpstreamNode(
       new UpstreamPool({
         targets: settings.targets,
@@ -203,7 +231,7 @@ interface Settings {
   targets: TargetSpec[];
   kind: BalancerKind;
   hashKey: HashKey;
-  scheme: 'http' | 'https';
+  scheme: Scheme;
   tls: TlsMaterial | null;
   timeoutMs: number;
   idleMs: number;
@@ -240,7 +268,11 @@ function resolveSettings(config: UpstreamConfig, env: PluginEnv): Settings {
     );
   }
 
-  if (config.scheme !== undefined && config.tls !== undefined && (config.scheme === 'https') !== config.tls) {
+  if (
+    config.scheme !== undefined &&
+    config.tls !== undefined &&
+    TLS_SCHEMES.has(config.scheme) !== config.tls
+  ) {
     throw new ConfigError('tls', `tls: ${config.tls} contradicts scheme '${config.scheme}'`);
   }
   const scheme = config.scheme ?? (config.tls === true ? 'https' : 'http');
@@ -324,7 +356,7 @@ function isHost(host: string): boolean {
   return HOSTNAME.test(host) || (host.includes(':') && IPV6.test(host));
 }
 
-function resolveTls(config: UpstreamConfig, scheme: 'http' | 'https', env: PluginEnv): TlsMaterial | null {
+function resolveTls(config: UpstreamConfig, scheme: Scheme, env: PluginEnv): TlsMaterial | null {
   const verify = config.ssl_verify ?? true;
   if (config.client_cert_path !== undefined && config.client_key_path === undefined) {
     throw new ConfigError('client_key_path', 'is required with client_cert_path');
@@ -338,10 +370,10 @@ function resolveTls(config: UpstreamConfig, scheme: 'http' | 'https', env: Plugi
       'is incompatible with ssl_verify: false (nothing would be verified)',
     );
   }
-  if (scheme === 'http') {
+  if (!TLS_SCHEMES.has(scheme)) {
     for (const key of Object.values(TLS_KEYS)) {
       if (config[key] !== undefined)
-        env.warn(key, "ignored: the scheme is 'http' (set tls: true or scheme: https)");
+        env.warn(key, `ignored: the scheme is '${scheme}' (set tls: true or scheme: https/grpcs)`);
     }
     return null;
   }
@@ -360,13 +392,14 @@ function resolveTls(config: UpstreamConfig, scheme: 'http' | 'https', env: Plugi
 
 /** A created upstream node; the transport work (balancing, retries, health) lives in its UpstreamPool. */
 export class UpstreamNode implements NodeInstance<'success'> {
-  readonly #pool: UpstreamPool;
+  readonly #pool: UpstreamPool | GrpcUpstream;
 
-  constructor(pool: UpstreamPool) {
+  constructor(pool: UpstreamPool | GrpcUpstream) {
     this.#pool = pool;
   }
 
   run(ctx: Context): Promise<'success'> {
+    if (this.#pool instanceof GrpcUpstream) return this.#pool.call(ctx, 'success' as const);
     if (ctx.request.protocol === 'websocket') return this.#pool.relay(ctx, 'success' as const);
     return this.#pool.forward(ctx, 'success' as const);
   }
