@@ -89,7 +89,7 @@ async function start(accessLog: string): Promise<Started> {
   ]);
   const url = `http://127.0.0.1:${port}`;
   try {
-    await waitForHttp(`${url}/`, 30000);
+    await waitForHttp(`${url}/`, 60000);
   } catch (err) {
     await gw.stop();
     throw new Error(`gateway did not start: ${gw.output()}`, { cause: err });
