@@ -136,9 +136,13 @@ async function inGateway(count: number) {
     await stream;
     const before = samples.filter((s) => s.at < reloadAt).map((s) => s.ms);
     const during = samples.filter((s) => s.at >= reloadAt && s.at <= reloadAt + reloadMs).map((s) => s.ms);
+    const p99 = (values: number[]) =>
+      [...values].sort((a, b) => a - b)[Math.floor(values.length * 0.99)] ?? 0;
     return {
       loadMs,
       reloadMs,
+      p99BeforeMs: p99(before),
+      p99DuringMs: p99(during),
       maxBeforeMs: Math.max(...before),
       maxDuringMs: Math.max(0, ...during),
       requestsDuring: during.length,
@@ -185,5 +189,6 @@ console.log(
   `- slowest request of a ${STREAM_CONCURRENCY}-wide stream: ${ms(g.maxBeforeMs)} before the reload, ` +
     `${ms(g.maxDuringMs)} during it (${g.requestsDuring} requests)`,
 );
+console.log(`- p99 of the stream: ${ms(g.p99BeforeMs)} before the reload, ${ms(g.p99DuringMs)} during it`);
 console.log(`- failed requests in the stream: ${g.failures.length} ${[...new Set(g.failures)].join('; ')}`);
 process.exit(0);
