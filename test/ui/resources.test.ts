@@ -4,7 +4,7 @@ import type { Browser, Page } from 'playwright-core';
 import { mockPolicyYaml, type AdminHarness } from '../admin/harness.js';
 import { chromiumSkipReason } from '../support/chromium.js';
 import { skipWithoutRedis, startRedis, type RedisServer } from '../support/redis.js';
-import { adminJson, buildUiAndLaunch, dataPlane, withEditor } from './harness.js';
+import { admin, adminJson, buildUiAndLaunch, dataPlane, withEditor } from './harness.js';
 
 const keyAuthPolicy = `
   - name: members-policy
@@ -103,6 +103,10 @@ describe('editor resources', { skip: chromiumSkipReason() || skipWithoutRedis() 
       );
       assert.equal((await dataPlane(h, '/api/one')).body, 'narrow');
       assert.equal((await dataPlane(h, '/api/two')).body, 'wide');
+      // A reorder that would drop a route is refused, naming the key.
+      const refused = await admin(h, 'PUT', '/api/route-order', { names: ['wide', 'narrow'] });
+      assert.equal(refused.status, 400);
+      assert.match(refused.body, /"path":"names".*missing: members/);
     }));
 
   test('routes: dragging a route row onto another reorders the table', () =>
