@@ -26,6 +26,8 @@ export function loadDemo(): Record<'Echo' | 'Secure' | 'Dead' | 'Unknown', Servi
 
 /** Message that makes Unary fail with NOT_FOUND and a non-ASCII message. */
 export const FAIL = 'fail';
+/** Message that makes Unary answer only after 3 s. */
+export const SLOW = 'slow';
 export const FAIL_MESSAGE = 'no such thing: ünïcode 100%';
 
 /**
@@ -57,6 +59,12 @@ export async function startEchoServer(
     callback: grpc.sendUnaryData<EchoReply>,
   ) => {
     const [initial, trailer] = seen(call);
+    if (call.request.message === SLOW) {
+      // Not even response headers before the answer.
+      const timer = setTimeout(() => callback(null, { message: 'late', index: 0 }, trailer), 3000);
+      call.once('cancelled', () => clearTimeout(timer));
+      return;
+    }
     call.sendMetadata(initial);
     if (call.request.message === FAIL) {
       callback({ code: grpc.status.NOT_FOUND, details: FAIL_MESSAGE, metadata: trailer });
