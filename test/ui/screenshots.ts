@@ -1,0 +1,56 @@
+// Regenerates the screenshots in docs/editor/ from the real editor on a throwaway gateway:
+//   npx tsx test/ui/screenshots.ts
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { mockPolicyYaml } from '../admin/harness.js';
+import { request } from '../support/http.js';
+import { buildUiAndLaunch, withEditor } from './harness.js';
+
+const OUT = join(import.meta.dirname, '..', '..', 'docs', 'editor');
+
+const GATEWAY_YAML = `routes:
+  - name: hello
+    match: { path: /hello }
+    policy: hello-policy
+  - name: orders
+    match: { path: /orders/*, methods: [GET, POST] }
+    policy: orders-policy
+    description: the order service
+consumers:
+  - name: alice
+    group: gold
+    credentials: { key-auth: { key: alices-key } }
+policies:${mockPolicyYaml('hello-policy', 'hello')}${mockPolicyYaml('orders-policy', 'orders')}`;
+
+mkdirSync(OUT, { recursive: true });
+const browser = await buildUiAndLaunch();
+try {
+  const opts = {
+    gatewayYaml: GATEWAY_YAML,
+    system: 'debug: { enabled: true, trace_all: true, sandbox: true }',
+  };
+  await withEditor(browser, '#/routes', opts, async (page, h) => {
+    await request(`${h.data}/hello`);
+    const shot = async (hash: string, file: string, ready: () => Promise<unknown>) => {
+      await page.goto(`${h.url}/${hash}`);
+      await ready();
+      await page.screenshot({ path: join(OUT, file) });
+    };
+    await shot('#/routes', 'routes.png', () => page.locator('tr[data-route="orders"]').waitFor());
+    await shot('#/policies/hello-policy', 'policy-editor.png', async () => {
+      await page.locator('[data-node-id="m"] .pnode-head').click();
+      await page.getByRole('button', { name: /auth \(\d+\)/ }).click();
+    });
+    await shot('#/consumers', 'consumers.png', () => page.locator('tr[data-consumer="alice"]').waitFor());
+    const traces = await request(`${h.url}/api/debug/traces`, {
+      headers: { authorization: `Basic ${Buffer.from('admin:correct horse').toString('base64')}` },
+    });
+    const id = (JSON.parse(traces.body) as { traces: { id: string }[] }).traces[0]?.id ?? '';
+    await shot(`#/policies/hello-policy?trace=${id}`, 'trace-on-graph.png', () =>
+      page.locator('.pnode.traced').first().waitFor(),
+    );
+  });
+} finally {
+  await browser.close();
+}
+console.log(`screenshots written to ${OUT}`);
