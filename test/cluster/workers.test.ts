@@ -1,5 +1,6 @@
 /** `workers: 2`: two worker processes behave as one gateway (docs/workers.md). */
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { after, before, test } from 'node:test';
 import { request, type SimpleResponse } from '../support/http.js';
@@ -231,6 +232,28 @@ test('workers: an Admin PUT is served by every worker as soon as it is acknowled
   assert.ok(
     served.every((n) => n > 0),
     `both workers answered after the write: ${served.join(', ')}`,
+  );
+});
+
+test('workers: an edit of gateway.yaml reaches every worker', async () => {
+  writeFileSync(
+    gw.gatewayPath,
+    gatewayYaml(origin.port).replace("response_example: 'v1'", "response_example: 'v3'"),
+  );
+  await waitFor(
+    async () => {
+      const answers = await many(12, '/hello');
+      return answers.every((a) => a.body === 'v3');
+    },
+    { timeoutMs: 30_000, intervalMs: 200, what: 'every worker to serve the edited file' },
+  );
+  const served = await servedDuring(async () => {
+    const answers = await many(12, '/hello');
+    assert.deepEqual(new Set(answers.map((a) => a.body)), new Set(['v3']));
+  });
+  assert.ok(
+    served.every((n) => n > 0),
+    `both workers answered: ${served.join(', ')}`,
   );
 });
 
