@@ -13,7 +13,6 @@ import { registerStreamMetrics } from './observability/stream-metrics.js';
 import { acmeStoreIssues } from './acme/index.js';
 import { closeStreamListeners, startStreamListeners, type StreamListener } from './stream/index.js';
 import { runMigrate } from './config/migrate-command.js';
-import { runMcpCommand } from './mcp/stdio.js';
 import { isClusterWorker, resolveWorkers, runClusterWorker, ClusterPrimary } from './cluster/index.js';
 import { formatFileIssues } from './config/yaml-locate.js';
 import { describeStartupError, tlsFileIssues, type ListenerKey } from './config/startup-errors.js';
@@ -239,7 +238,8 @@ async function run(args: CliArgs): Promise<number> {
 }
 
 export async function main(argv: string[]): Promise<number> {
-  if (argv[0] === 'mcp') return runMcpCommand(argv.slice(1));
+  // Imported here: the MCP SDK client costs ~25 MiB a gateway that is not this command never needs.
+  if (argv[0] === 'mcp') return (await import('./mcp/stdio.js')).runMcpCommand(argv.slice(1));
   let args: CliArgs;
   try {
     args = parseCli(argv);

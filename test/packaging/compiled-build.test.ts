@@ -21,6 +21,7 @@ function loadShippedConfig(): Loaded {
   const dist = (path: string) => JSON.stringify(join(repoRoot, 'dist', path));
   const script = `
     import { createRequire } from 'node:module';
+    await import(${dist('cli.js')}); // everything the CLI imports before it runs a command
     const { loadSystemConfig } = await import(${dist('config/system.js')});
     const { loadGatewayConfig } = await import(${dist('config/gateway.js')});
     const { compileWith } = await import(${dist('gateway.js')});
