@@ -127,8 +127,9 @@ function messageOf(body: Buffer | null, status: number): string {
     try {
       const parsed = JSON.parse(body.toString('utf8')) as unknown;
       if (typeof parsed === 'object' && parsed !== null) {
-        const { message, error } = parsed as Record<string, unknown>;
+        const { message, error_msg: errorMsg, error } = parsed as Record<string, unknown>;
         if (typeof message === 'string') return message;
+        if (typeof errorMsg === 'string') return errorMsg;
         if (typeof error === 'string') return error;
       }
     } catch {

@@ -16,12 +16,12 @@ export interface EchoReply {
 
 type ServiceCtor = grpc.ServiceClientConstructor & { service: grpc.ServiceDefinition };
 
-export function loadDemo(): Record<'Echo' | 'Secure' | 'Dead' | 'Unknown', ServiceCtor> {
+export function loadDemo(): Record<'Echo' | 'Secure' | 'Limited' | 'Dead' | 'Unknown', ServiceCtor> {
   const definition = protoLoader.loadSync(PROTO, { keepCase: true, defaults: true });
   const pkg = grpc.loadPackageDefinition(definition) as unknown as { demo: Record<string, ServiceCtor> };
-  const { Echo, Secure, Dead, Unknown } = pkg.demo;
-  if (!Echo || !Secure || !Dead || !Unknown) throw new Error('echo.proto: services missing');
-  return { Echo, Secure, Dead, Unknown };
+  const { Echo, Secure, Limited, Dead, Unknown } = pkg.demo;
+  if (!Echo || !Secure || !Limited || !Dead || !Unknown) throw new Error('echo.proto: services missing');
+  return { Echo, Secure, Limited, Dead, Unknown };
 }
 
 /** Message that makes Unary fail with NOT_FOUND and a non-ASCII message. */
@@ -38,7 +38,7 @@ export const FAIL_MESSAGE = 'no such thing: ünïcode 100%';
 export async function startEchoServer(
   credentials: grpc.ServerCredentials = grpc.ServerCredentials.createInsecure(),
 ): Promise<{ port: number; server: grpc.Server; stop(): Promise<void> }> {
-  const { Echo, Secure } = loadDemo();
+  const { Echo, Secure, Limited } = loadDemo();
   const server = new grpc.Server();
   const seen = (
     call:
@@ -115,6 +115,7 @@ export async function startEchoServer(
     },
   });
   server.addService(Secure.service, { Unary: unary });
+  server.addService(Limited.service, { Unary: unary });
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync('127.0.0.1:0', credentials, (err, p) => (err ? reject(err) : resolve(p))),
   );

@@ -49,6 +49,7 @@ routes:
   - { name: echo, match: { path: /demo.Echo/* }, policy: echo }
   - { name: secure, match: { path: /demo.Secure/* }, policy: secure }
   - { name: dead, match: { path: /demo.Dead/* }, policy: dead }
+  - { name: limited, match: { path: /demo.Limited/* }, policy: limited }
 policies:
   - name: echo
     nodes:
@@ -68,6 +69,17 @@ policies:
       - { from: in.out, to: auth.in }
       - { from: auth.success, to: up.in }
       - { from: auth.denied, to: out.in }
+      - { from: up.success, to: out.in }
+  - name: limited
+    nodes:
+      - { id: in, type: listener }
+      - { id: quota, type: limit-count, config: { count: 1, time_window: 60, key_type: constant, key: all, rejected_code: 429, rejected_msg: quota used up } }
+      - ${up(origin.port)}
+      - { id: out, type: client }
+    edges:
+      - { from: in.out, to: quota.in }
+      - { from: quota.success, to: up.in }
+      - { from: quota.limited, to: out.in }
       - { from: up.success, to: out.in }
   - name: dead
     nodes:
@@ -211,4 +223,14 @@ test('grpc: an upstream nothing listens on is UNAVAILABLE', async () => {
   const res = await unary(client('Dead'), { message: 'hi' }, traced('t9'));
   assert.equal(res.err?.code, grpc.status.UNAVAILABLE, res.err?.details);
   assert.match(res.err?.details ?? '', /refused/);
+});
+
+test('grpc: limit-count on a gRPC route lets the quota through, then answers RESOURCE_EXHAUSTED', async () => {
+  const limited = client('Limited');
+  const first = await unary(limited, { message: 'one' }, traced('t10'));
+  assert.equal(first.err, null);
+  assert.equal(first.value?.message, 'one');
+  const second = await unary(limited, { message: 'two' }, traced('t11'));
+  assert.equal(second.err?.code, grpc.status.RESOURCE_EXHAUSTED);
+  assert.equal(second.err?.details, 'quota used up');
 });
