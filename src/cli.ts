@@ -218,6 +218,8 @@ async function run(args: CliArgs): Promise<number> {
   process.on('SIGHUP', () => {
     gateway.reload('signal').catch(() => undefined);
   });
+  // Workers write their own access-log lines; logrotate signals the primary only.
+  if (cluster !== undefined) process.on('SIGUSR1', () => cluster?.signalWorkers('SIGUSR1'));
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
       logger.info({ signal }, 'shutting down');

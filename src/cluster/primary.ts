@@ -331,6 +331,14 @@ export class ClusterPrimary {
     return { worker: handle.index, pid: handle.worker.process.pid ?? 0, metrics };
   }
 
+  /** Passes a signal on to every live worker (SIGUSR1: each reopens its access-log file). */
+  signalWorkers(signal: NodeJS.Signals): void {
+    for (const slot of this.#slots) {
+      const handle = slot.handle;
+      if (handle !== undefined && !handle.gone) handle.worker.process.kill(signal);
+    }
+  }
+
   /** SIGTERM: every worker drains within `graceMs` (then is killed); no worker is restarted. */
   async stop(graceMs: number): Promise<void> {
     this.#stopping = true;
