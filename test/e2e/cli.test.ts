@@ -172,17 +172,3 @@ policies:
     f.dir.remove();
   }
 });
-
-test('cli: workers other than 1 is accepted with a warning that one process serves', async () => {
-  const port = await freePort();
-  const f = files(systemYaml(port, 'workers: auto\n'), gatewayYaml('one process'));
-  const p = spawnGateway(f.args);
-  try {
-    await waitForHttp(`http://127.0.0.1:${port}/x`);
-    assert.equal(await (await fetch(`http://127.0.0.1:${port}/x`)).text(), 'one process');
-    assert.match(p.output(), /workers is not implemented yet: one process serves every listener/);
-  } finally {
-    await p.stop();
-    f.dir.remove();
-  }
-});
