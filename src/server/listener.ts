@@ -193,6 +193,8 @@ export async function startListener(
           return;
         }
         pendingPeer = { address: socket.remoteAddress ?? '', port: socket.remotePort ?? 0 };
+        // Small HTTP/2 frames (gRPC messages) must not wait for Nagle and the peer's delayed ACK.
+        socket.setNoDelay(true);
         http2.emit('connection', replayable(socket));
       });
     });

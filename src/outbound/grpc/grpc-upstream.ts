@@ -6,7 +6,9 @@ import {
   type IncomingHttpHeaders,
   type OutgoingHttpHeaders,
 } from 'node:http2';
-import { isIP } from 'node:net';
+import { connect as netConnect, isIP } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { connect as tlsConnect } from 'node:tls';
 import { firstHeader, type Context } from '../../engine/context.js';
 import { NodeError } from '../../engine/errors.js';
 import type { Logger } from '../../observability/logger.js';
@@ -276,17 +278,25 @@ export class GrpcUpstream {
     if (existing !== undefined && !existing.closed && !existing.destroyed) return existing;
     const tls = this.#options.tls;
     const authority = `${tls === null ? 'http' : 'https'}://${target.address}`;
-    const session =
-      tls === null
-        ? connect(authority)
-        : connect(authority, {
-            ALPNProtocols: ['h2'],
-            rejectUnauthorized: tls.rejectUnauthorized,
-            ...(isIP(target.host) === 0 ? { servername: target.host } : {}),
-            ...(tls.ca === undefined ? {} : { ca: tls.ca }),
-            ...(tls.cert === undefined ? {} : { cert: tls.cert }),
-            ...(tls.key === undefined ? {} : { key: tls.key }),
-          });
+    // Our own socket, with Nagle off: small gRPC frames must not wait for delayed ACKs (~40 ms each).
+    const createConnection = (): Duplex => {
+      const socket =
+        tls === null
+          ? netConnect({ host: target.host, port: target.port })
+          : tlsConnect({
+              host: target.host,
+              port: target.port,
+              ALPNProtocols: ['h2'],
+              rejectUnauthorized: tls.rejectUnauthorized,
+              ...(isIP(target.host) === 0 ? { servername: target.host } : {}),
+              ...(tls.ca === undefined ? {} : { ca: tls.ca }),
+              ...(tls.cert === undefined ? {} : { cert: tls.cert }),
+              ...(tls.key === undefined ? {} : { key: tls.key }),
+            });
+      socket.setNoDelay(true);
+      return socket;
+    };
+    const session = connect(authority, { createConnection });
     const forget = () => {
       if (this.#sessions.get(target) === session) this.#sessions.delete(target);
     };
