@@ -19,6 +19,12 @@ const args = process.argv.slice(2);
 const explicit = args.filter((a) => !a.startsWith('--'));
 const flags = args.filter((a) => a.startsWith('--'));
 const files = explicit.length > 0 ? explicit : collect('test');
+// Build the editor and dist/ once, before files run concurrently: each build script is a no-op when
+// its output is fresh, but two test files starting a stale build at the same moment would race.
+for (const script of ['scripts/build-ui.mjs', 'scripts/build.mjs']) {
+  const built = spawnSync(process.execPath, [script], { stdio: 'inherit' });
+  if (built.status !== 0) process.exit(built.status ?? 1);
+}
 const concurrency = process.env.TEST_CONCURRENCY ?? '4';
 const result = spawnSync(
   process.execPath,
