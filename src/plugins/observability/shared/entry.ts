@@ -90,15 +90,48 @@ export function entryBuilder(config: EntryConfig, env: PluginEnv): EntryBuilder 
   const fields: [string, Template | number | boolean][] = Object.entries(config.log_format).map(
     ([name, value]) => [
       name,
-      typeof value === 'string'
-        ? env.template(value, `log_format.${name}`, { legacy: true, phase: 'response' })
-        : value,
+      typeof value === 'string' ? formatValue(value, `log_format.${name}`, env) : value,
     ],
   );
   return (ctx) => {
     const out: LogEntry = {};
     for (const [name, value] of fields) out[name] = typeof value === 'object' ? value.render(ctx) : value;
     return out;
+  };
+}
+
+/**
+ * The time variables only loggers know (docs/logging.md "log_format"), read
+ * when the entry is built: `$time_iso8601` (UTC, milliseconds) and `$msec`
+ * (Unix seconds with milliseconds), with or without braces.
+ */
+const TIME_VARS = /\$(?:\{(time_iso8601|msec)\}|(time_iso8601|msec)(?![A-Za-z0-9_]))/g;
+
+const TIME_READERS: Record<string, () => string> = {
+  time_iso8601: () => new Date().toISOString(),
+  msec: () => (Date.now() / 1000).toFixed(3),
+};
+
+/** One `log_format` string: the template, with the logger time variables spliced in. */
+function formatValue(value: string, key: string, env: PluginEnv): Template {
+  const compile = (text: string): Template => env.template(text, key, { legacy: true, phase: 'response' });
+  const parts: (Template | (() => string))[] = [];
+  let last = 0;
+  for (const match of value.matchAll(TIME_VARS)) {
+    if (match.index > last) parts.push(compile(value.slice(last, match.index)));
+    parts.push(TIME_READERS[match[1] ?? match[2] ?? '']!);
+    last = match.index + match[0].length;
+  }
+  if (parts.length === 0) return compile(value);
+  if (last < value.length) parts.push(compile(value.slice(last)));
+  return {
+    source: value,
+    isStatic: false,
+    render: (ctx) => {
+      let out = '';
+      for (const part of parts) out += typeof part === 'function' ? part() : part.render(ctx);
+      return out;
+    },
   };
 }
 
