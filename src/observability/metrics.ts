@@ -14,7 +14,7 @@ export type CacheEvent =
 interface RouteChildren {
   byStatus: Map<number, CounterCell>;
   errors: CounterCell;
-  /** Indexed by status class (1 to 5; 0 for anything else). */
+  /** Indexed by method slot × 6 + status class (1 to 5; 0 for anything else). */
   duration: (HistogramCell | undefined)[];
   bytesIn: CounterCell;
   bytesOut: CounterCell;
@@ -33,6 +33,11 @@ export type RequestFinished = (
 
 /** Upper bounds in seconds: sub-millisecond local answers up to slow upstreams. */
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+/** The `method` label values (docs/metrics.md): the RFC 9110 methods and PATCH; anything else is `OTHER`. */
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'CONNECT', 'OPTIONS', 'TRACE', 'PATCH', 'OTHER'];
+const METHOD_SLOT = new Map(METHODS.map((m, i) => [m, i]));
+const OTHER_SLOT = METHODS.length - 1;
 
 /**
  * The gateway's Prometheus metrics on a registry of its own (never the global
@@ -54,7 +59,7 @@ export class GatewayMetrics {
   // Per-request series: cells resolved once, plain additions per request (./fast-metrics.ts).
   readonly #requests: FastCounter<'route' | 'status'>;
   readonly #requestErrors: FastCounter<'route'>;
-  readonly #duration: FastHistogram<'route' | 'policy' | 'status_class'>;
+  readonly #duration: FastHistogram<'route' | 'policy' | 'method' | 'status_class'>;
   readonly #bytesIn: FastCounter<'route'>;
   readonly #bytesOut: FastCounter<'route'>;
   readonly #upstreamDuration: FastHistogram<'policy' | 'node_id' | 'target'>;
@@ -90,8 +95,8 @@ export class GatewayMetrics {
     });
     this.#duration = new FastHistogram({
       name: 'gateway_request_duration_seconds',
-      help: 'Time from receiving a request to finishing its response, by route, policy and status class (2xx…).',
-      labelNames: ['route', 'policy', 'status_class'],
+      help: 'Time from receiving a request to finishing its response, by route, policy, method (OTHER for non-standard ones) and status class (2xx…).',
+      labelNames: ['route', 'policy', 'method', 'status_class'],
       buckets: LATENCY_BUCKETS,
       registers,
     });
@@ -229,12 +234,13 @@ export class GatewayMetrics {
     }
     counter.value++;
     const cls = status >= 100 && status < 600 ? (status / 100) | 0 : 0;
-    let duration = children.duration[cls];
+    const method = METHOD_SLOT.get(req?.method ?? ctx?.request.method ?? '') ?? OTHER_SLOT;
+    let duration = children.duration[method * 6 + cls];
     if (duration === undefined) {
       // A route keeps its policy until a reload rewires it; the label follows the first request seen.
       if (ctx !== undefined && ctx.policy !== '') children.policy = ctx.policy;
-      duration = this.#duration.cell(route, children.policy, statusClass(status));
-      children.duration[cls] = duration;
+      duration = this.#duration.cell(route, children.policy, METHODS[method]!, statusClass(status));
+      children.duration[method * 6 + cls] = duration;
     }
     duration.observe((performance.now() - startedAt) / 1000);
     if (nodeErrors === undefined ? status >= 500 : nodeErrors > 0) children.errors.value++;
