@@ -58,7 +58,8 @@ acme:
       });
       const served = await handshake(gw.port, { ca: await pebble.rootPem() });
       assert.equal(served.authorized, true, served.authorizationError);
-      assert.equal((await certOf(gw))?.state, 'issued');
+      // Published (and ready) a moment before the order releases its lease and leaves 'renewing'.
+      await waitFor(async () => (await certOf(gw))?.state === 'issued', { what: "state 'issued'" });
     } finally {
       await gw.stop();
     }
