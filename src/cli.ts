@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { ConfigRejected, formatIssues } from './config/schema-validate.js';
+import { ConfigRejected, formatIssues, type ConfigIssue } from './config/schema-validate.js';
 import { loadSystemConfig } from './config/system.js';
 import { loadGatewayConfig } from './config/gateway.js';
 import { createLogger, silentLogger } from './observability/logger.js';
@@ -14,7 +14,7 @@ import { acmeStoreIssues } from './acme/index.js';
 import { closeStreamListeners, startStreamListeners, type StreamListener } from './stream/index.js';
 import { runMigrate } from './config/migrate-command.js';
 import { isClusterWorker, resolveWorkers, runClusterWorker, ClusterPrimary } from './cluster/index.js';
-import { formatFileIssues } from './config/yaml-locate.js';
+import { formatFileIssues, formatLocatedIssue, locateFileIssues } from './config/yaml-locate.js';
 import { describeStartupError, tlsFileIssues, type ListenerKey } from './config/startup-errors.js';
 import { readFileSync } from 'node:fs';
 import { interpolateEnv } from './config/interpolate.js';
@@ -22,7 +22,7 @@ import { interpolateEnv } from './config/interpolate.js';
 const USAGE = `Usage:
   switchyard --version
   switchyard [--system-config <path>] [--gateway-config <path>]
-  switchyard validate [--system-config <path>] [--gateway-config <path>]
+  switchyard validate [--system-config <path>] [--gateway-config <path>] [--json]
   switchyard migrate --gateway-config <path> [--system-config <path>] [--write] [--drop-unknown-keys]
   switchyard mcp --stdio [--url <MCP endpoint URL>]   (token in SWITCHYARD_MCP_TOKEN)
 
@@ -38,6 +38,8 @@ interface CliArgs {
   write: boolean;
   /** migrate: remove node-config keys the schema does not declare. */
   dropUnknownKeys: boolean;
+  /** validate: print one JSON report instead of text lines. */
+  json: boolean;
 }
 
 function parseCli(argv: string[]): CliArgs {
@@ -52,6 +54,7 @@ function parseCli(argv: string[]): CliArgs {
       version: { type: 'boolean', short: 'v', default: false },
       write: { type: 'boolean', default: false },
       'drop-unknown-keys': { type: 'boolean', default: false },
+      json: { type: 'boolean', default: false },
     },
   });
   if (values.help) {
@@ -73,6 +76,7 @@ function parseCli(argv: string[]): CliArgs {
     throw new TypeError('migrate needs --gateway-config <path>');
   if ((values.write || values['drop-unknown-keys']) && command !== 'migrate')
     throw new TypeError('--write and --drop-unknown-keys are options of migrate only');
+  if (values.json && command !== 'validate') throw new TypeError('--json is an option of validate only');
   return {
     command,
     systemPath: values['system-config'],
@@ -80,6 +84,7 @@ function parseCli(argv: string[]): CliArgs {
     gatewayPath: values['gateway-config'],
     write: values.write,
     dropUnknownKeys: values['drop-unknown-keys'],
+    json: values.json,
   };
 }
 
@@ -92,18 +97,34 @@ function packageVersion(): string {
   return (JSON.parse(readFileSync(url, 'utf8')) as { version: string }).version;
 }
 
-/** `switchyard validate`: every problem of both files with its path; exit 1 on any. */
+/** One `validate --json` error (docs/configuration.md): where it is and what is wrong. */
+interface ValidateError {
+  file: string;
+  line?: number;
+  column?: number;
+  path: string;
+  message: string;
+}
+
+/**
+ * `switchyard validate`: every problem of both files with its path; exit 1 on
+ * any. With `--json`, one JSON document on stdout instead of the text lines.
+ */
 function validate(args: CliArgs): number {
-  const problems: string[] = [];
+  const errors: { error: ValidateError; text: string }[] = [];
+  const warnings: string[] = [];
+  const add = (file: string, issues: readonly ConfigIssue[], transform?: (text: string) => string) => {
+    for (const issue of locateFileIssues(file, issues, transform))
+      errors.push({ error: { file, ...issue }, text: formatLocatedIssue(file, issue) });
+  };
   let system;
   try {
     system = loadSystemConfig(args.systemPath);
   } catch (err) {
     if (!(err instanceof ConfigRejected)) throw err;
-    problems.push(...formatFileIssues(args.systemPath, err.issues, interpolated));
+    add(args.systemPath, err.issues, interpolated);
   }
-  if (system !== undefined)
-    problems.push(...formatFileIssues(args.systemPath, tlsFileIssues(system), interpolated));
+  if (system !== undefined) add(args.systemPath, tlsFileIssues(system), interpolated);
   try {
     const runtime = compileWith(
       loadGatewayConfig(args.gatewayPath),
@@ -111,19 +132,27 @@ function validate(args: CliArgs): number {
       process.env,
       args.gatewayPath,
     );
-    for (const warning of runtime.warnings) process.stdout.write(`warning: ${warning}\n`);
+    warnings.push(...runtime.warnings);
     if (system !== undefined)
-      problems.push(
-        ...acmeStoreIssues(system, runtime.stores.names).map((i) => `${args.systemPath}: ${i.message}`),
-      );
+      for (const issue of acmeStoreIssues(system, runtime.stores.names))
+        errors.push({
+          error: { file: args.systemPath, path: issue.path, message: issue.message },
+          text: `${args.systemPath}: ${issue.message}`,
+        });
     void runtime.close();
   } catch (err) {
     if (!(err instanceof ConfigRejected)) throw err;
-    problems.push(...formatFileIssues(args.gatewayPath, err.issues));
+    add(args.gatewayPath, err.issues);
   }
-  if (problems.length > 0) {
-    for (const p of problems) process.stderr.write(`error: ${p}\n`);
-    process.stderr.write(`${problems.length} error(s)\n`);
+  if (args.json) {
+    const report = { valid: errors.length === 0, errors: errors.map((e) => e.error), warnings };
+    process.stdout.write(JSON.stringify(report, null, 2) + '\n');
+    return errors.length > 0 ? 1 : 0;
+  }
+  for (const warning of warnings) process.stdout.write(`warning: ${warning}\n`);
+  if (errors.length > 0) {
+    for (const e of errors) process.stderr.write(`error: ${e.text}\n`);
+    process.stderr.write(`${errors.length} error(s)\n`);
     return 1;
   }
   process.stdout.write('configuration is valid\n');

@@ -68,17 +68,28 @@ export function formatFileIssues(
   issues: readonly ConfigIssue[],
   transform: (text: string) => string = (text) => text,
 ): string[] {
+  return locateFileIssues(file, issues, transform).map((i) => formatLocatedIssue(file, i));
+}
+
+/** One located issue as `file:line:column: path: message`. */
+export function formatLocatedIssue(file: string, i: ConfigIssue): string {
+  const at = i.line === undefined ? file : `${file}:${i.line}:${i.column ?? 1}`;
+  // Compiler messages often restate the path; print it once.
+  const path = i.path === '' || i.message.includes(i.path) ? '' : `${i.path}: `;
+  return `${at}: ${path}${i.message}`;
+}
+
+/** `issues` with line and column found in `file` (after `transform`); unchanged when the file cannot be read. */
+export function locateFileIssues(
+  file: string,
+  issues: readonly ConfigIssue[],
+  transform: (text: string) => string = (text) => text,
+): readonly ConfigIssue[] {
   let text: string | undefined;
   try {
     text = transform(readFileSync(file, 'utf8'));
   } catch {
     text = undefined;
   }
-  const located = text === undefined ? issues : locateIssues(text, issues);
-  return located.map((i) => {
-    const at = i.line === undefined ? file : `${file}:${i.line}:${i.column ?? 1}`;
-    // Compiler messages often restate the path; print it once.
-    const path = i.path === '' || i.message.includes(i.path) ? '' : `${i.path}: `;
-    return `${at}: ${path}${i.message}`;
-  });
+  return text === undefined ? issues : locateIssues(text, issues);
 }
