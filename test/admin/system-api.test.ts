@@ -222,6 +222,7 @@ test('admin metrics: E2E-API-10 /metrics is Prometheus text behind auth; E2E-DP-
         route: 'hello',
         policy: 'hello-policy',
         status_class: '2xx',
+        method: 'GET',
       }),
       3,
     );

@@ -181,6 +181,9 @@ test('workers: the local proxy-cache is one cache: a response stored by one work
   await waitFor(async () => (await request(`${gw.data}/cached`)).headers['x-cache'] === 'HIT', {
     what: 'a cache hit',
   });
+  // A request the other worker took before the store landed may have missed and refreshed it once.
+  const beforeHits = origin.requests.filter((r) => r.url === '/cached').length;
+  assert.ok(beforeHits <= 2, `origin calls before the first hit: ${beforeHits}`);
   const served = await servedDuring(async () => {
     const answers = await many(10, '/cached');
     assert.deepEqual(new Set(answers.map((a) => a.headers['x-cache'])), new Set(['HIT']));
@@ -190,7 +193,7 @@ test('workers: the local proxy-cache is one cache: a response stored by one work
     served.every((n) => n > 0),
     `both workers answered from the cache: ${served.join(', ')}`,
   );
-  assert.equal(origin.requests.filter((r) => r.url === '/cached').length, 1);
+  assert.equal(origin.requests.filter((r) => r.url === '/cached').length, beforeHits);
 });
 
 test('workers: limit-conn of 1 rejects a second in-flight request whichever worker takes it', async () => {
