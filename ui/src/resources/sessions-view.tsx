@@ -14,6 +14,12 @@ interface SessionMeta {
 
 const when = (seconds: number): string => new Date(seconds * 1000).toISOString().replace('.000Z', 'Z');
 
+/**
+ * The id is the browser's session cookie value (a bearer secret in kvstore
+ * storage, docs/sessions.md): shown and spoken only as its first 8 characters.
+ */
+export const maskId = (id: string): string => `${id.slice(0, 8)}…`;
+
 /** Server-side sessions of one store: list (filter by subject), revoke one or all of a subject. */
 export function SessionsView() {
   const readOnly = useReadOnly();
@@ -40,8 +46,11 @@ export function SessionsView() {
   };
 
   const list = async (event?: FormEvent) => {
-    event?.preventDefault();
-    setMessage(undefined);
+    // A refresh after a revoke keeps its notice; only a new search clears it.
+    if (event !== undefined) {
+      event.preventDefault();
+      setMessage(undefined);
+    }
     try {
       const page = await getJson<{ sessions: SessionMeta[] }>(`/api/sessions?${query().toString()}`);
       setSessions(page.sessions);
@@ -51,10 +60,10 @@ export function SessionsView() {
   };
 
   const revoke = async (id: string) => {
-    if (!window.confirm(`Revoke session ${id}? It stops working on the next request.`)) return;
+    if (!window.confirm(`Revoke session ${maskId(id)}? It stops working on the next request.`)) return;
     try {
       await remove(`/api/sessions/${encodeURIComponent(store)}/${encodeURIComponent(id)}`);
-      setMessage(`Session ${id} revoked.`);
+      setMessage(`Session ${maskId(id)} revoked.`);
       await list();
     } catch (err) {
       setMessage(describe(err));
@@ -92,6 +101,7 @@ export function SessionsView() {
           <table className="list" aria-label="Sessions">
             <thead>
               <tr>
+                <th>Session</th>
                 <th>Subject</th>
                 <th>Plugin</th>
                 <th>Policy / route</th>
@@ -102,7 +112,10 @@ export function SessionsView() {
             </thead>
             <tbody>
               {sessions.map((s) => (
-                <tr key={s.id} data-session={s.id}>
+                <tr key={s.id} data-session={maskId(s.id)}>
+                  <td>
+                    <code>{maskId(s.id)}</code>
+                  </td>
                   <td>{s.subject}</td>
                   <td>{s.plugin}</td>
                   <td>
@@ -112,7 +125,12 @@ export function SessionsView() {
                   <td>{when(s.expires_at)}</td>
                   <td className="actions">
                     {!readOnly && (
-                      <button type="button" className="danger" onClick={() => void revoke(s.id)}>
+                      <button
+                        type="button"
+                        className="danger"
+                        aria-label={`Revoke session ${maskId(s.id)} of ${s.subject}`}
+                        onClick={() => void revoke(s.id)}
+                      >
                         Revoke
                       </button>
                     )}
