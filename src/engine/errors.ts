@@ -109,6 +109,21 @@ export const UNHANDLED_ERROR_BODY = {
   message: 'Unhandled error in routing policy',
 } as const;
 
+/**
+ * An unhandled failure to reach or hear from the upstream (the catalog's
+ * `bad_gateway`/`gateway_timeout` codes, e.g. UPSTREAM_CONNECTION_ERROR,
+ * UPSTREAM_TIMEOUT) answers 502/504 with the code instead of the generic 500,
+ * as operators of other gateways expect (docs/configuration.md "Errors at run time").
+ */
+export function unhandledUpstreamBody(
+  code: string,
+): { status: number; body: { error: string; code: string; message: string } } | undefined {
+  const known = (ERROR_CODES as Record<string, { status: number; error: string } | undefined>)[code];
+  if (known === undefined || (known.error !== 'bad_gateway' && known.error !== 'gateway_timeout'))
+    return undefined;
+  return { status: known.status, body: { error: known.error, code, message: UNHANDLED_ERROR_BODY.message } };
+}
+
 /** COMPAT §3.1: the answer when no route matches. */
 export const NO_ROUTE_BODY = { error: 'not_found', message: 'No route matched' } as const;
 

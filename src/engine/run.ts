@@ -1,5 +1,5 @@
 import type { Context } from './context.js';
-import { NodeError, UNHANDLED_ERROR_BODY } from './errors.js';
+import { NodeError, UNHANDLED_ERROR_BODY, unhandledUpstreamBody } from './errors.js';
 import type { CompiledNode, CompiledPolicy, EdgeKind, TraceRecorder } from './graph-types.js';
 import type { Logger } from '../observability/logger.js';
 
@@ -100,7 +100,10 @@ function advance(
   trace?.step(node, port, 'unhandled', duration);
   ctx.response.discardStream();
   ctx.response.headers = {};
-  ctx.response.json(500, UNHANDLED_ERROR_BODY);
+  const failure = ctx.errors.at(-1);
+  const upstream = failure?.node_id === node.id ? unhandledUpstreamBody(failure.code) : undefined;
+  if (upstream === undefined) ctx.response.json(500, UNHANDLED_ERROR_BODY);
+  else ctx.response.json(upstream.status, upstream.body);
   return undefined;
 }
 
