@@ -79,7 +79,7 @@ export function captureSnapshot(
       status_code: response.status,
       headers: headerLists(response.headers, redaction),
       body:
-        response.stream !== null
+        response.stream !== null || response.relayed
           ? { len: 0, streamed: true }
           : captureBody(response.body, previous.response, options),
     },

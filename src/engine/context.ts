@@ -146,6 +146,11 @@ export class ResponsePart {
   body: Buffer | null = null;
   /** Upstream body still flowing (streaming relay); mutually exclusive with `body`. */
   stream: Readable | null = null;
+  /**
+   * True while the body is an upstream answer relayed in streaming mode (no later node reads it),
+   * also when it arrived whole with its headers and is held as `body`: traces report it as streamed.
+   */
+  relayed = false;
 
   header(name: string): string | undefined {
     return firstHeader(this.headers, name);
@@ -159,6 +164,7 @@ export class ResponsePart {
 
   setBody(body: string | Buffer, contentType?: string): void {
     this.discardStream();
+    this.relayed = false;
     this.body = typeof body === 'string' ? Buffer.from(body) : body;
     delete this.headers['content-length'];
     delete this.headers['transfer-encoding'];

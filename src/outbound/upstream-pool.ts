@@ -135,6 +135,7 @@ export class UpstreamPool {
         response.headers = withEarlierHeaders(res.headers, response.headers);
         response.body = res.body;
         response.stream = res.stream;
+        response.relayed = this.#limits.streaming;
         return result;
       } catch (err) {
         const failure = classifyFailure(err);

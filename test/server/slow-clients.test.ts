@@ -59,6 +59,22 @@ test('slow clients: HTTP/1.1 headers sent a byte at a time get 408', async () =>
   assert.match(c.received(), /^HTTP\/1\.1 408/);
 });
 
+test('slow clients: an HTTP/1.1 body trickled a byte at a time gets 408 and is closed', async () => {
+  const started = Date.now();
+  const c = await rawClient(
+    gw.dataPort,
+    'POST /hello HTTP/1.1\r\nHost: slow.test\r\nContent-Length: 100\r\n\r\n',
+  );
+  const drip = setInterval(() => c.socket.write('x'), 200);
+  try {
+    await waitClosed(c, 2 * BOUND_MS, 'the slow-body client to be closed');
+  } finally {
+    clearInterval(drip);
+  }
+  assert.match(c.received(), /^HTTP\/1\.1 408/);
+  assert.ok(Date.now() - started >= 1900, 'closed before connection_seconds + read_seconds elapsed');
+});
+
 test('slow clients: an HTTP/2 session that never opens a stream is closed after connection_seconds', async () => {
   const session = connect(`http://127.0.0.1:${gw.dataPort}`);
   session.on('error', () => undefined);

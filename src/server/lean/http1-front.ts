@@ -209,7 +209,8 @@ class Connection implements ResponseSink {
 
   #timeout(): void {
     this.#phase = Phase.Idle;
-    if (this.#res !== null) this.#socket.destroy();
+    // As node:http: a request whose body is still arriving gets 408 unless its answer has begun.
+    if (this.#res !== null && this.#res.headersSent) this.#socket.destroy();
     else this.#answerAndClose(REQUEST_TIMEOUT);
   }
 
