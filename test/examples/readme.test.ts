@@ -11,7 +11,7 @@
  * 8080 (the gateway itself) gets the spawned gateway's port, 9801/9802 (the
  * backend) the test backend's ports.
  */
-import { test, before, after } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, existsSync } from 'node:fs';
@@ -197,73 +197,77 @@ test('examples/README.md: every sampled section exists and is runnable offline',
   for (const name of SAMPLE) assert.ok(runnable.includes(name), `no runnable section '${name}'`);
 });
 
-for (const section of sections()) {
-  if (section.needs || section.curls.length === 0) continue;
-  if (only !== undefined && !only.includes(section.name)) continue;
-  test(`examples/README.md: ${section.name} answers as documented`, async () => {
-    const [port, adminPort] = [await freePort(), await freePort()];
-    const env: Record<string, string> = {
-      GATEWAY_PORT: String(port),
-      GATEWAY_BIND: '127.0.0.1',
-      ADMIN_PORT: String(adminPort),
-      LOG_LEVEL: 'warn',
-      ...section.env,
-    };
-    const args = section.args.map((a) =>
-      a.startsWith('examples/') || a.startsWith('config/') ? join(repo, a) : a,
-    );
-    // Point the example's own placeholders at this run's ports.
-    for (const a of args) {
-      if (!a.endsWith('.yaml') || !existsSync(a)) continue;
-      for (const m of readFileSync(a, 'utf8').matchAll(/\$\{(\w+):-([^}]*)\}/g)) {
-        const [, name = '', def = ''] = m;
-        if (name in env) continue;
-        const replaced = def
-          .replace(/^8080$/, String(port))
-          .replace(/(localhost|127\.0\.0\.1):8080/, `127.0.0.1:${port}`)
-          .replace(/^9801$/, String(backendPorts[0]))
-          .replace(/^9802$/, String(backendPorts[1]));
-        if (replaced !== def) env[name] = replaced;
-      }
-    }
-    const gw = spawnGateway(args, env);
-    try {
-      await waitFor(
-        async () => {
-          if (gw.child.exitCode !== null) throw new Error(`gateway exited:\n${gw.output()}`);
-          try {
-            await fetch(`http://127.0.0.1:${port}/`);
-            return true;
-          } catch {
-            return false;
-          }
-        },
-        { timeoutMs: 60_000, intervalMs: 100, what: `${section.name} to listen` },
+// Three sections at a time (each its own gateway and ports): one after another they outgrow the
+// file's time budget on a loaded 2-core machine.
+describe('examples/README.md sections', { concurrency: 3 }, () => {
+  for (const section of sections()) {
+    if (section.needs || section.curls.length === 0) continue;
+    if (only !== undefined && !only.includes(section.name)) continue;
+    test(`examples/README.md: ${section.name} answers as documented`, async () => {
+      const [port, adminPort] = [await freePort(), await freePort()];
+      const env: Record<string, string> = {
+        GATEWAY_PORT: String(port),
+        GATEWAY_BIND: '127.0.0.1',
+        ADMIN_PORT: String(adminPort),
+        LOG_LEVEL: 'warn',
+        ...section.env,
+      };
+      const args = section.args.map((a) =>
+        a.startsWith('examples/') || a.startsWith('config/') ? join(repo, a) : a,
       );
-      for (const raw of section.curls) {
-        const [code, comment] = splitComment(raw);
-        const status = /\b(\d{3})\b/.exec(comment)?.[1];
-        assert.ok(status !== undefined, `no expected status after # in: ${raw}`);
-        const req = parseCurl(code, port);
-        const res = await fetch(req.url, {
-          method: req.method,
-          headers: req.headers,
-          redirect: 'manual',
-          ...(req.body === undefined ? {} : { body: req.body }),
-        });
-        const head = [...res.headers].map(([k, v]) => `${k}: ${v}`).join('\n');
-        const text = `${head}\n\n${await res.text()}`;
-        assert.equal(String(res.status), status, `${raw}\n→ ${res.status}\n${text}`);
-        for (const m of comment.matchAll(/`([^`]+)`/g)) {
-          // The backend's ports as documented (9801/9802) are this run's ports.
-          const want = (m[1] ?? '')
-            .replace(/\b9801\b/g, String(backendPorts[0]))
-            .replace(/\b9802\b/g, String(backendPorts[1]));
-          assert.ok(text.includes(want), `${raw}\n→ the answer lacks ${want}:\n${text}`);
+      // Point the example's own placeholders at this run's ports.
+      for (const a of args) {
+        if (!a.endsWith('.yaml') || !existsSync(a)) continue;
+        for (const m of readFileSync(a, 'utf8').matchAll(/\$\{(\w+):-([^}]*)\}/g)) {
+          const [, name = '', def = ''] = m;
+          if (name in env) continue;
+          const replaced = def
+            .replace(/^8080$/, String(port))
+            .replace(/(localhost|127\.0\.0\.1):8080/, `127.0.0.1:${port}`)
+            .replace(/^9801$/, String(backendPorts[0]))
+            .replace(/^9802$/, String(backendPorts[1]));
+          if (replaced !== def) env[name] = replaced;
         }
       }
-    } finally {
-      await gw.stop();
-    }
-  });
-}
+      const gw = spawnGateway(args, env);
+      try {
+        await waitFor(
+          async () => {
+            if (gw.child.exitCode !== null) throw new Error(`gateway exited:\n${gw.output()}`);
+            try {
+              await fetch(`http://127.0.0.1:${port}/`);
+              return true;
+            } catch {
+              return false;
+            }
+          },
+          { timeoutMs: 60_000, intervalMs: 100, what: `${section.name} to listen` },
+        );
+        for (const raw of section.curls) {
+          const [code, comment] = splitComment(raw);
+          const status = /\b(\d{3})\b/.exec(comment)?.[1];
+          assert.ok(status !== undefined, `no expected status after # in: ${raw}`);
+          const req = parseCurl(code, port);
+          const res = await fetch(req.url, {
+            method: req.method,
+            headers: req.headers,
+            redirect: 'manual',
+            ...(req.body === undefined ? {} : { body: req.body }),
+          });
+          const head = [...res.headers].map(([k, v]) => `${k}: ${v}`).join('\n');
+          const text = `${head}\n\n${await res.text()}`;
+          assert.equal(String(res.status), status, `${raw}\n→ ${res.status}\n${text}`);
+          for (const m of comment.matchAll(/`([^`]+)`/g)) {
+            // The backend's ports as documented (9801/9802) are this run's ports.
+            const want = (m[1] ?? '')
+              .replace(/\b9801\b/g, String(backendPorts[0]))
+              .replace(/\b9802\b/g, String(backendPorts[1]));
+            assert.ok(text.includes(want), `${raw}\n→ the answer lacks ${want}:\n${text}`);
+          }
+        }
+      } finally {
+        await gw.stop();
+      }
+    });
+  }
+});
