@@ -303,6 +303,7 @@ export class Gateway {
         http2: this.system.http2.enabled,
         http2Limits: this.system.http2,
         maxConnections: this.system.listener.max_connections,
+        http1Server: this.system.listener.http1_server,
         timeouts: this.system.timeouts,
         logger: this.logger,
         beforeCut: closeTunnels,
@@ -312,7 +313,6 @@ export class Gateway {
       dataPlane.handleUpgrade,
     );
     this.#listener = listener;
-        http1Server: this.system.listener.http1_server,
     this.#startWatching();
     return listener.address;
   }

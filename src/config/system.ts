@@ -99,6 +99,8 @@ export interface SystemConfig {
     max_hops: number;
     /** 'auto' = min(10000, half the soft RLIMIT_NOFILE); see src/server/connection-limit.ts. */
     max_connections: number | 'auto';
+    /** HTTP/1.1 server: 'lean' (src/server/lean/) or 'node' (node:http); docs/benchmarks.md. */
+    http1_server: 'lean' | 'node';
   };
   tls?: TlsConfig;
   http2: Http2Config;
@@ -108,8 +110,6 @@ export interface SystemConfig {
     write_seconds: number;
     idle_seconds: number;
     shutdown_timeout_seconds: number;
-    /** HTTP/1.1 server: 'lean' (src/server/lean/) or 'node' (node:http); docs/benchmarks.md. */
-    http1_server: 'lean' | 'node';
   };
   logging: { level: string; format: string };
   /** docs/logging.md#access-log */
