@@ -155,7 +155,7 @@ test('sandbox: a context copied from a trace snapshot replays', async () => {
   assert.deepEqual(replay.body.trace.initial.request.query_params, { page: ['2'] });
 });
 
-test('sandbox: on_error stop leaves error ports unwired (unhandled 500); client keeps the node status', async () => {
+test('sandbox: on_error stop leaves error ports unwired (unhandled: 502 for an upstream failure); client keeps the node status', async () => {
   const failing = { id: 'gone', type: 'upstream', config: { targets: [{ host: '127.0.0.1', port: 1 }] } };
   const stop = await sandbox({ nodes: [failing] });
   assert.equal(stop.status, 200);
@@ -163,8 +163,9 @@ test('sandbox: on_error stop leaves error ports unwired (unhandled 500); client 
   assert.equal(last?.node_id, 'gone');
   assert.equal(last?.edge, 'unhandled');
   assert.equal(last?.outcome.kind, 'error');
-  assert.equal(stop.body.trace.status, 500);
-  assert.equal(last?.after.response.status_code, 500, 'the unhandled step shows the generic 500');
+  // An unhandled upstream failure answers 502 (docs/configuration.md), not the generic 500.
+  assert.equal(stop.body.trace.status, 502);
+  assert.equal(last?.after.response.status_code, 502, 'the unhandled step shows the 502');
   assert.deepEqual(stop.body.trace.response_origin, { node_id: 'gone', port: 'error' });
   const client = await sandbox({ nodes: [failing], on_error: 'client' });
   assert.deepEqual(
