@@ -9,15 +9,13 @@
  *
  * Environment: AB_ROUNDS (default 15), AB_SECONDS (2), AB_CONNECTIONS (50).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { load, pinSelf, planPinning, treeCpuSeconds } from './measure.js';
+import { load, pinSelf, planPinning, treeCpuSeconds, startNodeProcess } from './measure.js';
 import { peerPath, type Payload } from './scenarios.js';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
 const rounds = Number(process.env.AB_ROUNDS ?? 15);
 const seconds = Number(process.env.AB_SECONDS ?? 2);
 const connections = Number(process.env.AB_CONNECTIONS ?? 50);
@@ -25,34 +23,8 @@ const children: ChildProcess[] = [];
 process.on('exit', () => children.forEach((c) => c.kill('SIGKILL')));
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => process.exit(130));
 
-function start(
-  args: string[],
-  env: NodeJS.ProcessEnv,
-  cpu: string | null,
-): Promise<{ pid: number; port: number }> {
-  return new Promise((resolve, reject) => {
-    const [command, argv] =
-      cpu === null ? [process.execPath, args] : ['taskset', ['-c', cpu, process.execPath, ...args]];
-    const child = spawn(command, argv, {
-      cwd: root,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    children.push(child);
-    let out = '';
-    let ready = false;
-    child.stdout?.on('data', (d: Buffer) => {
-      if (ready) return;
-      out += d.toString();
-      const m = /listening (\d+)/.exec(out) ?? /"port":(\d+)/.exec(out);
-      if (m !== null && child.pid !== undefined) {
-        ready = true;
-        resolve({ pid: child.pid, port: Number(m[1]) });
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}: ${out}`)));
-  });
-}
+const start = (args: string[], env: NodeJS.ProcessEnv, cpu: string | null) =>
+  startNodeProcess(args, env, cpu, children);
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN;
 

@@ -249,3 +249,38 @@ export function pinSelf(cpus: string): void {
   const result = spawnSync('taskset', ['-a', '-pc', cpus, String(process.pid)], { encoding: 'utf8' });
   if (result.status !== 0) throw new Error(`taskset failed: ${result.stderr}`);
 }
+
+/**
+ * Starts a node process (pinned to `cpu` when given), records it in `children` and resolves
+ * once it prints its port.
+ */
+export function startNodeProcess(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  cpu: string | null,
+  children: ChildProcess[],
+): Promise<{ pid: number; port: number }> {
+  return new Promise((resolve, reject) => {
+    // taskset execs node in place, so the pid we get is the measured process's.
+    const [command, argv] =
+      cpu === null ? [process.execPath, args] : ['taskset', ['-c', cpu, process.execPath, ...args]];
+    const child = spawn(command, argv, {
+      cwd: fileURLToPath(new URL('..', import.meta.url)),
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    children.push(child);
+    let out = '';
+    let ready = false;
+    child.stdout?.on('data', (d: Buffer) => {
+      if (ready) return; // keep draining the pipe, stop collecting
+      out += d.toString();
+      const m = /listening (\d+)/.exec(out) ?? /"port":(\d+)/.exec(out) ?? /port=(\d+)/.exec(out);
+      if (m && child.pid !== undefined) {
+        ready = true;
+        resolve({ pid: child.pid, port: Number(m[1]) });
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}: ${out}`)));
+  });
+}

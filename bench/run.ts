@@ -17,11 +17,10 @@
  * names, default all), BENCH_PEERS (comma list, default `minimal,fastify`),
  * BENCH_PIN=0 (no pinning).
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { startRedis, type RedisServer } from '../test/support/redis.js';
 import {
   has,
@@ -32,10 +31,10 @@ import {
   treeCpuSeconds,
   treeRssMiB,
   type Sample,
+  startNodeProcess,
 } from './measure.js';
 import { peerPath, scenarios, type Payload } from './scenarios.js';
 
-const root = fileURLToPath(new URL('..', import.meta.url));
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -80,36 +79,8 @@ process.on('exit', () => {
 // Interrupted: exit through 'exit' above, so no pinned target outlives the run.
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => process.exit(130));
 
-/** Starts a node process (on `cpu` when given) and resolves once it prints its port. */
-function startProcess(
-  args: string[],
-  env: NodeJS.ProcessEnv,
-  cpu: string | null,
-): Promise<{ pid: number; port: number }> {
-  return new Promise((resolve, reject) => {
-    // taskset execs node in place, so the pid we get is the measured process's.
-    const [command, argv] =
-      cpu === null ? [process.execPath, args] : ['taskset', ['-c', cpu, process.execPath, ...args]];
-    const child = spawn(command, argv, {
-      cwd: root,
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    children.push(child);
-    let out = '';
-    let ready = false;
-    child.stdout?.on('data', (d: Buffer) => {
-      if (ready) return; // keep draining the pipe, stop collecting
-      out += d.toString();
-      const m = /listening (\d+)/.exec(out) ?? /"port":(\d+)/.exec(out) ?? /port=(\d+)/.exec(out);
-      if (m && child.pid !== undefined) {
-        ready = true;
-        resolve({ pid: child.pid, port: Number(m[1]) });
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}: ${out}`)));
-  });
-}
+const startProcess = (args: string[], env: NodeJS.ProcessEnv, cpu: string | null) =>
+  startNodeProcess(args, env, cpu, children);
 
 /** A throwaway self-signed certificate for the TLS scenarios. */
 function selfSigned(dir: string): { cert: string; key: string } {
