@@ -6,7 +6,12 @@ import type * as AcmeClient from 'acme-client';
 // Required on first use, not imported: a gateway without `acme:` never loads them (~25 MiB, docs/deployment.md).
 const requireHere = createRequire(import.meta.url);
 export const acmeClient = (): typeof AcmeClient => requireHere('acme-client') as typeof AcmeClient;
-const x509Lib = (): typeof X509 => requireHere('@peculiar/x509') as typeof X509;
+// @peculiar/x509 2.x resolves its ASN.1 providers through tsyringe, which needs the Reflect
+// metadata polyfill loaded first; both stay out of memory until a certificate is made.
+const x509Lib = (): typeof X509 => {
+  requireHere('reflect-metadata');
+  return requireHere('@peculiar/x509') as typeof X509;
+};
 import type { AcmeConfig } from './config.js';
 
 /** A certificate chain and its private key, both PEM. */

@@ -55,7 +55,7 @@ export function readScript(path: string): string {
     return readFileSync(path, 'utf8');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    throw new Error(`cannot read ${path}${code === undefined ? '' : ` (${code})`}`);
+    throw new Error(`cannot read ${path}${code === undefined ? '' : ` (${code})`}`, { cause: err });
   }
 }
 

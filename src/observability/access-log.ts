@@ -27,7 +27,9 @@ function checkWritable(path: string): void {
   try {
     closeSync(openSync(path, 'a'));
   } catch (err) {
-    throw new Error(`access_log.output: cannot open '${path}' for appending: ${(err as Error).message}`);
+    throw new Error(`access_log.output: cannot open '${path}' for appending: ${(err as Error).message}`, {
+      cause: err,
+    });
   }
 }
 

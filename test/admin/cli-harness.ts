@@ -51,7 +51,7 @@ export async function startCli(config: CliConfig): Promise<GatewayProcess> {
     await waitForHttp(`${config.admin}/healthz`, 60000);
   } catch (err) {
     await p.stop('SIGKILL');
-    throw new Error(`gateway did not start: ${(err as Error).message}\n${p.output()}`);
+    throw new Error(`gateway did not start: ${(err as Error).message}\n${p.output()}`, { cause: err });
   }
   return p;
 }

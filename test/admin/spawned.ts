@@ -51,7 +51,7 @@ export async function startSpawned(
     await waitForHttp(`http://${host}:${config.adminPort}/healthz`, 60000);
   } catch (err) {
     await p.stop('SIGKILL');
-    throw new Error(`gateway did not start: ${(err as Error).message}\n${p.output()}`);
+    throw new Error(`gateway did not start: ${(err as Error).message}\n${p.output()}`, { cause: err });
   }
   return p;
 }

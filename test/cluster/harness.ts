@@ -60,7 +60,7 @@ export async function startClusterGateway(
   } catch (err) {
     await child.stop('SIGKILL');
     dir.remove();
-    throw new Error(`gateway did not start: ${(err as Error).message}\n${child.output()}`);
+    throw new Error(`gateway did not start: ${(err as Error).message}\n${child.output()}`, { cause: err });
   }
   return {
     process: child,

@@ -155,7 +155,7 @@ async function startGateway(
     });
   } catch (err) {
     await process.stop();
-    throw new Error(`${(err as Error).message}\n${process.output()}`);
+    throw new Error(`${(err as Error).message}\n${process.output()}`, { cause: err });
   }
   return { data, admin: `http://127.0.0.1:${adminPort}`, process };
 }

@@ -35,7 +35,7 @@ before(async () => {
     await waitForHttp(`${admin}/healthz`, 60000);
   } catch (err) {
     await gateway.stop('SIGKILL');
-    throw new Error(`gateway did not start: ${(err as Error).message}\n${gateway.output()}`);
+    throw new Error(`gateway did not start: ${(err as Error).message}\n${gateway.output()}`, { cause: err });
   }
 });
 after(() => gateway.stop());

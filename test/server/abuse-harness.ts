@@ -93,7 +93,7 @@ export async function startAbuseGateway(
   } catch (err) {
     await p.stop('SIGKILL');
     dir.remove();
-    throw new Error(`gateway did not start: ${(err as Error).message}\n${p.output()}`);
+    throw new Error(`gateway did not start: ${(err as Error).message}\n${p.output()}`, { cause: err });
   }
   return {
     process: p,

@@ -100,7 +100,7 @@ async function startGateway(apiPort: number, extraSystem = ''): Promise<Started>
   } catch (err) {
     await gw.stop('SIGKILL');
     dir.remove();
-    throw new Error(`gateway did not start: ${(err as Error).message}\n${gw.output()}`);
+    throw new Error(`gateway did not start: ${(err as Error).message}\n${gw.output()}`, { cause: err });
   }
   return {
     gw,

@@ -56,7 +56,7 @@ export async function spawnDataPlane(
   } catch (err) {
     await child.stop('SIGKILL');
     dir.remove();
-    throw new Error(`${(err as Error).message}\n${child.output()}`);
+    throw new Error(`${(err as Error).message}\n${child.output()}`, { cause: err });
   }
   return {
     port,

@@ -59,7 +59,7 @@ export function RouteForm({ initial, policies, onSubmit, onCancel, describeError
       try {
         parsed = JSON.parse(headers);
       } catch (err) {
-        throw new Error(`Headers: invalid JSON (${(err as Error).message})`);
+        throw new Error(`Headers: invalid JSON (${(err as Error).message})`, { cause: err });
       }
       if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
         throw new Error('Headers: expected a JSON object such as {"x-tenant": "acme"}');

@@ -91,7 +91,7 @@ export const casAuth = definePlugin({
     const base = `${idp.origin}${idp.pathname.replace(/\/+$/, '')}`;
     const validatePath = `${idp.pathname.replace(/\/+$/, '')}/serviceValidate`;
     const loginUrl = `${base}/login`;
-    let tls = null;
+    let tls;
     try {
       tls = idp.protocol === 'https:' ? loadTlsMaterial({ verify: config.ssl_verify }) : null;
     } catch (err) {

@@ -87,7 +87,7 @@ export const forwardAuth = definePlugin({
     if (url.protocol !== 'http:' && url.protocol !== 'https:') {
       throw new ConfigError('uri', `must be an http:// or https:// URL (got ${url.protocol})`);
     }
-    let tls = null;
+    let tls;
     try {
       tls = url.protocol === 'https:' ? loadTlsMaterial({ verify: config.ssl_verify }) : null;
     } catch (err) {

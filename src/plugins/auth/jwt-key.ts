@@ -64,7 +64,7 @@ export function verificationKey(material: KeyMaterial): VerificationKey {
   try {
     key = createPublicKey(pem);
   } catch (err) {
-    throw new Error(`'public_key' is not a PEM public key: ${(err as Error).message}`);
+    throw new Error(`'public_key' is not a PEM public key: ${(err as Error).message}`, { cause: err });
   }
   const fits = keyAlgorithms(key);
   if (fits.length === 0)

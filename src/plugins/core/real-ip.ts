@@ -35,7 +35,7 @@ function sourceReader(source: string): SourceReader {
 export function parseAddress(text: string): { ip: string; port?: number } | undefined {
   const value = text.trim();
   if (value.charCodeAt(0) !== 91 /* [ */ && parseIp(value) !== null) return { ip: value };
-  let ip = value;
+  let ip: string;
   let port: string | undefined;
   if (value.startsWith('[')) {
     const close = value.indexOf(']');

@@ -133,7 +133,7 @@ test(
       await Promise.all(urls.map((u) => waitForHttp(`${u}/ready`, 30000)));
     } catch (err) {
       const states = processes.map((p) => `exit ${String(p.child.exitCode)}: ${p.output()}`);
-      throw new Error(`${(err as Error).message}\n${states.join('\n')}`);
+      throw new Error(`${(err as Error).message}\n${states.join('\n')}`, { cause: err });
     }
     const answers = await Promise.all(
       Array.from({ length: 4 * N }, (_, i) => request(`${urls[i % 2] ?? ''}/x`).then((r) => r.status)),
