@@ -34,6 +34,11 @@ const result = spawnSync(
     '--test',
     `--test-concurrency=${concurrency}`,
     '--test-timeout=180000',
+    // The usual report on stdout, and the slowest files listed on stderr at the end.
+    `--test-reporter=${process.stdout.isTTY ? 'spec' : 'tap'}`,
+    '--test-reporter-destination=stdout',
+    '--test-reporter=./scripts/test-file-timings.mjs',
+    '--test-reporter-destination=stderr',
     ...flags,
     ...files,
   ],

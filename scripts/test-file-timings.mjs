@@ -1,0 +1,26 @@
+// A node:test reporter that prints, at the end of a run, the test files that took longest (wall
+// time from the first to the last event a file reported) — the files to split or slim when
+// `npm test` grows past its budget (CONTRIBUTING.md, "Tests").
+const SHOWN = 15;
+
+export default async function* fileTimings(source) {
+  const spans = new Map();
+  for await (const event of source) {
+    const file = event.data?.file;
+    if (typeof file !== 'string') continue;
+    const now = Date.now();
+    const span = spans.get(file);
+    if (span === undefined) spans.set(file, { first: now, last: now });
+    else span.last = now;
+  }
+  const rows = [...spans.entries()]
+    .map(([file, { first, last }]) => ({
+      file: file.replace(`${process.cwd()}/`, ''),
+      seconds: (last - first) / 1000,
+    }))
+    .sort((a, b) => b.seconds - a.seconds)
+    .slice(0, SHOWN);
+  if (rows.length === 0) return;
+  yield `\n# slowest test files (wall seconds, first to last report):\n`;
+  for (const row of rows) yield `#   ${row.seconds.toFixed(1).padStart(6)}  ${row.file}\n`;
+}
