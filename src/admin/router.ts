@@ -16,6 +16,8 @@ export interface AdminRoute {
   path: string;
   /** `false` only for the probes; everything else needs HTTP Basic. */
   auth: boolean;
+  /** A POST that writes nothing (a preview): a viewer may call it too. */
+  readOnly?: boolean;
   handler(request: AdminRequest): Reply | Promise<Reply>;
 }
 

@@ -13,6 +13,7 @@ import { AdminError, json, readJsonObject, bodyLimitsOf } from './http.js';
 import { resourceKinds, resourceRoutes } from './resources.js';
 import { sessionRoutes } from './sessions.js';
 import { storePingRoute } from './store-ping.js';
+import { templatePreviewRoute } from './template-preview.js';
 import type { AdminRoute } from './router.js';
 import { validatePolicy } from './validate-policy.js';
 import { whoamiRoute } from './whoami.js';
@@ -54,6 +55,7 @@ export function adminRoutes(gateway: Gateway, startedAt: number = Date.now()): A
     },
     ...resourceKinds(gateway).flatMap((kind) => resourceRoutes(gateway, kind)),
     storePingRoute(gateway),
+    templatePreviewRoute(gateway),
     ...sessionRoutes(gateway),
     {
       method: 'POST',

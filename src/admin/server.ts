@@ -128,7 +128,8 @@ export async function startAdminServer(
       if (typeof outcome !== 'string') return outcome;
       role = outcome;
     }
-    if (role === 'viewer' && method !== 'GET') return VIEWER_READ_ONLY;
+    const readOnly = method === 'GET' || (found.kind === 'found' && found.route.readOnly === true);
+    if (role === 'viewer' && !readOnly) return VIEWER_READ_ONLY;
     const untyped = contentTypeGuard(req, method);
     if (untyped !== undefined) return untyped;
     if (found.kind === 'found') {
