@@ -29,6 +29,7 @@ const families: readonly (() => Promise<readonly unknown[]>)[] = [
   () => import('./core/set-vars.js').then((m) => [m.setVars]),
   () => import('./core/body-transformer/index.js').then((m) => [m.bodyTransformer]),
   () => import('./core/degraphql.js').then((m) => [m.degraphql]),
+  () => import('./grpc/index.js').then((m) => m.grpcPlugins),
   () => import('./core/gzip.js').then((m) => [m.gzip]),
   () => import('./core/brotli.js').then((m) => [m.brotli]),
   () => import('./errors/exit-transformer.js').then((m) => [m.exitTransformer]),

@@ -16,6 +16,7 @@ import type { Duplex } from 'node:stream';
 import { sendJson, sendResponse, type Reply } from './respond.js';
 import { isGrpcRequest, refuseGrpc, sendGrpcResponse } from './grpc-error.js';
 import { attachGrpcCall } from '../outbound/grpc/client-call.js';
+import { attachGrpcWebReply, isGrpcWebRequest, sendGrpcWebResponse } from './grpc-web.js';
 import type { RuntimeSlot } from './runtime-slot.js';
 import type { DebugTap } from '../debug/tap.js';
 import type { TraceRecorder } from '../engine/graph-types.js';
@@ -221,6 +222,9 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
     if (websocket) attachUpgrade(ctx, { kind: 'http2', stream: (req as Http2ServerRequest).stream });
     const grpc = isGrpcRequest(req);
     if (grpc) attachGrpcCall(ctx, { req: req as Http2ServerRequest, res: res as Http2ServerResponse });
+    // gRPC-Web (docs/plugins/grpc-web.md): the grpc-web node streams the answer into the reply itself.
+    const grpcWeb = !grpc && isGrpcWebRequest(req);
+    if (grpcWeb) attachGrpcWebReply(ctx, res);
     const finish = () => {
       slot.release();
       onFinished?.(target.route, res.statusCode, startedAt, ctx.errors.length, req, ctx);
@@ -231,6 +235,7 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
       () => {
         if (isRelayed(ctx)) finish();
         else if (grpc) sendGrpcResponse(res, ctx, finish);
+        else if (grpcWeb) sendGrpcWebResponse(res, ctx, finish);
         else sendResponse(res, ctx, finish);
       },
       (err) => {

@@ -54,6 +54,11 @@ export function markRelayed(ctx: Context): void {
   relayed.add(ctx);
 }
 
+/** The node that took the client over hands the answer back to the server (grpc-transcode). */
+export function clearRelayed(ctx: Context): void {
+  relayed.delete(ctx);
+}
+
 /** Headers that belong to the client's hop; the upstream leg gets its own. */
 const HOP = new Set([
   'connection',
