@@ -1,7 +1,7 @@
 import type { ConfigIssue } from '../config/schema-validate.js';
 import type { SystemConfig, TlsConfig } from '../config/system.js';
 
-/** The top-level `acme:` block of system.yaml once validated (COMPAT §2 `acme`). */
+/** The top-level `acme:` block of system.yaml once validated (docs/acme.md). */
 export interface AcmeConfig {
   directory_url: string;
   directory_ca_path?: string;
@@ -21,7 +21,7 @@ export function acmeConfigOf(config: SystemConfig): AcmeConfig | undefined {
   return config.acme as AcmeConfig | undefined;
 }
 
-/** COMPAT §0: the reference's default directory for filesystem storage. */
+/** docs/reference-compatibility.md: the reference's default directory for filesystem storage. */
 export const DEFAULT_ACME_DIR = '/var/lib/featherbit/acme';
 
 /** Where a managed certificate is served: the listener's default certificate or one `sni_certs` entry. */
@@ -77,7 +77,7 @@ export function managedCerts(tls: TlsConfig | undefined): ManagedCertSpec[] {
 }
 
 /**
- * What the schema cannot say about `acme:` (COMPAT §2): https directory,
+ * What the schema cannot say about `acme:` (docs/configuration.md#systemyaml): https directory,
  * accepted terms, a usable renewal window, storage by type, and domains that
  * TLS-ALPN-01 can validate (no wildcards, no IP addresses).
  */

@@ -4,7 +4,7 @@ import type { AdminRoute } from './router.js';
 
 /**
  * `GET /api/acme/certs` and `POST /api/acme/certs/:id/renew[?force=true]`
- * (COMPAT §5). With ACME off the list says so in its body and renew is 501.
+ * (docs/admin-api.md). With ACME off the list says so in its body and renew is 501.
  */
 export function acmeRoutes(gateway: Gateway): AdminRoute[] {
   return [

@@ -3,7 +3,7 @@ import type { CacheTarget } from '../plugins/define.js';
 import { AdminError, json } from './http.js';
 import type { AdminRoute } from './router.js';
 
-/** One backend's outcome in a purge answer (COMPAT §5). */
+/** One backend's outcome in a purge answer (docs/admin-api.md). */
 export interface PurgeOutcome {
   backend: 'local' | 'redis';
   store?: string;

@@ -17,7 +17,7 @@ export interface CatalogEntry {
 
 /**
  * Descriptions for ports whose definition carries none (the reference's
- * wording, COMPAT-PLUGINS "Port descriptions"). A definition's own
+ * wording, docs/plugins/README.md). A definition's own
  * `description` always wins, e.g. an interactive auth's `denied`.
  */
 const FALLBACK_PORT_TEXT: Record<string, string> = {

@@ -6,7 +6,7 @@ import { AdminError, badRequest, json, notFound, readJsonObject, bodyLimitsOf } 
 import type { AdminRoute } from './router.js';
 
 /**
- * `/api/debug/*` (COMPAT §5, §6). Everything but the config answers 404 while
+ * `/api/debug/*` (docs/admin-api.md, docs/debugging.md). Everything but the config answers 404 while
  * debug mode is off: these endpoints dump request contexts and run nodes, so
  * they do not even admit to existing. The config always answers, so a UI can
  * explain which key to set.

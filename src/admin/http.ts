@@ -14,7 +14,7 @@ export interface Reply {
 
 /**
  * An answer other than success, thrown from anywhere below a handler.
- * `body` is the JSON sent as is (COMPAT §5 shapes: `{error}`, `{error, details}`, `{error, referrers}`).
+ * `body` is the JSON sent as is (docs/admin-api.md#conventions: `{error}`, `{error, details}`, `{error, referrers}`).
  */
 export class AdminError extends Error {
   constructor(

@@ -37,7 +37,7 @@ export interface Named {
   [key: string]: unknown;
 }
 
-/** One named collection of gateway.yaml as the Admin API exposes it (COMPAT §5). */
+/** One named collection of gateway.yaml as the Admin API exposes it (docs/admin-api.md). */
 export interface ResourceKind {
   /** URL segment under /api. */
   segment: string;

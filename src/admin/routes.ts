@@ -76,7 +76,7 @@ export function adminRoutes(gateway: Gateway, startedAt: number = Date.now()): A
       method: 'GET',
       path: '/api/scripts',
       auth: true,
-      // The plugins/ folder beside the folder holding gateway.yaml (COMPAT §5).
+      // The plugins/ folder beside the folder holding gateway.yaml (docs/admin-api.md).
       handler: () =>
         json(
           200,

@@ -49,7 +49,7 @@ const isProtected = (pathname: string): boolean =>
   pathname === '/api' || pathname.startsWith('/api/') || pathname === '/metrics';
 
 /**
- * Starts the Admin API listener (COMPAT §5, DESIGN §3): HTTP Basic on
+ * Starts the Admin API listener (docs/admin-api.md#exposure): HTTP Basic on
  * `/api/*` and `/metrics`, open probes, the editor (or its placeholder) on
  * every other path unless `ui_enabled: false`.
  */

@@ -14,7 +14,7 @@ function storeOf(gateway: Gateway, name: string | null | undefined): Store {
   return store;
 }
 
-/** COMPAT §5: any store failure behind the session endpoints is a 502. */
+/** docs/admin-api.md: any store failure behind the session endpoints is a 502. */
 async function guarded<T>(work: () => Promise<T>): Promise<T> {
   try {
     return await work();

@@ -3,7 +3,7 @@ import { StoreError } from '../stores/index.js';
 import { AdminError, json, notFound } from './http.js';
 import type { AdminRoute } from './router.js';
 
-/** The Admin answer for a failed store operation: 504 past the budget, 502 otherwise (COMPAT §5). */
+/** The Admin answer for a failed store operation: 504 past the budget, 502 otherwise (docs/admin-api.md). */
 export function storeFailure(err: unknown): AdminError {
   if (!(err instanceof StoreError)) throw err;
   const status = err.code === 'STORE_TIMEOUT' ? 504 : 502;

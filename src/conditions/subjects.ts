@@ -133,7 +133,7 @@ function flatSubject(name: string): FlatSubject {
       body: BODY_READERS[family.prefix],
     };
   }
-  // Unknown names resolve to nothing, as they render empty in templates (SPEC "Template syntax").
+  // Unknown names resolve to nothing, as they render empty in templates (docs/templates.md#template-syntax).
   return { kind: 'flat', name, read: empty, present: absent, raw: undefined, body: undefined };
 }
 

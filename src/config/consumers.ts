@@ -4,7 +4,7 @@ import type { ConfigIssue } from './schema-validate.js';
 import { JWT_ALGORITHMS } from '../plugins/auth/jwt-key.js';
 
 /**
- * The `consumers:` resource (COMPAT §3.6): named API clients with
+ * The `consumers:` resource (docs/consumers.md): named API clients with
  * per-auth-plugin credentials. Same item shape as the reference gateway:
  *
  * ```yaml

@@ -73,7 +73,7 @@ export interface StoreConfig {
   tls?: { ca_cert_path?: string };
 }
 
-/** One `consumers:` item (COMPAT §3.6); see src/config/consumers.ts for the credential shapes. */
+/** One `consumers:` item (docs/consumers.md); see src/config/consumers.ts for the credential shapes. */
 export interface ConsumerConfig {
   name: string;
   group?: string;

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 const PLACEHOLDER = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
 
 /**
- * `${NAME}` → value or '' and `${NAME:-default}` → value or default (COMPAT §2.1).
+ * `${NAME}` → value or '' and `${NAME:-default}` → value or default (docs/configuration.md#environment-interpolation).
  * Text that is not a well-formed placeholder is left alone; there is no escape.
  */
 export function interpolateEnv(

@@ -31,7 +31,7 @@ export interface MigrateResult {
 
 /**
  * Keys the reference moved between releases: `[node type, old key, new key]`.
- * COMPAT.md and COMPAT-PLUGINS.md document no move that Switchyard does not
+ * The reference's own documentation records no move that Switchyard does not
  * already accept as an alias (`load_balancer`, `role`, `cache_http_status`…),
  * so the table is empty; add a row here when a release moves a key.
  */

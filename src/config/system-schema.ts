@@ -1,4 +1,4 @@
-/** JSON Schema of system.yaml (COMPAT §2, plus the DESIGN §2 additions). Defaults are applied by ajv. */
+/** JSON Schema of system.yaml (docs/configuration.md#systemyaml). Defaults are applied by ajv. */
 
 const str = { type: 'string' } as const;
 const bool = (d: boolean) => ({ type: 'boolean', default: d }) as const;
@@ -178,7 +178,7 @@ export const systemSchema = {
         bind: { type: 'string', default: '127.0.0.1' },
         port: port(9090),
         username: str,
-        // Empty or absent: a random password is generated and printed once (DESIGN §2).
+        // Empty or absent: a random password is generated and printed once (docs/admin-api.md#authentication).
         password: { type: 'string', default: '' },
         users: {
           type: 'array',

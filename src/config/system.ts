@@ -141,7 +141,7 @@ export interface Http2Config {
   reset_window_seconds: number;
 }
 
-/** A backend pool of a stream listener (COMPAT §2 `stream`). */
+/** A backend pool of a stream listener (docs/stream.md). */
 export interface StreamUpstreamConfig {
   targets: { host: string; port: number; weight: number }[];
   load_balancing: 'round_robin' | 'least_connections' | 'ip_hash';

@@ -3,7 +3,7 @@ import type { DebugConfig } from '../config/system.js';
 /** What every redacted value becomes in a trace. */
 export const REDACTED = '<redacted>';
 
-/** Header names always redacted (COMPAT §6.1); configured names add to these, never replace them. */
+/** Header names always redacted (docs/debugging.md#reading-a-trace); configured names add to these, never replace them. */
 export const BUILTIN_REDACT_HEADERS: readonly string[] = [
   'authorization',
   'proxy-authorization',

@@ -8,7 +8,7 @@ export class SandboxInputError extends Error {
   }
 }
 
-/** The validated synthetic request of a sandbox run (COMPAT §6.2), with every default applied. */
+/** The validated synthetic request of a sandbox run (docs/debugging.md#the-sandbox), with every default applied. */
 export interface SandboxSeed {
   method: string;
   path: string;

@@ -71,7 +71,7 @@ const REQUEST_FIELDS = new Set(['nodes', 'policy', 'on_error', 'context']);
 const badRequest = (error: string, details?: ConfigIssue[]): SandboxError =>
   new SandboxError(400, details === undefined ? { error } : { error, details });
 
-/** Validates `POST /api/debug/sandbox` (COMPAT §6.2): exactly one of `nodes` or `policy`. */
+/** Validates `POST /api/debug/sandbox` (docs/debugging.md#the-sandbox): exactly one of `nodes` or `policy`. */
 export function parseSandboxRequest(body: Record<string, unknown>): SandboxRequest {
   for (const key of Object.keys(body)) {
     if (!REQUEST_FIELDS.has(key))

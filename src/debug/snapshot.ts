@@ -33,7 +33,7 @@ export interface ResponseSnapshot {
   body: BodyCapture;
 }
 
-/** A redacted point-in-time copy of the context (COMPAT §6.1): `{request, response, message, errors}`. */
+/** A redacted point-in-time copy of the context (docs/debugging.md#reading-a-trace): `{request, response, message, errors}`. */
 export interface ContextSnapshot {
   request: RequestSnapshot;
   response: ResponseSnapshot;

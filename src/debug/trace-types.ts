@@ -57,7 +57,7 @@ export type TraceSummary = Omit<Trace, 'notes' | 'initial' | 'steps'> & {
   error_count: number;
 };
 
-/** Policy label of a request that matched no route (COMPAT §6.1). */
+/** Policy label of a request that matched no route (docs/debugging.md#reading-a-trace). */
 export const NO_ROUTE_POLICY = '(no route matched)';
 
 export function summarize(trace: Trace): TraceSummary {

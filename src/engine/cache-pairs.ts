@@ -31,7 +31,7 @@ const LONE: Record<CacheTarget['phase'], string> = {
 };
 
 /**
- * SPEC "Proxy cache backend failure": the halves sharing an `id` in one policy
+ * docs/plugins/proxy-cache.md: the halves sharing an `id` in one policy
  * must name the same backend (an issue otherwise, so the policy is rejected);
  * a half without its counterpart is only reported, for `cache_pairs`.
  */

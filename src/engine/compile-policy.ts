@@ -42,7 +42,7 @@ export interface CompileContext {
   ) => PluginEnv['template'];
 }
 
-/** Types whose input accepts any number of incoming edges (COMPAT §4.1). */
+/** Types whose input accepts any number of incoming edges (docs/configuration.md#compile-rules). */
 const FAN_IN_TYPES = new Set(['client', 'error-handler']);
 
 interface Prepared {
@@ -362,7 +362,7 @@ function link(graph: FlatGraph, instances: Map<string, CompiledNode>): void {
 }
 
 /**
- * SPEC "Streaming": an upstream relays as the response arrives unless a node
+ * docs/configuration.md#streaming: an upstream relays as the response arrives unless a node
  * reachable from its success port reads the response body.
  */
 function inferStreaming(

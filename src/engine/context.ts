@@ -5,7 +5,7 @@ export type HeaderMap = Record<string, string | string[] | undefined>;
 
 export type Protocol = 'http1' | 'http2' | 'websocket' | 'tcp' | 'udp';
 
-/** One record appended to `ctx.errors` by a failing node (COMPAT §4.3). */
+/** One record appended to `ctx.errors` by a failing node (docs/configuration.md#errors-at-run-time). */
 export interface ErrorRecord {
   node_id: string;
   code: string;
@@ -127,7 +127,7 @@ export class RequestPart {
     return this.#form;
   }
 
-  /** `ip:port`, as COMPAT §4.4 shows `remote_addr`. */
+  /** `ip:port`, as docs/templates.md shows `remote_addr`. */
   get remoteAddr(): string {
     return this.remoteAddress.includes(':')
       ? `[${this.remoteAddress}]:${this.remotePort}`

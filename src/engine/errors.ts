@@ -25,7 +25,7 @@ export const ERROR_CODES = {
   AZURE_FUNCTIONS_CALLOUT_ERROR: { status: 503, error: 'service_unavailable' },
   OPENWHISK_CALLOUT_ERROR: { status: 503, error: 'service_unavailable' },
   OPENFUNCTION_CALLOUT_ERROR: { status: 503, error: 'service_unavailable' },
-  /** Lua script nodes (script, serverless-*); SPEC leaves the status open, so they are plain 500s. */
+  /** Lua script nodes (script, serverless-*); no status is fixed for them, so they are plain 500s. */
   LUA_LOAD_ERROR: { status: 500, error: 'internal_error' },
   LUA_MARSHAL_ERROR: { status: 500, error: 'internal_error' },
   LUA_MISSING_EXECUTE: { status: 500, error: 'internal_error' },
@@ -41,7 +41,7 @@ export const ERROR_CODES = {
   STORE_KEY_INVALID: { status: 500, error: 'internal_error' },
   /** Store nodes: the stored value is not JSON (`json: true`) or not an integer (store-incr). */
   STORE_VALUE_INVALID: { status: 500, error: 'internal_error' },
-  /** cas-auth: CAS unreachable, too slow, or answering other than 200 (SPEC; 401 before 0.8). */
+  /** cas-auth: CAS unreachable, too slow, or answering other than 200 (docs/plugins/cas-auth.md; 401 before 0.8). */
   CAS_AUTH_PROVIDER_ERROR: { status: 502, error: 'provider_error' },
   /** Authorization-server and code-exchange callouts: unreachable, too slow, or no decision in the answer. */
   OPA_ERROR: { status: 502, error: 'provider_error' },
@@ -103,7 +103,7 @@ export class NodeError extends Error {
   }
 }
 
-/** The generic fallback of COMPAT §4.3 when no error edge and no error_handler catch a failure. */
+/** The generic fallback of docs/configuration.md#errors-at-run-time when no error edge and no error_handler catch a failure. */
 export const UNHANDLED_ERROR_BODY = {
   error: 'internal_error',
   message: 'Unhandled error in routing policy',
@@ -124,7 +124,7 @@ export function unhandledUpstreamBody(
   return { status: known.status, body: { error: known.error, code, message: UNHANDLED_ERROR_BODY.message } };
 }
 
-/** COMPAT §3.1: the answer when no route matches. */
+/** docs/routing.md#matching: the answer when no route matches. */
 export const NO_ROUTE_BODY = { error: 'not_found', message: 'No route matched' } as const;
 
 /** Answered before routing when a request comes back to this gateway too often (see src/outbound/via.ts). */

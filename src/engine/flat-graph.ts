@@ -38,7 +38,7 @@ export interface FlatGraph {
   instances: Map<string, { supernode: string; junctions: FlatNode[] }>;
 }
 
-/** `node.port` split on the LAST dot; no dot means port `out` (COMPAT §3.2). */
+/** `node.port` split on the LAST dot; no dot means port `out` (docs/configuration.md#gatewayyaml). */
 export function parseEndpoint(text: string): { node: string; port: string } {
   const dot = text.lastIndexOf('.');
   if (dot === -1) return { node: text, port: 'out' };

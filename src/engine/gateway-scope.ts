@@ -10,7 +10,7 @@ export interface GatewayScope {
   shared<T>(key: string, create: () => T): T;
 }
 
-/** SPEC Limits: the local response cache holds at most this many entries unless system.yaml says otherwise. */
+/** docs/security.md#limits-and-their-defaults: the local response cache holds at most this many entries unless system.yaml says otherwise. */
 export const DEFAULT_CACHE_MAX_ENTRIES = 10000;
 
 export interface GatewayScopeOptions {

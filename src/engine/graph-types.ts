@@ -1,6 +1,6 @@
 import type { NodeInstance, PluginDefinition } from '../plugins/define.js';
 
-/** How the run loop left a node; recorded in traces (COMPAT §6.1). */
+/** How the run loop left a node; recorded in traces (docs/debugging.md#reading-a-trace). */
 export type EdgeKind =
   'success' | 'error' | 'catch_all' | 'terminal' | 'end_of_chain' | 'unhandled' | 'node_not_found';
 
@@ -41,7 +41,7 @@ export interface CompiledPolicy {
   readonly errorHandler: CompiledNode | undefined;
   readonly nodes: ReadonlyMap<string, CompiledNode>;
   readonly buffering: readonly BufferingReport[];
-  /** Response-cache halves without their counterpart (SPEC "Proxy cache backend failure"). */
+  /** Response-cache halves without their counterpart (docs/plugins/proxy-cache.md). */
   readonly cachePairs?: readonly CachePairReport[];
   /** Upstream node ids that relay their response as it arrives. */
   readonly streaming: readonly string[];

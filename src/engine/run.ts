@@ -70,7 +70,7 @@ async function resume(
   await walk(policy, next, ctx, hooks, trace);
 }
 
-/** Picks the next node for `port`, applying the error fallback chain of COMPAT §4.3. */
+/** Picks the next node for `port`, applying the error fallback chain of docs/configuration.md#errors-at-run-time. */
 function advance(
   policy: CompiledPolicy,
   node: CompiledNode,

@@ -3,7 +3,7 @@ import { AdminError } from '../admin/http.js';
 import { ConfigRejected, type ConfigIssue } from '../config/schema-validate.js';
 import { SandboxError } from '../debug/sandbox.js';
 
-/** The codes an agent can branch on (COMPAT §5.1); wording of messages is not API. */
+/** The codes an agent can branch on (docs/mcp.md); wording of messages is not API. */
 export type ToolErrorCode =
   | 'not_found'
   | 'invalid_input'

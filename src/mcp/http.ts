@@ -27,7 +27,7 @@ const CHALLENGE = { 'www-authenticate': 'Bearer realm="switchyard-mcp"' };
 const UNAUTHORIZED = { status: 401, body: { error: 'unauthorized' }, headers: CHALLENGE };
 
 /**
- * The MCP endpoint (COMPAT §5.1) as a handler for the admin listener, or
+ * The MCP endpoint (docs/mcp.md) as a handler for the admin listener, or
  * undefined when `admin.mcp.enabled` is off (the path then answers 404).
  * Every request is checked on its own (Origin, then bearer token) and served
  * by a fresh server and stateless Streamable HTTP transport, so a token's

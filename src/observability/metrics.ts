@@ -6,7 +6,7 @@ import { FastCounter, FastHistogram, type CounterCell, type HistogramCell } from
 
 type CounterChild = ReturnType<Counter<string>['labels']>;
 
-/** What `gateway_cache_events_total` counts (SPEC Events); `invalid_entry` is a stored value that does not parse. */
+/** What `gateway_cache_events_total` counts (docs/metrics.md); `invalid_entry` is a stored value that does not parse. */
 export type CacheEvent =
   'hit' | 'miss' | 'backend_error' | 'eviction' | 'size_skip' | 'invalid_entry' | 'purge';
 

@@ -46,7 +46,7 @@ export interface PluginEnv {
   readonly policy: string;
   readonly nodeId: string;
   readonly logger: Logger;
-  /** True for an upstream whose success path never reads the response body (SPEC "Streaming"). */
+  /** True for an upstream whose success path never reads the response body (docs/configuration.md#streaming). */
   readonly streaming: boolean;
   /** Records a load-time warning with policy/node/key coordinates. */
   warn(key: string, message: string): void;

@@ -1,4 +1,4 @@
-/** Whether a templated config string reads the response body (SPEC "Streaming" inference). */
+/** Whether a templated config string reads the response body (docs/configuration.md#streaming inference). */
 
 const TEMPLATE_REF = /\{\{\s*response\.body\s*\}\}/;
 const LEGACY_REF = /\$(?:resp_body\b|\{resp_body\})/;

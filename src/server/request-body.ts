@@ -20,7 +20,7 @@ export function hasBody(req: ServerRequest): boolean {
 }
 
 /**
- * Buffers the whole request body (SPEC: uploads are not streamed), rejecting
+ * Buffers the whole request body (docs/routing.md#request-bodies: uploads are not streamed), rejecting
  * with BodyTooLarge as soon as `limit` is passed (or announced).
  */
 export function readBody(req: ServerRequest, limit: number): Promise<Buffer> {

@@ -44,7 +44,7 @@ function outgoingHeaders(headers: HeaderMap): Record<string, string | string[]> 
 }
 
 /**
- * Sends `ctx.response`: status 0 goes out as 200 (COMPAT §3.2). A buffered body
+ * Sends `ctx.response`: status 0 goes out as 200 (docs/configuration.md#gatewayyaml). A buffered body
  * gets an exact Content-Length; an upstream stream is relayed (see {@link relay}).
  */
 export function sendResponse(res: Reply, ctx: Context, done: () => void): void {

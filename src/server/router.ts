@@ -2,7 +2,7 @@ import type { HeaderMap } from '../engine/context.js';
 import type { ConfigIssue } from '../config/schema-validate.js';
 import { ConfigRejected, joinPath } from '../config/schema-validate.js';
 
-/** Route match criteria after `${ENV}` resolution (COMPAT §3.1). */
+/** Route match criteria after `${ENV}` resolution (docs/routing.md#matching). */
 export interface ResolvedMatch {
   path?: string;
   methods?: string[];
@@ -361,14 +361,14 @@ function compileRoute<T>(entry: RouteEntry<T>, index: number): CompiledRoute<T> 
 }
 
 /**
- * Compiles the route table once per configuration (COMPAT §3.1). Path
+ * Compiles the route table once per configuration (docs/routing.md#matching). Path
  * patterns go into a segment trie whose leaves are indexed by host and
  * method, so a lookup touches only routes whose path, host and method can
  * hold, and the first declared one whose headers also hold wins. Cost grows
  * with path depth, not table size; the one linear case left is many routes
  * that share path, host and method and differ only in headers.
  *
- * Cases COMPAT §3.1 does not spell out, decided here: a `*` segment also
+ * Cases docs/routing.md#matching does not spell out, decided here: a `*` segment also
  * matches an empty segment (`/users//orders`); a request path without a
  * leading `/` (`*`, absolute-form) is matched only by path-less routes and
  * `/*`; paths compare as given (no decoding, case-sensitive); a port written

@@ -10,7 +10,7 @@ export interface CookieSettings {
 /** RFC 6265 cookie-name token characters. */
 export const COOKIE_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 
-/** SPEC: `Path`, `HttpOnly`, `SameSite=Lax`, `Max-Age`; `Secure` only over https. */
+/** docs/sessions.md#cookie: `Path`, `HttpOnly`, `SameSite=Lax`, `Max-Age`; `Secure` only over https. */
 export function sessionCookie(
   ctx: Context,
   cookie: CookieSettings,

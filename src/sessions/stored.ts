@@ -9,7 +9,7 @@ import type { Store } from '../stores/index.js';
  * hash tags: one session's keys share a slot.
  */
 
-/** What the Admin API shows of a session (COMPAT §5); never the payload. */
+/** What the Admin API shows of a session (docs/admin-api.md); never the payload. */
 export interface SessionMeta {
   id: string;
   subject: string;
@@ -34,7 +34,7 @@ export interface SessionFilter {
   cursor?: string | undefined;
 }
 
-/** 128 random bits as 32 lowercase hex characters (SPEC Limits, COMPAT §5). */
+/** 128 random bits as 32 lowercase hex characters (docs/sessions.md, docs/admin-api.md#sessions). */
 export const SESSION_ID = /^[0-9a-f]{32}$/;
 
 export const newSessionId = (): string => randomBytes(16).toString('hex');

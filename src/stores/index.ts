@@ -1,5 +1,5 @@
 /**
- * Named key-value stores (`stores:` in gateway.yaml, COMPAT §3.5), shared by
+ * Named key-value stores (`stores:` in gateway.yaml, docs/stores.md), shared by
  * store nodes, sessions, rate limits, the proxy cache and ACME. Keys passed
  * in are logical: the store prepends its `key_prefix` and a colon; callers
  * put their namespace first (`kv:<key>`, `sess:{<id>}`, `cnt:…`).

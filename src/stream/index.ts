@@ -7,7 +7,7 @@ import { startUdpStream } from './udp.js';
 export type { StreamListener } from './listener.js';
 
 /**
- * Binds every `stream:` listener of system.yaml (COMPAT §2): at startup,
+ * Binds every `stream:` listener of system.yaml (docs/configuration.md#systemyaml): at startup,
  * fail-fast (one that cannot bind closes the others and rejects), never
  * hot-reloaded. Connect attempts are bounded by `timeouts.connection_seconds`,
  * UDP sessions expire after `timeouts.idle_seconds` without traffic.

@@ -23,7 +23,7 @@ import {
   type Phase,
 } from './readers.js';
 
-/** One entry of `GET /api/vars` (SPEC "Endpoints"). */
+/** One entry of `GET /api/vars` (docs/templates.md#admin-api). */
 export interface VarInfo {
   name: string;
   kind: 'static' | 'family';

@@ -28,7 +28,7 @@ export interface CompileTemplateOptions {
 /**
  * Parses `text` once into literal text and typed references; `render` only
  * concatenates. Never throws: a reference that does not resolve stays as
- * literal text (SPEC "Template syntax", rules 1–9).
+ * literal text (docs/templates.md#template-syntax, rules 1–9).
  *
  * @example
  * const t = compileTemplate('{{request.method}} {{request.headers.x-api-key}}');

@@ -55,7 +55,7 @@ const JSON_SCALAR = /^(?:-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|
  * The value in a bare JSON value position: kept as is when it is exactly one
  * JSON value (a number, `true`, an object from `{{request.body}}`), otherwise
  * quoted as a JSON string, so it can never add keys or elements around it.
- * Empty stays empty (an absent value renders empty, SPEC template rule 6).
+ * Empty stays empty (an absent value renders empty, docs/templates.md#resolution-rules).
  */
 export function jsonValue(value: string): string {
   if (value === '' || JSON_SCALAR.test(value)) return value;

@@ -20,7 +20,7 @@ import {
 
 /**
  * How a `{{…}}` path resolved: a compiled part, a foreign path left alone
- * silently (SPEC rule 3), or a bad leaf of a known namespace (rule 4).
+ * silently (docs/templates.md#resolution-rules), or a bad leaf of a known namespace (rule 4).
  */
 export type Resolution =
   { kind: 'part'; part: Part } | { kind: 'foreign' } | { kind: 'invalid'; reason: string };

@@ -1,17 +1,9 @@
 import { classifyFailure } from '../classify.js';
 import { exchange, type ExchangeLimits } from '../exchange.js';
 import type { Target } from '../target.js';
-import type { ProbeVerdict } from './grpc-check.js';
 
-/**
- * Active health policy: every `intervalMs`, a GET on `path` judged by status
- * (`type: http`), or a `grpc.health.v1.Health/Check` call (`type: grpc`,
- * ./grpc-check.ts).
- */
+/** Active health policy: a GET on `path` every `intervalMs`, judged by status. */
 export interface ActivePolicy {
-  readonly type: 'http' | 'grpc';
-  /** `type: grpc`: the service asked about ('' = the whole server). */
-  readonly grpcService: string;
   readonly path: string;
   readonly intervalMs: number;
   readonly timeoutMs: number;
@@ -22,10 +14,7 @@ export interface ActivePolicy {
   readonly healthyThreshold: number;
 }
 
-export const USER_AGENT = 'switchyard-health-check';
-
-/** A probe other than the HTTP GET (the gRPC check); it never rejects. */
-export type TargetProbe = (target: Target, index: number, signal: AbortSignal) => Promise<ProbeVerdict>;
+const USER_AGENT = 'switchyard-health-check';
 
 function onTick(checker: ActiveHealthChecker): void {
   checker.runRound();
@@ -45,18 +34,11 @@ export class ActiveHealthChecker {
   readonly #abort = new AbortController();
   readonly #good: Int32Array;
   readonly #bad: Int32Array;
-  readonly #custom: TargetProbe | null;
   #timer: NodeJS.Timeout | null = null;
 
-  /** `hosts[i]` is the Host header sent to `targets[i]`; `probe` replaces the HTTP GET. */
-  constructor(
-    targets: readonly Target[],
-    policy: ActivePolicy,
-    hosts: readonly string[],
-    probe: TargetProbe | null = null,
-  ) {
+  /** `hosts[i]` is the Host header sent to `targets[i]`. */
+  constructor(targets: readonly Target[], policy: ActivePolicy, hosts: readonly string[]) {
     this.#targets = targets;
-    this.#custom = probe;
     this.#policy = policy;
     this.#hosts = hosts;
     this.#limits = { deadlineMs: policy.timeoutMs, idleMs: policy.timeoutMs, streaming: false };
@@ -94,11 +76,6 @@ export class ActiveHealthChecker {
   }
 
   async #probe(target: Target, i: number): Promise<void> {
-    if (this.#custom !== null) {
-      const verdict = await this.#custom(target, i, this.#abort.signal);
-      if (!this.#abort.signal.aborted) this.#record(target, i, verdict.healthy, verdict.reason);
-      return;
-    }
     let healthy: boolean;
     let reason: string;
     try {

@@ -55,7 +55,7 @@ export const authzCasbin = definePlugin({
     },
   },
   outputs: AUTH_OUTPUTS,
-  // Casbin sources are never templates (COMPAT-PLUGINS §X).
+  // Casbin sources are never templates (docs/plugins/authz-casbin.md).
   templated: [],
   create(config: AuthzCasbinConfig, env) {
     const [modelText, policyText, keys] = sources(config, env.configDir);

@@ -241,7 +241,7 @@ export const authzCasdoor = definePlugin({
   },
 });
 
-/** COMPAT-PLUGINS: 403 `{"error":"access_denied"}`. */
+/** docs/plugins/authz-casdoor.md: 403 `{"error":"access_denied"}`. */
 function deny(ctx: Context): 'denied' {
   const res = ctx.response;
   res.discardStream();

@@ -15,7 +15,7 @@ interface AuthzKeycloakConfig {
 
 const UMA_TICKET = 'urn:ietf:params:oauth:grant-type:uma-ticket';
 
-/** The denial body of APISIX's authz-keycloak, kept verbatim (COMPAT-PLUGINS). */
+/** The denial body of APISIX's authz-keycloak, kept verbatim (docs/plugins/authz-keycloak.md). */
 const NOT_AUTHORIZED = JSON.stringify({ error: 'access_denied', error_description: 'not_authorized' });
 
 /**

@@ -24,7 +24,7 @@ interface CasAuthConfig extends SessionConfig {
   logout_path?: string;
 }
 
-/** COMPAT-PLUGINS port descriptions of the interactive auth plugins. */
+/** Port descriptions of the interactive auth plugins (docs/plugins/cas-auth.md). */
 export const INTERACTIVE_OUTPUTS = {
   success: { kind: 'success' },
   denied: {
@@ -40,7 +40,7 @@ export const INTERACTIVE_OUTPUTS = {
 type Port = keyof typeof INTERACTIVE_OUTPUTS;
 
 /**
- * Authenticates against a CAS server (SPEC "`cas-auth` plugin configuration").
+ * Authenticates against a CAS server (docs/plugins/cas-auth.md).
  * Without a session secret it validates the service ticket of every request;
  * with one it runs the browser flow: logout path, then session cookie, then
  * ticket callback, then the redirect to CAS login.
@@ -116,7 +116,7 @@ export const casAuth = definePlugin({
     const serviceUrl = (ctx: Context): string =>
       service?.render(ctx) ?? `${ctx.request.scheme}://${ctx.request.host}${ctx.request.path}`;
 
-    /** SPEC rule 2; the whole call, body included, is bounded by `timeout_ms`. */
+    /** docs/plugins/cas-auth.md; the whole call, body included, is bounded by `timeout_ms`. */
     const validate = async (ctx: Context, ticket: string, serviceAt: string): Promise<CasVerdict> => {
       const query = `ticket=${encodeURIComponent(ticket)}&service=${encodeURIComponent(serviceAt)}`;
       const abort = new AbortController();
@@ -213,7 +213,7 @@ function parseIdp(raw: string): URL {
   return url;
 }
 
-/** SPEC "User attachment on success", plus the consumer identity every auth plugin sets. */
+/** docs/plugins/cas-auth.md, plus the consumer identity every auth plugin sets. */
 function attachUser(ctx: Context, user: string): void {
   ctx.message['user'] = user;
   ctx.message['user_id'] = user;
@@ -231,7 +231,7 @@ function redirect(ctx: Context, location: string): 'redirect' {
   return 'redirect';
 }
 
-/** SPEC "Provider failures": 502 `provider_error`, no challenge header. */
+/** docs/plugins/cas-auth.md: 502 `provider_error`, no challenge header. */
 function providerError(message: string, idp: string, cause?: unknown): NodeError {
   return new NodeError('CAS_AUTH_PROVIDER_ERROR', message, {
     metadata: { idp_uri: idp },

@@ -6,7 +6,7 @@ export type CasVerdict = { user: string } | { refused: string };
 /**
  * Reads a CAS 2.0 XML reply (`cas:` prefix optional) or a CAS 3.0 JSON reply
  * (`serviceResponse.authenticationSuccess.user`). Anything else, including a
- * success without a user, is a refusal: SPEC treats an unparseable reply as a
+ * success without a user, is a refusal: docs/plugins/cas-auth.md treats an unparseable reply as a
  * denial, not a provider failure.
  */
 export function readCasReply(body: string): CasVerdict {

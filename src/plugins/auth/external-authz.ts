@@ -5,7 +5,7 @@ import { feishuAuth } from './feishu-auth.js';
 import { opa } from './opa.js';
 import { wolfRbac } from './wolf-rbac.js';
 
-/** Authorization servers and platform logins the gateway calls out to (COMPAT-PLUGINS §9). */
+/** Authorization servers and platform logins the gateway calls out to (docs/plugins/README.md). */
 export const externalAuthzPlugins = [
   opa,
   authzKeycloak,

@@ -182,7 +182,7 @@ export const forwardAuth = definePlugin({
             );
             return 'success';
           }
-          // SPEC "Provider failures": 502 provider_error unless status_on_error says otherwise.
+          // docs/plugins/forward-auth.md: 502 provider_error unless status_on_error says otherwise.
           throw new NodeError('FORWARD_AUTH_ERROR', `forward-auth callout failed: ${failure.reason}`, {
             ...(config.status_on_error === undefined ? {} : { status: config.status_on_error }),
             metadata: { uri: where },

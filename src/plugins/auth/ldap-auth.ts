@@ -98,7 +98,7 @@ export const ldapAuth = definePlugin({
         case 'aborted':
           throw new NodeError('UPSTREAM_CLIENT_ABORTED', 'client closed the request during the LDAP bind');
         case 'unavailable':
-          // SPEC "Provider failures": 502 provider_error, no challenge header.
+          // docs/plugins/ldap-auth.md: 502 provider_error, no challenge header.
           throw new NodeError('LDAP_AUTH_PROVIDER_ERROR', `LDAP bind failed: ${outcome.reason}`, {
             metadata: { ldap_uri: target.url },
           });

@@ -45,7 +45,7 @@ export interface ProviderClientOptions {
 /**
  * The outbound side of a provider plugin: endpoints parsed and pools leased
  * at compile time, one whole-call deadline per callout, and every way a
- * callout can fail mapped to the plugin's provider-failure code (SPEC
+ * callout can fail mapped to the plugin's provider-failure code (docs/plugins/README.md
  * "Provider failures": 502 `provider_error`, no challenge header). A client
  * that went away is reported as such, not blamed on the provider.
  */

@@ -1,7 +1,7 @@
 import type { Context } from '../../engine/context.js';
 import { ConfigError, type ConsumerIndex, type ConsumerRecord, type PortSpec } from '../define.js';
 
-/** Port specs shared by the credential auth plugins (COMPAT-PLUGINS port descriptions). */
+/** Port specs shared by the credential auth plugins (docs/plugins/README.md). */
 export const AUTH_OUTPUTS = {
   success: { kind: 'success' },
   denied: {

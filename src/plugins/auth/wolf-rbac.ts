@@ -129,7 +129,7 @@ export const wolfRbac = definePlugin({
   },
 });
 
-/** COMPAT-PLUGINS: 401 `{"error": "forbidden", "message": "<reason>"}`. */
+/** docs/plugins/wolf-rbac.md: 401 `{"error": "forbidden", "message": "<reason>"}`. */
 function forbidden(ctx: Context, message: string): 'denied' {
   ctx.response.discardStream();
   ctx.response.json(401, { error: 'forbidden', message });

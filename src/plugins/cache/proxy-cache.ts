@@ -333,7 +333,7 @@ function storeRun(
       return 'success';
     }
     res.headers[s.statusHeader] = 'MISS';
-    // Streamed responses are relayed as they arrive and never cached (SPEC follow-up).
+    // Streamed responses are relayed as they arrive and never cached (docs/plugins/proxy-cache.md).
     if (res.stream !== null || s.noCache(ctx)) return 'success';
     const status = res.status === 0 ? 200 : res.status;
     if (!s.statuses.has(status) || !storable(res.headers)) return 'success';

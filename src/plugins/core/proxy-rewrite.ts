@@ -123,7 +123,7 @@ export const proxyRewrite = definePlugin({
   },
   outputs: { success: { kind: 'success' } },
   templated: ['uri', 'host', 'add_path_prefix', 'add_headers.*', 'headers.add.*', 'headers.set.*'],
-  // SPEC "Streaming": only response-phase header values that render the response body read it.
+  // docs/configuration.md#streaming: only response-phase header values that render the response body read it.
   readsResponseBody: (config: ProxyRewriteConfig) =>
     config.phase === 'response' && headerValues(config).some((v) => mentionsResponseBody(v, false)),
   create(config: ProxyRewriteConfig, env) {

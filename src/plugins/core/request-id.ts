@@ -102,7 +102,7 @@ export const requestId = definePlugin({
   },
   outputs: { success: { kind: 'success' } },
   templated: ['header_name'],
-  // SPEC "Streaming": only a header name that renders the response body makes this node read it.
+  // docs/configuration.md#streaming: only a header name that renders the response body makes this node read it.
   readsResponseBody: (config: RequestIdConfig) => mentionsResponseBody(config.header_name, false),
   create(config: RequestIdConfig, env) {
     const template = env.template(config.header_name, 'header_name', { phase: 'response' });

@@ -69,8 +69,8 @@ const schema = {
 };
 
 /**
- * One implementation, two spellings (COMPAT §0): `cloud-function` signs with
- * the SPEC's neutral header names, `aws-lambda` with the provider's own so it
+ * One implementation, two spellings (docs/reference-compatibility.md): `cloud-function` signs with
+ * neutral header names, `aws-lambda` with the provider's own so it
  * works against the real service. Each reports failures under its own code.
  */
 function functionPlugin(
@@ -124,7 +124,7 @@ export const awsLambda = functionPlugin('aws-lambda', 'CLOUD_FUNCTION_CALLOUT_ER
 
 /**
  * Signs `host`, the date header and (when configured) the token header; every
- * other forwarded header goes unsigned (SPEC behaviour 2). The client's own
+ * other forwarded header goes unsigned (docs/plugins/cloud-function.md). The client's own
  * Authorization, date and token headers are replaced.
  */
 class SignedAuth implements CalloutAuth {

@@ -34,7 +34,7 @@ type Parsed = EndpointParts | { problem: string };
  * http(s) URI with a host and no credentials. The fragment is never sent.
  */
 export function parseEndpointUri(text: string): Parsed {
-  // Never percent-encoded or otherwise rewritten (SPEC SSRF guidance): what is configured is what is called.
+  // Never percent-encoded or otherwise rewritten (docs/templates.md#ssrf-guidance): what is configured is what is called.
   let url: URL;
   try {
     url = new URL(text);
@@ -67,7 +67,7 @@ export class FunctionUri {
   readonly #template: Template | null;
   /** The static endpoint, when the URI is static and valid. */
   readonly #fixed: Endpoint | null;
-  /** Why the static URI is unusable: every request fails with 502 (SPEC "Errors"). */
+  /** Why the static URI is unusable: every request fails with 502 (docs/configuration.md#errors-at-run-time). */
   readonly #problem: string | null;
   readonly #leases = new Map<string, PoolLease>();
 

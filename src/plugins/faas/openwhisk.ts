@@ -92,7 +92,7 @@ export const openwhisk = definePlugin({
 
 /**
  * `api_host` decides where the callout goes, so it may come from the
- * configuration or the environment, never from the request (SPEC SSRF
+ * configuration or the environment, never from the request (docs/templates.md#ssrf-guidance
  * guidance). It is used as written: no template output, no encoding.
  */
 function resolveApiHost(text: string, env: PluginEnv): EndpointParts {

@@ -14,7 +14,7 @@ export const keyTypeSchema = {
 const BARE_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /**
- * Compiles the `key` of a limit node once: a legacy `$var` field (SPEC's
+ * Compiles the `key` of a limit node once: a legacy `$var` field (docs/templates.md,
  * fifteen groups) that also accepts `{{…}}`. An empty rendering falls back to
  * the client IP, as in APISIX, so a missing header never pools every client
  * into one counter.

@@ -44,7 +44,7 @@ export const datadog = definePlugin({
     ...batchProperties(),
   }),
   outputs: successOnly,
-  // SPEC "Streaming": a logger without log_format buffers (egress.size is the body length).
+  // docs/configuration.md#streaming: a logger without log_format buffers (egress.size is the body length).
   readsResponseBody: () => true,
   create(config: DatadogConfig, env) {
     const prefix = config.namespace === '' ? '' : `${config.namespace}.`;

@@ -29,7 +29,7 @@ export const logging = definePlugin({
     },
   }),
   outputs: successOnly,
-  // SPEC "Streaming": a logger without log_format buffers the response (its size is logged).
+  // docs/configuration.md#streaming: a logger without log_format buffers the response (its size is logged).
   readsResponseBody: () => true,
   create(config: LoggingConfig, env) {
     const options: DefaultEntryOptions = {

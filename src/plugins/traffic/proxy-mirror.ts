@@ -176,7 +176,7 @@ function drain(result: ExchangeResult, done: () => void): void {
   body.resume();
 }
 
-/** SPEC SSRF guidance: the mirror endpoint may come from the config or the environment, never from the request. */
+/** docs/templates.md#ssrf-guidance: the mirror endpoint may come from the config or the environment, never from the request. */
 function staticField(text: string, key: string, env: PluginEnv): string {
   const template = env.template(text, key);
   if (!template.isStatic) {

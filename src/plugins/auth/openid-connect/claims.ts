@@ -30,7 +30,7 @@ export function checkClaims(claims: Record<string, unknown>, rules: ClaimRules):
   }
 }
 
-/** How a validated identity is handed on (COMPAT-PLUGINS `openid-connect` success). */
+/** How a validated identity is handed on (docs/plugins/openid-connect.md success). */
 export interface AttachOptions {
   userinfoHeader: boolean;
   accessTokenHeader: boolean;

@@ -2,7 +2,7 @@ import type { JWSAlgorithm } from 'jose';
 import { sessionSchemaProperties, type SessionConfig } from '../../../sessions/index.js';
 import { ConfigError } from '../../define.js';
 
-/** The node config after schema defaults (COMPAT-PLUGINS `openid-connect`). */
+/** The node config after schema defaults (docs/plugins/openid-connect.md). */
 export interface OidcConfig extends Omit<SessionConfig, 'session'> {
   bearer_only: boolean;
   discovery?: string;

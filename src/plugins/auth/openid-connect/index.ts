@@ -75,11 +75,7 @@ export const openidConnect = definePlugin({
     warnUnresolved(env, {
       client_id: config.client_id,
       client_secret: config.client_secret,
-      ...Object.fromEntries(
-        [config.session?.secret ?? config.session_secret ?? []]
-          .flat()
-          .map((s, i) => [`session.secret[${i}]`, s]),
-      ),
+      'session.secret': config.session?.secret ?? config.session_secret,
     });
     const claimRules = claimRulesOf(config, clientId);
     const timeoutMs = config.timeout * 1000;

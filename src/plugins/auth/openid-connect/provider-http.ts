@@ -4,7 +4,7 @@ import { exchange, type ExchangeLimits } from '../../../outbound/exchange.js';
 import { acquirePool, type PoolLease } from '../../../outbound/pool-registry.js';
 import type { TlsMaterial } from '../../../outbound/tls.js';
 
-/** SPEC "Provider failures": 502 `provider_error` on the error port, no challenge header. */
+/** docs/plugins/openid-connect.md: 502 `provider_error` on the error port, no challenge header. */
 export function providerError(message: string, endpoint: URL | string, cause?: unknown): NodeError {
   return new NodeError('OIDC_PROVIDER_ERROR', message, {
     metadata: { endpoint: String(endpoint) },

@@ -11,7 +11,7 @@ export function redirect(ctx: Context, location: string): 'redirect' {
   return 'redirect';
 }
 
-/** COMPAT-PLUGINS `openid-connect` denial: 401, a Bearer challenge and the `unauthorized` body. */
+/** docs/plugins/openid-connect.md denial: 401, a Bearer challenge and the `unauthorized` body. */
 export function denied(ctx: Context, message: string): 'denied' {
   const res = ctx.response;
   res.discardStream();

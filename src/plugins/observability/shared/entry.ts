@@ -136,7 +136,7 @@ function formatValue(value: string, key: string, env: PluginEnv): Template {
 }
 
 /**
- * SPEC "Streaming": a logger with `log_format` keeps the upstream streaming
+ * docs/configuration.md#streaming: a logger with `log_format` keeps the upstream streaming
  * unless a format value (or one of `extra` legacy fields) mentions the
  * response body; a logger without `log_format` always buffers.
  */

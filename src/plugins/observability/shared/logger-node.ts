@@ -2,7 +2,7 @@ import type { Context } from '../../../engine/context.js';
 import type { JsonSchema, NodeInstance, PluginEnv } from '../../define.js';
 import { BatchSender, type BatchSettings, type BatchStats, type Ship } from './batch.js';
 
-/** The BATCH keys of COMPAT §10 (times in seconds; fractions allowed). */
+/** The batch keys every logger shares (docs/plugins/http-logger.md) (times in seconds; fractions allowed). */
 export interface BatchConfig {
   batch_max_size: number;
   inactive_timeout: number;
@@ -48,7 +48,7 @@ export const batchProperties = (maxSizeDefault = 1000, maxSizeLimit?: number) =>
     },
   }) as const;
 
-/** The ENTRY keys of COMPAT §10. */
+/** The entry keys every logger shares (docs/plugins/http-logger.md). */
 export const entryProperties = {
   log_format: {
     type: 'object',

@@ -24,7 +24,7 @@ export interface HttpSend {
 
 /**
  * One collector URL on the shared outbound pools. The URL is configuration
- * only (SPEC: logger endpoints are never templated), checked here at load.
+ * only (docs/templates.md#fields-that-are-never-templated: logger endpoints), checked here at load.
  */
 export class HttpEndpoint {
   readonly url: URL;
