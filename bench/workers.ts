@@ -16,7 +16,8 @@ import { tmpdir } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { treeCpuSeconds } from './measure.js';
+import { readFileSync } from 'node:fs';
+import { clockTicks, parseProcStat, treeCpuSeconds } from './measure.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const requests = Number(process.env.WORKERS_BENCH_REQUESTS ?? 20_000);
@@ -134,6 +135,15 @@ async function settle(pid: number): Promise<void> {
   }
 }
 
+/** CPU seconds of `pid` alone (the primary, without its workers). */
+function ownCpuSeconds(pid: number): number {
+  try {
+    return parseProcStat(readFileSync(`/proc/${pid}/stat`, 'utf8')).own / clockTicks;
+  } catch {
+    return 0;
+  }
+}
+
 /** `amount` requests by autocannon in its own process (its CPU is not the gateway's). */
 async function drive(url: string, amount: number): Promise<{ rps: number; non2xx: number; errors: number }> {
   const script = `import ac from 'autocannon';const r=await ac({url:${JSON.stringify(url)},connections:${connections},amount:${amount},timeout:30});process.stdout.write(JSON.stringify({rps:r.requests.average,non2xx:r.non2xx,errors:r.errors}))`;
@@ -171,8 +181,10 @@ async function main(): Promise<void> {
           const workers = i + 1;
           await settle(gw.pid);
           const before = treeCpuSeconds(gw.pid) ?? 0;
+          const ownBefore = ownCpuSeconds(gw.pid);
           const result = await drive(`${gw.url}/${scenario}`, requests);
           const after = treeCpuSeconds(gw.pid) ?? 0;
+          const own = ((ownCpuSeconds(gw.pid) - ownBefore) * 1e6) / requests;
           if (result.non2xx > 0 || result.errors > 0)
             throw new Error(
               `${scenario} workers=${workers}: ${result.non2xx} non-2xx, ${result.errors} errors`,
@@ -183,7 +195,9 @@ async function main(): Promise<void> {
           cpu.set(key, [...(cpu.get(key) ?? []), perRequest]);
           rps.set(key, [...(rps.get(key) ?? []), result.rps]);
           process.stderr.write(
-            `round ${round} workers=${workers} ${scenario}: ${perRequest.toFixed(1)} µs/request\n`,
+            `round ${round} workers=${workers} ${scenario}: ${perRequest.toFixed(1)} µs/request` +
+              (workers > 1 ? ` (primary ${own.toFixed(1)})` : '') +
+              ` ${result.rps.toFixed(0)} rps\n`,
           );
         }
         ratios.set(scenario, [...(ratios.get(scenario) ?? []), (pair[1] ?? NaN) / (pair[0] ?? NaN)]);

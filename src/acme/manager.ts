@@ -221,6 +221,19 @@ export class AcmeManager {
     return () => this.#listeners.delete(listener);
   }
 
+  /**
+   * `workers` (docs/workers.md): the primary orders, but a worker answers the
+   * validator's connection, so each TLS-ALPN-01 answer is relayed to every
+   * worker (PEM; undefined once removed) and the order waits until they have it.
+   */
+  challengeRelay: ((domain: string, pair: PemPair | undefined) => Promise<void>) | undefined;
+
+  /** `workers`: a worker installs (or drops) the answer the primary created. */
+  setChallenge(domain: string, pair: PemPair | undefined): void {
+    if (pair === undefined) this.#challenges.delete(domain);
+    else this.#challenges.set(domain, createSecureContext({ key: pair.key, cert: pair.cert }));
+  }
+
   /** The TLS-ALPN-01 certificate for `servername` while its validation is pending. */
   challengeContext(servername: string): SecureContext | undefined {
     return this.#challenges.get(servername.toLowerCase());
@@ -325,14 +338,17 @@ export class AcmeManager {
             keyAuthorization,
             await newPrivateKey('ecdsa-p256'),
           );
-          this.#challenges.set(
-            authz.identifier.value.toLowerCase(),
-            createSecureContext({ key: challengeKey, cert: challengeCert }),
-          );
+          const domain = authz.identifier.value.toLowerCase();
+          this.#challenges.set(domain, createSecureContext({ key: challengeKey, cert: challengeCert }));
+          await this.challengeRelay?.(domain, {
+            key: challengeKey.toString(),
+            cert: challengeCert.toString(),
+          });
         },
         challengeRemoveFn: (authz) => {
-          this.#challenges.delete(authz.identifier.value.toLowerCase());
-          return Promise.resolve();
+          const domain = authz.identifier.value.toLowerCase();
+          this.#challenges.delete(domain);
+          return this.challengeRelay?.(domain, undefined) ?? Promise.resolve();
         },
       });
       const pair = { cert, key };

@@ -54,8 +54,11 @@ class WorkerHandle {
   readonly startedAt = Date.now();
   readonly ready = deferred<void>();
   readonly exited = deferred<void>();
+  /** Its listeners are closed after `stop` (or it exited). */
+  readonly draining = deferred<void>();
   readonly applies = new Map<number, Deferred<string | undefined>>();
   readonly scrapes = new Map<number, Deferred<WorkerMetrics>>();
+  readonly acks = new Map<number, Deferred<void>>();
   /** The configuration version it serves. */
   version = 0;
   serving = false;
@@ -105,6 +108,7 @@ export class ClusterPrimary {
   #version = 1;
   #restarts = 0;
   #scrapes = 0;
+  #messages = 0;
   #started = false;
   #stopping = false;
   #rolling: Promise<void> = Promise.resolve();
@@ -142,10 +146,29 @@ export class ClusterPrimary {
     }
     this.#started = true;
     this.#gateway.renderMetrics = () => this.renderMetrics();
+    const acme = this.#gateway.acme;
+    // The validator connects to whichever worker the kernel picks: every worker serves the answer.
+    if (acme !== undefined) acme.challengeRelay = (domain, pair) => this.#relayChallenge(domain, pair);
     // Workers load certificates from ACME storage when they start; a new one reaches them by a rolling restart.
-    this.#gateway.acme?.onChange(() => {
+    acme?.onChange(() => {
       this.#rolling = this.#rolling.then(() => this.#restartAll('ACME certificate changed'));
     });
+  }
+
+  /** Sends a TLS-ALPN-01 answer to every serving worker; resolves once each has it (or a 10 s bound). */
+  async #relayChallenge(domain: string, pair: { key: string; cert: string } | undefined): Promise<void> {
+    const deadline = Date.now() + 10_000;
+    const live = this.#slots.flatMap((s) => (s.handle?.serving === true ? [s.handle] : []));
+    await Promise.all(
+      live.map(async (handle) => {
+        const id = ++this.#messages;
+        const ack = deferred<void>();
+        handle.acks.set(id, ack);
+        handle.send({ t: 'challenge', id, domain, ...(pair === undefined ? {} : { pair }) });
+        await until(ack.promise, deadline);
+        handle.acks.delete(id);
+      }),
+    );
   }
 
   /** Replaces the workers one at a time, each once its successor listens, so capacity never drops to zero. */
@@ -153,9 +176,12 @@ export class ClusterPrimary {
     this.#logger.info({ reason }, 'restarting workers one at a time');
     for (const slot of this.#slots) {
       if (this.#stopping) return;
+      const old = slot.handle;
       this.#replace(slot);
       const handle = slot.handle as WorkerHandle;
-      await until(handle.ready.promise, Date.now() + this.#applyTimeoutMs).catch(() => undefined);
+      const deadline = Date.now() + this.#applyTimeoutMs;
+      await until(handle.ready.promise, deadline).catch(() => undefined);
+      if (old !== undefined) await until(old.draining.promise, deadline);
     }
   }
 
@@ -202,6 +228,8 @@ export class ClusterPrimary {
         'worker cannot apply the configuration; replacing it',
       );
       this.#replace(slot);
+      // The old worker still runs the previous document: acknowledge once it takes no new connection.
+      await until(handle.draining.promise, deadline);
     }
   }
 
@@ -256,6 +284,9 @@ export class ClusterPrimary {
         handle.serving = true;
         handle.ready.resolve();
         return;
+      case 'draining':
+        handle.draining.resolve();
+        return;
       case 'applied':
         handle.applies.get(message.v)?.resolve(message.error);
         return;
@@ -279,6 +310,9 @@ export class ClusterPrimary {
       case 'metrics':
         handle.scrapes.get(message.id)?.resolve(message.m);
         return;
+      case 'ack':
+        handle.acks.get(message.id)?.resolve();
+        return;
     }
   }
 
@@ -289,7 +323,9 @@ export class ClusterPrimary {
     handle.ready.reject(gone);
     for (const answer of handle.applies.values()) answer.reject(gone);
     for (const scrape of handle.scrapes.values()) scrape.reject(gone);
+    for (const ack of handle.acks.values()) ack.resolve();
     handle.exited.resolve();
+    handle.draining.resolve();
     this.#service.workerGone(handle.worker.id);
     if (slot.handle !== handle) return;
     slot.handle = undefined;

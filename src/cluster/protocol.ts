@@ -39,11 +39,15 @@ export type ToPrimary =
   | { t: 'hello' }
   /** The worker listens: it serves the configuration of `init`. */
   | { t: 'ready' }
+  /** After `stop`: its listeners are closed (no new connection reaches it); it drains the rest. */
+  | { t: 'draining' }
   | { t: 'applied'; v: number; error?: string }
   | { t: 'calls'; c: SharedCall[] }
   /** A finished trace, v8-serialized (its snapshots may hold bytes) and base64-encoded. */
   | { t: 'trace'; v8: string }
-  | { t: 'metrics'; id: number; m: WorkerMetrics };
+  | { t: 'metrics'; id: number; m: WorkerMetrics }
+  /** The message `id` (a relayed ACME challenge) is in effect. */
+  | { t: 'ack'; id: number };
 
 export type ToWorker =
   | {
@@ -57,5 +61,7 @@ export type ToWorker =
   | { t: 'config'; v: number; config: GatewayConfig; source: ApplySource }
   | { t: 'replies'; r: [id: number, value: unknown][] }
   | { t: 'metrics?'; id: number }
+  /** A TLS-ALPN-01 answer the primary created for an order (removed when `pair` is absent); answer `ack`. */
+  | { t: 'challenge'; id: number; domain: string; pair?: { key: string; cert: string } }
   /** Drain and exit (SIGTERM of the gateway). */
   | { t: 'stop' };

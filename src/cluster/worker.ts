@@ -10,6 +10,23 @@ import { workerSharedState } from './worker-shared.js';
 
 type Init = Extract<ToWorker, { t: 'init' }>;
 
+/**
+ * Test-only fault injection (docs/workers.md#testing-the-restart-path):
+ * `SWITCHYARD_TEST_WORKER_REJECTS=<slot>:<text>` makes the worker in that slot
+ * refuse a configuration change whose JSON contains `<text>`, as a worker
+ * whose plugin cannot start there would. Only changes sent after startup are
+ * checked, so the replacement (which gets the document at startup) runs it.
+ * Unset, as in production, it does nothing.
+ */
+function injectedRefusal(worker: number, config: unknown): string | undefined {
+  const hook = process.env.SWITCHYARD_TEST_WORKER_REJECTS;
+  if (hook === undefined || hook === '') return undefined;
+  const at = hook.indexOf(':');
+  if (Number(hook.slice(0, at)) !== worker || !JSON.stringify(config).includes(hook.slice(at + 1)))
+    return undefined;
+  return `SWITCHYARD_TEST_WORKER_REJECTS: worker ${worker} refuses this configuration (test hook)`;
+}
+
 function send(message: ToPrimary): void {
   if (process.connected) process.send?.(message);
 }
@@ -23,6 +40,7 @@ function send(message: ToPrimary): void {
  */
 export async function runClusterWorker(): Promise<number> {
   const channel = new PrimaryChannel(send);
+  const slot = Number(process.env.SWITCHYARD_WORKER);
   let gateway: Gateway | undefined;
   let onStop: () => void = () => undefined;
   const stopped = new Promise<void>((resolve) => (onStop = resolve));
@@ -33,13 +51,19 @@ export async function runClusterWorker(): Promise<number> {
           return resolve(message);
         case 'replies':
           return channel.replies(message.r);
-        case 'config':
+        case 'config': {
           if (gateway === undefined) return;
+          const refused = injectedRefusal(slot, message.config);
+          if (refused !== undefined) return send({ t: 'applied', v: message.v, error: refused });
           gateway.apply(message.config, message.source).then(
             () => send({ t: 'applied', v: message.v }),
             (err: unknown) => send({ t: 'applied', v: message.v, error: (err as Error).message }),
           );
           return;
+        }
+        case 'challenge':
+          gateway?.acme?.setChallenge(message.domain, message.pair);
+          return send({ t: 'ack', id: message.id });
         case 'metrics?':
           void gateway?.metrics.registry
             .getMetricsAsJSON()
@@ -88,7 +112,11 @@ export async function runClusterWorker(): Promise<number> {
   send({ t: 'ready' });
   await stopped;
   const graceMs = system.timeouts.shutdown_timeout_seconds * 1000;
-  await Promise.all([gateway.shutdown(), closeStreamListeners(streams, graceMs)]);
+  const drained = Promise.all([gateway.shutdown(), closeStreamListeners(streams, graceMs)]);
+  // Both started by closing their listeners (node:cluster tells the primary on this same channel,
+  // ahead of this message): a primary replacing this worker may now acknowledge a write.
+  setImmediate(() => send({ t: 'draining' }));
+  await drained;
   await closeAllPools();
   return 0;
 }

@@ -1,8 +1,10 @@
+import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { basic } from '../admin/harness.js';
 import { freePort } from '../support/free-port.js';
 import { spawnGateway, waitForHttp, type GatewayProcess } from '../support/gateway-process.js';
+import { request, type SimpleResponse } from '../support/http.js';
 import { tempDir } from '../support/temp-dir.js';
 import { waitFor } from '../support/wait.js';
 
@@ -22,7 +24,7 @@ export interface ClusterGateway {
 
 export async function startClusterGateway(
   gatewayYaml: string,
-  options: { workers?: number | 'auto'; system?: string[] } = {},
+  options: { workers?: number | 'auto'; system?: string[]; env?: NodeJS.ProcessEnv } = {},
 ): Promise<ClusterGateway> {
   const dir = tempDir('switchyard-cluster-');
   const [dataPort, adminPort] = [await freePort(), await freePort()];
@@ -43,7 +45,10 @@ export async function startClusterGateway(
   writeFileSync(gatewayPath, gatewayYaml);
   const data = `http://127.0.0.1:${dataPort}`;
   const admin = `http://127.0.0.1:${adminPort}`;
-  const child = spawnGateway(['--system-config', systemPath, '--gateway-config', gatewayPath]);
+  const child = spawnGateway(
+    ['--system-config', systemPath, '--gateway-config', gatewayPath],
+    options.env ?? {},
+  );
   const adminCall = (method: string, path: string, body?: unknown): Promise<Response> =>
     fetch(admin + path, {
       method,
@@ -96,6 +101,61 @@ export function total(text: string, name: string): number {
   let sum = 0;
   for (const m of text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'gm'))) sum += Number(m[1]);
   return sum;
+}
+
+/** `count` requests, each on a fresh connection, so node:cluster spreads them over the workers. */
+export function many(
+  gateway: ClusterGateway,
+  count: number,
+  path: string,
+  headers: Record<string, string> = {},
+): Promise<SimpleResponse[]> {
+  return Promise.all(Array.from({ length: count }, () => request(`${gateway.data}${path}`, { headers })));
+}
+
+/** Requests each worker slot answered while `work` ran. */
+export async function servedDuring(gateway: ClusterGateway, work: () => Promise<unknown>): Promise<number[]> {
+  const before = await gateway.workers();
+  await work();
+  const afterwards = await gateway.workers();
+  return [...afterwards].map(([slot, w]) => w.requests - (before.get(slot)?.requests ?? 0));
+}
+
+/** A mocked policy answering `body`. */
+export function mockPolicy(name: string, body: string): string {
+  return `
+  - name: ${name}
+    nodes:
+      - { id: listener, type: listener }
+      - { id: m, type: mocking, config: { response_status: 200, content_type: text/plain, response_example: '${body}' } }
+      - { id: client, type: client }
+    edges:
+      - { from: listener.out, to: m.in }
+      - { from: m.success, to: client.in }`;
+}
+
+/**
+ * Asserts that every one of `count` fresh connections to `path` answers `body`
+ * and that both workers answered some of them.
+ */
+export async function everyWorkerServes(
+  gateway: ClusterGateway,
+  path: string,
+  body: string,
+  count = 16,
+): Promise<void> {
+  const served = await servedDuring(gateway, async () => {
+    const answers = await many(gateway, count, path);
+    assert.deepEqual(
+      answers.map((a) => `${a.status} ${a.body}`),
+      Array.from({ length: count }, () => `200 ${body}`),
+    );
+  });
+  assert.equal(served.length, 2, `serving workers: ${served.join(', ')}`);
+  assert.ok(
+    served.every((n) => n > 0),
+    `both workers answered: ${served.join(', ')}`,
+  );
 }
 
 /** Waits until the gateway reports `count` serving workers. */
