@@ -165,6 +165,7 @@ export const grpcTranscode = definePlugin({
     const streaming = method.responseStream === true;
     const fields = requestType.fieldsArray;
     const maxBytes = config.max_response_bytes;
+    const requestName = requestType.fullName.replace(/^\./, '');
 
     return {
       run(ctx) {
@@ -185,6 +186,8 @@ export const grpcTranscode = definePlugin({
         } catch (err) {
           return invalid(ctx, (err as Error).message);
         }
+        const problem = misfit(requestType, input, '');
+        if (problem !== undefined) return invalid(ctx, `the body does not fit ${requestName}: ${problem}`);
         let frame: Buffer;
         try {
           frame = messageFrame(requestType.encode(requestType.fromObject(input)).finish());
@@ -283,6 +286,70 @@ function scalar(field: protobuf.Field, text: string): unknown {
       return text === 'true';
     default:
       return text;
+  }
+}
+
+const INTEGER = /^-?\d+$/;
+
+/**
+ * Why a JSON value does not fit a message (undefined when it does), checked
+ * before protobufjs's lenient conversion: a string field takes a string, a
+ * number field a number or its decimal text (64-bit integers usually come as
+ * text), a message field an object, a repeated field an array. Unknown fields
+ * are ignored.
+ */
+function misfit(type: protobuf.Type, value: unknown, at: string): string | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    return `${at || 'the body'} is not an object`;
+  for (const [key, item] of Object.entries(value)) {
+    const field = type.fields[key];
+    if (field === undefined || item === null) continue;
+    const path = at === '' ? key : `${at}.${key}`;
+    if (field.map) {
+      if (typeof item !== 'object' || Array.isArray(item)) return `${path} is not an object`;
+      for (const [k, v] of Object.entries(item as object)) {
+        const problem = misfitValue(field, v, `${path}.${k}`);
+        if (problem !== undefined) return problem;
+      }
+    } else if (field.repeated) {
+      if (!Array.isArray(item)) return `${path} is not an array`;
+      for (let i = 0; i < item.length; i++) {
+        const problem = misfitValue(field, item[i], `${path}[${i}]`);
+        if (problem !== undefined) return problem;
+      }
+    } else {
+      const problem = misfitValue(field, item, path);
+      if (problem !== undefined) return problem;
+    }
+  }
+  return undefined;
+}
+
+function misfitValue(field: protobuf.Field, value: unknown, path: string): string | undefined {
+  const resolved = field.resolve().resolvedType;
+  if (resolved instanceof protobuf.Type) return misfit(resolved, value, path);
+  if (resolved instanceof protobuf.Enum) {
+    if (typeof value === 'string' && value in resolved.values) return undefined;
+    if (typeof value === 'number' && Number.isInteger(value)) return undefined;
+    return `${path} is not a value of ${resolved.name}`;
+  }
+  switch (field.type) {
+    case 'string':
+    case 'bytes':
+      return typeof value === 'string' ? undefined : `${path} is not a string`;
+    case 'bool':
+      return typeof value === 'boolean' ? undefined : `${path} is not true or false`;
+    case 'double':
+    case 'float':
+      return typeof value === 'number' ||
+        (typeof value === 'string' && value.trim() !== '' && !Number.isNaN(Number(value)))
+        ? undefined
+        : `${path} is not a number`;
+    default:
+      return (typeof value === 'number' && Number.isInteger(value)) ||
+        (typeof value === 'string' && INTEGER.test(value))
+        ? undefined
+        : `${path} is not an integer`;
   }
 }
 
