@@ -1,13 +1,15 @@
 import type { Store } from '../stores/index.js';
 import { ConfigError, type PluginEnv } from '../plugins/define.js';
 import { COOKIE_NAME, type CookieSettings } from './cookie.js';
+import type { SecretList } from './sealer.js';
 
 /** The storage modes: `kvstore`, and the reference's spelling `redis` (docs/reference-compatibility.md). */
 export type SessionStorage = 'cookie' | 'kvstore';
 
 /** Everything a node needs to keep browser sessions; `undefined` means stateless. */
 export interface SessionSettings {
-  secret: string;
+  /** Rotation order: the first seals, every one opens (docs/sessions.md#rotating-the-secret). */
+  secret: SecretList;
   storage: SessionStorage;
   /** Set for `kvstore`. */
   store: Store | undefined;
@@ -17,12 +19,12 @@ export interface SessionSettings {
 /** Session keys as the interactive auth plugins accept them: nested and flat aliases. */
 export interface SessionConfig {
   session?: {
-    secret?: string;
+    secret?: string | string[];
     storage?: string;
     store?: string;
     cookie?: { name?: string; path?: string; lifetime?: number };
   };
-  session_secret?: string;
+  session_secret?: string | string[];
   session_storage?: string;
   session_store?: string;
   session_cookie_name?: string;
@@ -33,6 +35,10 @@ export interface SessionConfig {
 const storage = { type: 'string', enum: ['cookie', 'kvstore', 'redis'] } as const;
 const lifetime = { type: 'number', exclusiveMinimum: 0 } as const;
 const nonEmpty = { type: 'string', minLength: 1 } as const;
+/** One secret, or a list for rotation (empty entries are refused with their index). */
+const secretSchema = {
+  anyOf: [{ type: 'string' }, { type: 'array', items: { type: 'string' }, minItems: 1 }],
+} as const;
 
 /** Schema properties to spread into an interactive auth plugin's schema. */
 export const sessionSchemaProperties = {
@@ -41,7 +47,11 @@ export const sessionSchemaProperties = {
     additionalProperties: false,
     description: 'Interactive browser sessions; a secret enables them.',
     properties: {
-      secret: { type: 'string', description: 'Key material (SHA-256 derived); same on every instance.' },
+      secret: {
+        ...secretSchema,
+        description:
+          'Key material (HKDF-derived), same on every instance; a list rotates: the first seals, any opens.',
+      },
       storage: { ...storage, description: 'cookie (sealed into the cookie) or kvstore/redis (in `store`).' },
       store: { ...nonEmpty, description: 'stores: entry for kvstore storage.' },
       cookie: {
@@ -51,7 +61,7 @@ export const sessionSchemaProperties = {
       },
     },
   },
-  session_secret: { type: 'string', description: 'Alias of session.secret.' },
+  session_secret: { ...secretSchema, description: 'Alias of session.secret.' },
   session_storage: { ...storage, description: 'Alias of session.storage.' },
   session_store: { ...nonEmpty, description: 'Alias of session.store.' },
   session_cookie_name: { ...nonEmpty, description: 'Alias of session.cookie.name.' },
@@ -68,7 +78,7 @@ function pick<T>(
   nestedPath: string,
   flatPath: string,
 ): [T | undefined, string] {
-  if (nested !== undefined && flat !== undefined && nested !== flat) {
+  if (nested !== undefined && flat !== undefined && JSON.stringify(nested) !== JSON.stringify(flat)) {
     throw new ConfigError(nestedPath, `conflicts with ${flatPath}; set one of them`);
   }
   return nested === undefined && flat !== undefined ? [flat, flatPath] : [nested, nestedPath];
@@ -118,8 +128,16 @@ export function resolveSessionSettings(
     }
     return undefined;
   }
+  const secrets = typeof secret === 'string' ? [secret] : secret;
   // An unset ${SECRET} must not quietly turn interactive login off.
-  if (secret === '') throw new ConfigError(secretPath, 'must not be empty');
+  secrets.forEach((entry, i) => {
+    if (entry === '') {
+      throw new ConfigError(
+        typeof secret === 'string' ? secretPath : `${secretPath}[${i}]`,
+        'must not be empty',
+      );
+    }
+  });
 
   const mode: SessionStorage = rawStorage === 'kvstore' || rawStorage === 'redis' ? 'kvstore' : 'cookie';
   let store: Store | undefined;
@@ -140,7 +158,7 @@ export function resolveSessionSettings(
     throw new ConfigError(pathPath, 'must start with / and contain no spaces or semicolons');
   }
   return {
-    secret,
+    secret: secrets,
     storage: mode,
     store,
     cookie: { name: cookieName, path: cookiePath, lifetime: life ?? DEFAULT_SESSION_LIFETIME },

@@ -58,7 +58,7 @@ export class Sessions {
 
   constructor(settings: SessionSettings, plugin: string) {
     this.#settings = settings;
-    this.#sealer = new Sealer(settings.secret);
+    this.#sealer = new Sealer(settings.secret, 'session');
     this.#plugin = plugin;
   }
 

@@ -1,9 +1,17 @@
 import { classifyFailure } from '../classify.js';
 import { exchange, type ExchangeLimits } from '../exchange.js';
 import type { Target } from '../target.js';
+import type { ProbeVerdict } from './grpc-check.js';
 
-/** Active health policy: a GET on `path` every `intervalMs`, judged by status. */
+/**
+ * Active health policy: every `intervalMs`, a GET on `path` judged by status
+ * (`type: http`), or a `grpc.health.v1.Health/Check` call (`type: grpc`,
+ * ./grpc-check.ts).
+ */
 export interface ActivePolicy {
+  readonly type: 'http' | 'grpc';
+  /** `type: grpc`: the service asked about ('' = the whole server). */
+  readonly grpcService: string;
   readonly path: string;
   readonly intervalMs: number;
   readonly timeoutMs: number;
@@ -14,7 +22,10 @@ export interface ActivePolicy {
   readonly healthyThreshold: number;
 }
 
-const USER_AGENT = 'switchyard-health-check';
+export const USER_AGENT = 'switchyard-health-check';
+
+/** A probe other than the HTTP GET (the gRPC check); it never rejects. */
+export type TargetProbe = (target: Target, index: number, signal: AbortSignal) => Promise<ProbeVerdict>;
 
 function onTick(checker: ActiveHealthChecker): void {
   checker.runRound();
@@ -34,11 +45,18 @@ export class ActiveHealthChecker {
   readonly #abort = new AbortController();
   readonly #good: Int32Array;
   readonly #bad: Int32Array;
+  readonly #custom: TargetProbe | null;
   #timer: NodeJS.Timeout | null = null;
 
-  /** `hosts[i]` is the Host header sent to `targets[i]`. */
-  constructor(targets: readonly Target[], policy: ActivePolicy, hosts: readonly string[]) {
+  /** `hosts[i]` is the Host header sent to `targets[i]`; `probe` replaces the HTTP GET. */
+  constructor(
+    targets: readonly Target[],
+    policy: ActivePolicy,
+    hosts: readonly string[],
+    probe: TargetProbe | null = null,
+  ) {
     this.#targets = targets;
+    this.#custom = probe;
     this.#policy = policy;
     this.#hosts = hosts;
     this.#limits = { deadlineMs: policy.timeoutMs, idleMs: policy.timeoutMs, streaming: false };
@@ -76,6 +94,11 @@ export class ActiveHealthChecker {
   }
 
   async #probe(target: Target, i: number): Promise<void> {
+    if (this.#custom !== null) {
+      const verdict = await this.#custom(target, i, this.#abort.signal);
+      if (!this.#abort.signal.aborted) this.#record(target, i, verdict.healthy, verdict.reason);
+      return;
+    }
     let healthy: boolean;
     let reason: string;
     try {

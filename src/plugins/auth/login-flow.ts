@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Context } from '../../engine/context.js';
 import { appendSetCookie, sessionCookie, type CookieSettings } from '../../sessions/cookie.js';
-import { Sealer } from '../../sessions/sealer.js';
+import { Sealer, type SecretList } from '../../sessions/sealer.js';
 
 /** A login round trip in progress: the anti-CSRF state and where the browser goes afterwards. */
 export interface LoginFlow {
@@ -30,8 +30,8 @@ export class LoginFlows {
   readonly #context: string;
   readonly #cookie: CookieSettings;
 
-  constructor(secret: string, plugin: string, sessionCookie: CookieSettings) {
-    this.#sealer = new Sealer(secret);
+  constructor(secret: SecretList, plugin: string, sessionCookie: CookieSettings) {
+    this.#sealer = new Sealer(secret, 'login-flow');
     this.#context = `${plugin}|flow`;
     this.#cookie = { name: `${sessionCookie.name}_flow`, path: sessionCookie.path, lifetime: FLOW_LIFETIME };
   }

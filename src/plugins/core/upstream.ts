@@ -30,6 +30,8 @@ export interface UpstreamConfig {
   health_check?: {
     passive?: { max_fails?: number; fail_timeout_seconds?: number };
     active?: {
+      type?: 'http' | 'grpc';
+      grpc_service?: string;
       path?: string;
       interval_ms?: number;
       timeout_ms?: number;
@@ -116,7 +118,8 @@ const schema = {
     retries: {
       type: 'integer',
       minimum: 0,
-      description: 'Extra attempts on another target after a connect failure. Default: targets - 1.',
+      description:
+        'Extra attempts on another target after a connect failure (grpc/grpcs: UNAVAILABLE before the first byte). Default: targets - 1.',
     },
     health_check: {
       type: 'object',
@@ -140,6 +143,17 @@ const schema = {
           type: 'object',
           additionalProperties: false,
           properties: {
+            type: {
+              type: 'string',
+              enum: ['http', 'grpc'],
+              description:
+                'http: GET path, judged by healthy_statuses; grpc: grpc.health.v1.Health/Check, SERVING = healthy (docs/grpc.md). Default grpc for scheme grpc/grpcs, else http.',
+            },
+            grpc_service: {
+              type: 'string',
+              default: '',
+              description: "type grpc: the service name asked about; '' = the whole server.",
+            },
             path: { type: 'string', pattern: '^/', default: DEFAULTS.activePath },
             interval_ms: { type: 'integer', minimum: 10, default: DEFAULTS.activeIntervalMs },
             timeout_ms: { type: 'integer', minimum: 1, default: DEFAULTS.activeTimeoutMs },
@@ -189,8 +203,8 @@ export const upstream = definePlugin({
   create(config: UpstreamConfig, env: PluginEnv): UpstreamNode {
     const settings = resolveSettings(config, env);
     if (settings.scheme === 'grpc' || settings.scheme === 'grpcs') {
-      if (settings.active !== null)
-        throw new ConfigError('health_check.active', `is not supported yet with scheme '${settings.scheme}'`);
+      if (settings.active?.type === 'http')
+        throw new ConfigError('health_check.active.type', `must be grpc with scheme '${settings.scheme}'`);
       return new UpstreamNode(
         new GrpcUpstream({
           targets: settings.targets,
@@ -198,7 +212,9 @@ export const upstream = definePlugin({
           hashKey: settings.hashKey,
           tls: settings.tls,
           deadlineMs: settings.timeoutMs,
+          retries: settings.retries,
           passive: settings.passive,
+          active: settings.active,
           passHost: settings.passHost,
           upstreamHost: settings.upstreamHost ?? '',
           logger: env.logger,
@@ -206,6 +222,8 @@ export const upstream = definePlugin({
         }),
       );
     }
+    if (settings.active?.type === 'grpc')
+      throw new ConfigError('health_check.active.type', `grpc needs scheme grpc or grpcs, not '${settings.scheme}'`);
     return new UpstreamNode(
       new UpstreamPool({
         targets: settings.targets,
@@ -305,6 +323,8 @@ function resolveSettings(config: UpstreamConfig, env: PluginEnv): Settings {
       active === undefined
         ? null
         : {
+            type: active.type ?? (scheme === 'grpc' || scheme === 'grpcs' ? 'grpc' : 'http'),
+            grpcService: active.grpc_service ?? '',
             path: active.path ?? DEFAULTS.activePath,
             intervalMs: active.interval_ms ?? DEFAULTS.activeIntervalMs,
             timeoutMs: active.timeout_ms ?? DEFAULTS.activeTimeoutMs,

@@ -75,7 +75,11 @@ export const openidConnect = definePlugin({
     warnUnresolved(env, {
       client_id: config.client_id,
       client_secret: config.client_secret,
-      'session.secret': config.session?.secret ?? config.session_secret,
+      ...Object.fromEntries(
+        [config.session?.secret ?? config.session_secret ?? []]
+          .flat()
+          .map((s, i) => [`session.secret[${i}]`, s]),
+      ),
     });
     const claimRules = claimRulesOf(config, clientId);
     const timeoutMs = config.timeout * 1000;

@@ -92,7 +92,7 @@ export class LoginFlow {
     this.#provider = provider;
     this.#session = session;
     this.#sessions = new Sessions(session, 'openid-connect');
-    this.#flowSealer = new Sealer(session.secret);
+    this.#flowSealer = new Sealer(session.secret, 'login-flow');
     this.#flowCookie = { ...session.cookie, name: `${session.cookie.name}_flow`, lifetime: FLOW_LIFETIME };
     this.#attach = attach;
     this.#logger = logger;
