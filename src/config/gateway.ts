@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
-import { parse as parseYaml } from 'yaml';
 import { credentialsSchema, labelsSchema } from './consumers.js';
 import { ConfigRejected, validateAgainst, yamlSyntaxIssue } from './schema-validate.js';
+import { parseYamlData } from './yaml-data.js';
 
 export interface RouteMatch {
   path?: string;
@@ -244,7 +244,7 @@ export const gatewaySchema = {
 export function parseGatewayConfig(text: string): GatewayConfig {
   let raw: unknown;
   try {
-    raw = parseYaml(text) ?? {};
+    raw = parseYamlData(text) ?? {};
   } catch (err) {
     throw new ConfigRejected([yamlSyntaxIssue(err)]);
   }

@@ -1,4 +1,4 @@
-import { parse as parseYaml } from 'yaml';
+import { parseYamlData as parseYaml } from './yaml-data.js';
 import { interpolateMarkingEmpty, type EmptyPlaceholder } from './interpolate.js';
 import type { ConfigIssue } from './schema-validate.js';
 import { joinPath } from './schema-validate.js';

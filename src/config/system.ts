@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { parse as parseYaml } from 'yaml';
+import { parseYamlData as parseYaml } from './yaml-data.js';
 import { interpolateEnv } from './interpolate.js';
 import { systemSchema } from './system-schema.js';
 import {
