@@ -49,6 +49,10 @@ export function supernodeReferences(config: GatewayConfig, name: string): Refere
       out.push({ label: nodeLabel(owner, node), path: `${path}.config.name` });
     }
   }
+  for (const [i, rule] of (config.global_rules ?? []).entries()) {
+    if (rule.supernode === name)
+      out.push({ label: `global_rule '${rule.name}'`, path: `global_rules[${i}].supernode` });
+  }
   return out;
 }
 
@@ -56,6 +60,10 @@ export function pluginConfigReferences(config: GatewayConfig, name: string): Ref
   const out: Reference[] = [];
   for (const { owner, node, path } of nodes(config)) {
     if (node.config_ref === name) out.push({ label: nodeLabel(owner, node), path: `${path}.config_ref` });
+  }
+  for (const [i, entry] of config.plugin_configs.entries()) {
+    if (entry.config_ref === name)
+      out.push({ label: `plugin_config '${entry.name}'`, path: `plugin_configs[${i}].config_ref` });
   }
   return out;
 }

@@ -1,5 +1,6 @@
 import {
   consumerSchema,
+  globalRuleSchema,
   pluginConfigSchema,
   policySchema,
   routeSchema,
@@ -30,7 +31,8 @@ import {
 } from './references.js';
 import type { AdminRoute } from './router.js';
 
-export type Section = 'routes' | 'policies' | 'supernodes' | 'plugin_configs' | 'stores' | 'consumers';
+export type Section =
+  'routes' | 'policies' | 'supernodes' | 'plugin_configs' | 'stores' | 'consumers' | 'global_rules';
 
 export interface Named {
   name: string;
@@ -127,11 +129,21 @@ export function resourceKinds(gateway: Gateway): ResourceKind[] {
       create: true,
       upsert: true,
     },
+    // docs/global-rules.md: list order is the order the rules run in; POST appends.
+    {
+      segment: 'global-rules',
+      section: 'global_rules',
+      label: 'global_rule',
+      schema: globalRuleSchema,
+      create: true,
+      upsert: true,
+    },
   ];
 }
 
 /** The items of one section, by name. */
-export const listOf = (config: GatewayConfig, section: Section): Named[] => config[section] as Named[];
+export const listOf = (config: GatewayConfig, section: Section): Named[] =>
+  ((config as unknown as Record<Section, Named[] | undefined>)[section] ??= []);
 
 /**
  * Applies an edit of a deep copy of the current config through the gateway's

@@ -103,6 +103,7 @@ export function adminRoutes(gateway: Gateway, startedAt: number = Date.now()): A
           plugin_configs: config.plugin_configs.length,
           stores: config.stores.length,
           consumers: config.consumers.length,
+          global_rules: config.global_rules.length,
           config_source: gateway.system.config.source,
           persist: gateway.system.config.persist,
           uptime_seconds: Math.floor((Date.now() - startedAt) / 1000),

@@ -11,7 +11,15 @@ import { ConfigRejected, type ConfigIssue } from './schema-validate.js';
  * order, i.e. by name: in etcd mode, name routes so that the one that must
  * match first sorts first.
  */
-const FAMILIES = ['routes', 'policies', 'consumers', 'supernodes', 'plugin_configs', 'stores'] as const;
+const FAMILIES = [
+  'routes',
+  'policies',
+  'consumers',
+  'supernodes',
+  'plugin_configs',
+  'stores',
+  'global_rules',
+] as const;
 type Family = (typeof FAMILIES)[number];
 
 export interface EtcdSourceSettings extends EtcdSettings {
@@ -57,7 +65,7 @@ export class EtcdConfigSource {
   /**
    * Makes the prefix hold exactly `config`: writes every resource whose
    * document changed, then deletes resource keys it no longer has. Keys
-   * outside the six families are never touched. Not a transaction: a reader
+   * outside the resource families are never touched. Not a transaction: a reader
    * in between sees a mix, which it validates as a whole and rejects or
    * applies; the watch brings it to the final state right after.
    */

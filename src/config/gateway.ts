@@ -24,6 +24,8 @@ export interface NodeConfig {
   type: string;
   config?: Record<string, unknown> | null;
   config_ref?: string;
+  /** How `config` lays over the shared config: `shallow` (default) or `deep` (docs/shared-configs.md). */
+  merge?: 'shallow' | 'deep';
   position?: { x: number; y: number };
 }
 
@@ -36,6 +38,8 @@ export interface PolicyConfig {
   name: string;
   description?: string;
   error_handler?: string;
+  /** `false`: the gateway's `global_rules` are not spliced into this policy (docs/global-rules.md). */
+  global_rules?: boolean;
   nodes: NodeConfig[];
   edges: EdgeConfig[];
 }
@@ -43,15 +47,35 @@ export interface PolicyConfig {
 export interface SupernodeConfig {
   name: string;
   description?: string;
+  /** Declared parameters, read as `{{params.<name>}}` inside (docs/supernodes.md#parameters). */
+  params?: Record<string, SupernodeParamSpec>;
   nodes: NodeConfig[];
   edges: EdgeConfig[];
+}
+
+export interface SupernodeParamSpec {
+  type: 'string' | 'number' | 'integer' | 'boolean' | 'object' | 'array';
+  default?: unknown;
+  required?: boolean;
+  description?: string;
 }
 
 export interface PluginConfigEntry {
   name: string;
   type: string;
   description?: string;
+  /** Another shared config this one builds on (docs/shared-configs.md#chains). */
+  config_ref?: string;
+  merge?: 'shallow' | 'deep';
   config: Record<string, unknown>;
+}
+
+/** One `global_rules:` entry: a supernode spliced after every policy's listener (docs/global-rules.md). */
+export interface GlobalRuleConfig {
+  name: string;
+  supernode: string;
+  description?: string;
+  params?: Record<string, unknown>;
 }
 
 export interface StoreConfig {
@@ -91,6 +115,7 @@ export interface GatewayConfig {
   supernodes: SupernodeConfig[];
   plugin_configs: PluginConfigEntry[];
   stores: StoreConfig[];
+  global_rules: GlobalRuleConfig[];
 }
 
 /**
@@ -119,6 +144,7 @@ const nodeSchema = {
     type: { type: 'string', minLength: 1 },
     config: { type: ['object', 'null'] },
     config_ref: { type: 'string', minLength: 1 },
+    merge: { type: 'string', enum: ['shallow', 'deep'] },
     position: {
       type: 'object',
       properties: { x: { type: 'number' }, y: { type: 'number' } },
@@ -171,14 +197,49 @@ export const policySchema = {
   type: 'object',
   additionalProperties: false,
   required: ['name'],
-  properties: { ...graphProps, error_handler: { type: 'string', minLength: 1 } },
+  properties: {
+    ...graphProps,
+    error_handler: { type: 'string', minLength: 1 },
+    global_rules: { type: 'boolean' },
+  },
+} as const;
+
+const paramSpecSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['type'],
+  properties: {
+    type: { type: 'string', enum: ['string', 'number', 'integer', 'boolean', 'object', 'array'] },
+    default: {},
+    required: { type: 'boolean' },
+    description,
+  },
 } as const;
 
 export const supernodeSchema = {
   type: 'object',
   additionalProperties: false,
   required: ['name'],
-  properties: graphProps,
+  properties: {
+    ...graphProps,
+    params: {
+      type: 'object',
+      propertyNames: { pattern: '^[A-Za-z_][A-Za-z0-9_]*$' },
+      additionalProperties: paramSpecSchema,
+    },
+  },
+} as const;
+
+export const globalRuleSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['name', 'supernode'],
+  properties: {
+    ...named,
+    description,
+    supernode: { type: 'string', minLength: 1 },
+    params: { type: 'object' },
+  },
 } as const;
 
 export const pluginConfigSchema = {
@@ -189,6 +250,8 @@ export const pluginConfigSchema = {
     ...named,
     type: { type: 'string', minLength: 1 },
     description,
+    config_ref: { type: 'string', minLength: 1 },
+    merge: { type: 'string', enum: ['shallow', 'deep'] },
     config: { type: 'object', default: {} },
   },
 } as const;
@@ -237,6 +300,7 @@ export const gatewaySchema = {
     supernodes: { type: 'array', items: supernodeSchema, default: [] },
     plugin_configs: { type: 'array', items: pluginConfigSchema, default: [] },
     stores: { type: 'array', items: storeSchema, default: [] },
+    global_rules: { type: 'array', items: globalRuleSchema, default: [] },
   },
 } as const;
 
@@ -255,7 +319,15 @@ export function checkGatewayShape(raw: unknown): GatewayConfig {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
     throw new ConfigRejected([{ path: '', message: 'gateway config must be a mapping' }]);
   }
-  for (const key of ['routes', 'policies', 'consumers', 'supernodes', 'plugin_configs', 'stores']) {
+  for (const key of [
+    'routes',
+    'policies',
+    'consumers',
+    'supernodes',
+    'plugin_configs',
+    'stores',
+    'global_rules',
+  ]) {
     if ((raw as Record<string, unknown>)[key] === null) delete (raw as Record<string, unknown>)[key];
   }
   // Coercion must not turn `${PORT}` placeholders in structure into numbers: the schema here only covers structure.
@@ -275,5 +347,13 @@ export function loadGatewayConfig(path: string): GatewayConfig {
 }
 
 export function emptyGatewayConfig(): GatewayConfig {
-  return { routes: [], policies: [], consumers: [], supernodes: [], plugin_configs: [], stores: [] };
+  return {
+    routes: [],
+    policies: [],
+    consumers: [],
+    supernodes: [],
+    plugin_configs: [],
+    stores: [],
+    global_rules: [],
+  };
 }

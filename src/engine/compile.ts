@@ -8,7 +8,9 @@ import { routerBuilder, validateRouteMatch, type ResolvedMatch, type Router } fr
 import { compilePolicy, type CompileContext } from './compile-policy.js';
 import type { CompiledPolicy } from './graph-types.js';
 import { createGatewayScope } from './gateway-scope.js';
-import { checkSupernodeDefinition } from './supernode-rules.js';
+import { checkSupernodeDefinition, checkSupernodeNesting } from './supernode-rules.js';
+import { checkGlobalRules, withGlobalRules } from './global-rules.js';
+import { resolveSharedChains } from './node-config.js';
 import { openStores, type StoreSet } from '../stores/index.js';
 
 export interface RouteTarget {
@@ -97,7 +99,6 @@ function* compileSteps(config: GatewayConfig, options: CompileOptions): Generato
   const warnings: string[] = [];
 
   const shared = uniqueByName(config.plugin_configs, 'plugin_configs', issues);
-  const sharedConfigs = new Map<string, PluginConfigEntry>();
   for (const [name, { item, index }] of shared) {
     if (!options.registry.has(item.type)) {
       issues.push({
@@ -108,16 +109,18 @@ function* compileSteps(config: GatewayConfig, options: CompileOptions): Generato
     if ('config_ref' in item.config) {
       issues.push({
         path: `plugin_configs[${index}].config.config_ref`,
-        message: `plugin_configs '${name}': shared configs cannot reference other shared configs`,
+        message: `plugin_configs '${name}': shared configs cannot reference other shared configs inside config — put config_ref beside config`,
       });
     }
-    sharedConfigs.set(name, item);
   }
+  const sharedConfigs: ReadonlyMap<string, PluginConfigEntry> = resolveSharedChains(shared, issues);
   const supernodes = new Map<string, { def: SupernodeConfig; path: string }>();
   for (const [name, { item, index }] of uniqueByName(config.supernodes, 'supernodes', issues)) {
     supernodes.set(name, { def: item, path: `supernodes[${index}]` });
     issues.push(...checkSupernodeDefinition(item, `supernodes[${index}]`, options.registry));
   }
+  issues.push(...checkSupernodeNesting(supernodes));
+  const globalRules = checkGlobalRules(config.global_rules, supernodes, issues);
   uniqueByName(config.stores, 'stores', issues);
   const stores = openStores(config.stores, { env, configDir: options.configDir }, issues);
   uniqueByName(config.consumers, 'consumers', issues);
@@ -138,7 +141,8 @@ function* compileSteps(config: GatewayConfig, options: CompileOptions): Generato
   };
   const policies = new Map<string, CompiledPolicy>();
   for (const [name, { item, index }] of uniqueByName(config.policies, 'policies', issues)) {
-    const compiled = compilePolicy(item, `policies[${index}]`, cc, issues);
+    const path = `policies[${index}]`;
+    const compiled = compilePolicy(withGlobalRules(item, path, globalRules, issues), path, cc, issues);
     if (compiled !== undefined) policies.set(name, compiled);
     yield;
   }

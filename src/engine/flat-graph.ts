@@ -1,5 +1,6 @@
 import type { EdgeConfig, NodeConfig, PolicyConfig, SupernodeConfig } from '../config/gateway.js';
-import type { ConfigIssue } from '../config/schema-validate.js';
+import { didYouMean, type ConfigIssue } from '../config/schema-validate.js';
+import { MAX_SUPERNODE_DEPTH, resolveParams, substituteParams } from './supernode-rules.js';
 
 /** Where a node came from in the stored config, for messages and issue paths. */
 export interface NodeOrigin {
@@ -47,6 +48,14 @@ export function parseEndpoint(text: string): { node: string; port: string } {
 
 const BOUNDARY_TYPES = new Set(['input', 'output', 'error']);
 
+/**
+ * Where a node that is not written in the policy itself comes from (a global
+ * rule's instance: `global_rules[0]`), for issue paths; see global-rules.ts.
+ */
+export const spliceOrigins = new WeakMap<NodeConfig, { path: string; paramsPath: string }>();
+
+type Supernodes = ReadonlyMap<string, { def: SupernodeConfig; path: string }>;
+
 /** Inlines supernode instances; every problem found is reported, nothing thrown. */
 export function flattenPolicy(
   policy: PolicyConfig,
@@ -58,7 +67,8 @@ export function flattenPolicy(
   const where = `policy '${policy.name}'`;
 
   policy.nodes.forEach((node, i) => {
-    const origin = { path: `${policyPath}.nodes[${i}]` };
+    const spliced = spliceOrigins.get(node);
+    const origin = { path: spliced?.path ?? `${policyPath}.nodes[${i}]` };
     if (graph.nodes.has(node.id)) {
       issues.push({ path: `${origin.path}.id`, message: `${where}: duplicate node id '${node.id}'` });
       return;
@@ -80,37 +90,90 @@ export function flattenPolicy(
         path: `${origin.path}.config.name`,
         message:
           typeof name === 'string'
-            ? `${where}: supernode instance '${node.id}' references unknown supernode '${name}'`
+            ? `${where}: supernode instance '${node.id}' references unknown supernode '${name}'${didYouMean(name, supernodes.keys())}`
             : `${where}: supernode instance '${node.id}' needs config.name`,
       });
       graph.nodes.set(node.id, { id: node.id, type: 'supernode', node, origin });
       return;
     }
-    inlineInstance(graph, node.id, entry.def, entry.path, where, issues);
+    const label = `${where}: supernode instance '${node.id}'`;
+    const paramsPath = spliced?.paramsPath ?? `${origin.path}.config.params`;
+    const params = resolveParams(entry.def, (node.config ?? {})['params'], paramsPath, label, issues);
+    if (params === undefined) return;
+    inlineInstance(graph, node.id, entry, params, [entry.def.name], { supernodes, where, issues });
   });
 
-  policy.edges.forEach((edge, i) => addPolicyEdge(graph, edge, `${policyPath}.edges[${i}]`, where, issues));
+  policy.edges.forEach((edge, i) =>
+    addEdge(graph, '', edge, `${policyPath}.edges[${i}]`, `${edge.from} -> ${edge.to}`, where, issues),
+  );
   return graph;
 }
 
+interface InlineScope {
+  supernodes: Supernodes;
+  where: string;
+  issues: ConfigIssue[];
+}
+
+/**
+ * Inlines one instance as `<instance>/<inner id>` nodes, with `{{params.x}}`
+ * replaced by the instance's values; an inner `type: supernode` is inlined in
+ * turn (`<instance>/<inner instance>/<id>`), `chain` guarding against cycles.
+ */
 function inlineInstance(
   graph: FlatGraph,
   instance: string,
-  def: SupernodeConfig,
-  defPath: string,
-  where: string,
-  issues: ConfigIssue[],
+  entry: { def: SupernodeConfig; path: string },
+  params: Readonly<Record<string, unknown>>,
+  chain: readonly string[],
+  scope: InlineScope,
 ): void {
+  const { def, path: defPath } = entry;
+  const { where, issues } = scope;
+  const declared = def.params ?? {};
   const junctions: FlatNode[] = [];
   const inner = new Set<string>();
-  def.nodes.forEach((node, i) => {
-    const id = `${instance}/${node.id}`;
+  const nested = new Set<string>();
+  def.nodes.forEach((written, i) => {
+    const id = `${instance}/${written.id}`;
     const origin = { path: `${defPath}.nodes[${i}]` };
+    const label = `${where}: node '${id}' (supernode '${def.name}')`;
+    const node: NodeConfig =
+      written.config === undefined || written.config === null
+        ? written
+        : {
+            ...written,
+            config: substituteParams(
+              written.config,
+              params,
+              declared,
+              `${origin.path}.config`,
+              label,
+              issues,
+            ) as Record<string, unknown>,
+          };
     if (node.type === 'supernode') {
-      issues.push({
-        path: `${origin.path}.type`,
-        message: `${where}: supernode '${def.name}' contains supernode '${node.id}' — supernodes cannot be nested`,
-      });
+      const name = (node.config ?? {})['name'];
+      const target = typeof name === 'string' ? scope.supernodes.get(name) : undefined;
+      // Unknown names, cycles and depth are reported once per definition (checkSupernodeNesting).
+      if (target === undefined || typeof name !== 'string') return;
+      if (chain.includes(name) || chain.length >= MAX_SUPERNODE_DEPTH) {
+        issues.push({
+          path: `${origin.path}.config.name`,
+          message: `${where}: supernode nesting cycle or depth over ${MAX_SUPERNODE_DEPTH}: ${[...chain, name].join(' → ')}`,
+        });
+        return;
+      }
+      const values = resolveParams(
+        target.def,
+        (node.config ?? {})['params'],
+        `${origin.path}.config.params`,
+        label,
+        issues,
+      );
+      if (values === undefined) return;
+      nested.add(written.id);
+      inlineInstance(graph, id, target, values, [...chain, name], scope);
       return;
     }
     if (BOUNDARY_TYPES.has(node.type)) {
@@ -126,7 +189,8 @@ function inlineInstance(
       graph.nodes.set(id, junction);
       return;
     }
-    inner.add(node.id);
+    // A client ends the request and has no error port (an inner one ends an outcome in place).
+    if (node.type !== 'client' && node.type !== 'listener') inner.add(node.id);
     graph.nodes.set(id, { id, type: node.type, node, origin });
   });
   if (!junctions.some((j) => j.junction?.kind === 'error' && j.junction.port === 'error')) {
@@ -140,18 +204,13 @@ function inlineInstance(
     junctions.push(implicit);
     graph.nodes.set(implicit.id, implicit);
   }
+  graph.instances.set(instance, { supernode: def.name, junctions });
   const withErrorEdge = new Set<string>();
   def.edges.forEach((edge, i) => {
     const from = parseEndpoint(edge.from);
-    const to = parseEndpoint(edge.to);
     if (from.port === 'error') withErrorEdge.add(from.node);
-    graph.edges.push({
-      from: `${instance}/${from.node}`,
-      fromPort: from.port,
-      to: `${instance}/${to.node}`,
-      toPort: to.port === 'out' ? 'in' : to.port,
-      label: `${edge.from} -> ${edge.to} (supernode '${def.name}', ${defPath}.edges[${i}])`,
-    });
+    const label = `${edge.from} -> ${edge.to} (supernode '${def.name}', ${defPath}.edges[${i}])`;
+    addEdge(graph, `${instance}/`, edge, `${defPath}.edges[${i}]`, label, where, issues);
   });
   // Black box: inner failures without their own error edge leave through the instance's error port.
   for (const id of inner) {
@@ -166,29 +225,46 @@ function inlineInstance(
       });
     }
   }
-  graph.instances.set(instance, { supernode: def.name, junctions });
+  // …and so do failures leaving a nested instance whose error port is not wired inside.
+  for (const id of nested) {
+    if (!withErrorEdge.has(id)) {
+      graph.edges.push({
+        from: `${instance}/${id}/error`,
+        fromPort: 'success',
+        to: `${instance}/error`,
+        toPort: 'in',
+        label: `implicit error edge of '${instance}/${id}'`,
+        implicit: true,
+      });
+    }
+  }
 }
 
 function defaultPort(boundaryId: string): string {
   return boundaryId === 'output' ? 'success' : 'error';
 }
 
-function addPolicyEdge(
+/**
+ * Adds one written edge, `prefix` being `<instance>/` inside a definition and
+ * '' in a policy; an endpoint naming an instance goes to its boundary junction.
+ */
+function addEdge(
   graph: FlatGraph,
+  prefix: string,
   edge: EdgeConfig,
   path: string,
+  label: string,
   where: string,
   issues: ConfigIssue[],
 ): void {
   const from = parseEndpoint(edge.from);
   const to = parseEndpoint(edge.to);
-  const label = `${edge.from} -> ${edge.to}`;
-  let fromId = from.node;
+  let fromId = prefix + from.node;
   let fromPort = from.port;
-  let toId = to.node;
+  let toId = prefix + to.node;
   let toPort = to.port === 'out' ? 'in' : to.port;
 
-  const source = graph.instances.get(from.node);
+  const source = graph.instances.get(fromId);
   if (source !== undefined) {
     const wanted = fromPort === 'out' ? 'success' : fromPort;
     const junction = source.junctions.find(
@@ -208,7 +284,7 @@ function addPolicyEdge(
     fromId = junction.id;
     fromPort = 'success';
   }
-  const target = graph.instances.get(to.node);
+  const target = graph.instances.get(toId);
   if (target !== undefined) {
     if (toPort !== 'in') {
       issues.push({

@@ -28,6 +28,10 @@ const DESCRIBE: Record<string, { list: string; get: string }> = {
     list: 'All key-value stores (redis/valkey) that plugins, sessions and caches name with `store:`. `${ENV}` placeholders stay unresolved; secrets are <redacted>.',
     get: 'One store by name, with `referenced_by`.',
   },
+  global_rules: {
+    list: 'All global rules, in the order they run: each names a supernode spliced right after the listener of every policy (policies with `global_rules: false` opt out). Trace node ids are `global:<rule>/<inner node>`.',
+    get: 'One global rule by name: its supernode and params.',
+  },
   consumers: {
     list: 'All API consumers: name, group, labels and credential kinds; credential values are <redacted>.',
     get: 'One consumer by name; credential values are <redacted>.',

@@ -48,6 +48,7 @@ export const TOOL_KINDS: readonly ToolKind[] = [
     referencedBy: (g, config, name) => labels(storeReferences(config, name, g.system.acme)),
   },
   { section: 'consumers', singular: 'consumer', plural: 'consumers' },
+  { section: 'global_rules', singular: 'global_rule', plural: 'global_rules' },
 ];
 
 /** The Admin API's definition of a section (schema, upsert rule, delete guard). */

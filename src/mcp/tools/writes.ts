@@ -32,6 +32,8 @@ const SHAPES: Record<string, string> = {
   plugin_configs:
     '{"type": "<node type>", "config": {...}, "description"?: "..."}; nodes use it with config_ref.',
   stores: '{"type": "redis", "url": "${REDIS_URL}", ...}. Keep secrets as ${ENV} placeholders.',
+  global_rules:
+    '{"supernode": "<supernode name>", "params"?: {...}, "description"?: "..."}. The supernode is spliced after the listener of every policy (except those with global_rules: false), in list order; its only output boundary must be `output`.',
 };
 
 /**
