@@ -59,6 +59,7 @@ class WorkerHandle {
   readonly applies = new Map<number, Deferred<string | undefined>>();
   readonly scrapes = new Map<number, Deferred<WorkerMetrics>>();
   readonly acks = new Map<number, Deferred<void>>();
+  readonly returns = new Map<number, Deferred<number>>();
   /** The configuration version it serves. */
   version = 0;
   serving = false;
@@ -117,7 +118,9 @@ export class ClusterPrimary {
     this.#gateway = options.gateway;
     this.#logger = options.logger;
     this.#applyTimeoutMs = options.applyTimeoutMs ?? 60_000;
-    this.#service = new SharedService(options.gateway.scope);
+    this.#service = new SharedService(options.gateway.scope, options.workers, (id, key) =>
+      this.#reclaimLease(id, key),
+    );
     this.#config = options.gateway.runtime.config;
     this.#slots = Array.from({ length: options.workers }, (_, i) => ({
       index: i + 1,
@@ -153,6 +156,19 @@ export class ClusterPrimary {
     acme?.onChange(() => {
       this.#rolling = this.#rolling.then(() => this.#restartAll('ACME certificate changed'));
     });
+  }
+
+  /** Asks the worker (cluster id) to give back its unused admissions of window `key`: 0 if it is gone or slow. */
+  async #reclaimLease(workerId: number, key: string): Promise<number> {
+    const handle = this.#slots.find((s) => s.handle?.worker.id === workerId)?.handle;
+    if (handle === undefined || handle.gone) return 0;
+    const id = ++this.#messages;
+    const given = deferred<number>();
+    handle.returns.set(id, given);
+    handle.send({ t: 'reclaim', id, key });
+    const n = await until(given.promise, Date.now() + SCRAPE_TIMEOUT_MS);
+    handle.returns.delete(id);
+    return n === TIMEOUT ? 0 : n;
   }
 
   /** Sends a TLS-ALPN-01 answer to every serving worker; resolves once each has it (or a 10 s bound). */
@@ -313,6 +329,9 @@ export class ClusterPrimary {
       case 'ack':
         handle.acks.get(message.id)?.resolve();
         return;
+      case 'returned':
+        handle.returns.get(message.id)?.resolve(message.n);
+        return;
     }
   }
 
@@ -324,6 +343,7 @@ export class ClusterPrimary {
     for (const answer of handle.applies.values()) answer.reject(gone);
     for (const scrape of handle.scrapes.values()) scrape.reject(gone);
     for (const ack of handle.acks.values()) ack.resolve();
+    for (const given of handle.returns.values()) given.resolve(0);
     handle.exited.resolve();
     handle.draining.resolve();
     this.#service.workerGone(handle.worker.id);

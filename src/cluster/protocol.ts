@@ -11,7 +11,7 @@ import type { MetricObjectWithValues, MetricValue } from 'prom-client';
 
 /** A gateway-wide counter operation a worker asks the primary to run; `id` 0 expects no answer. */
 export type SharedCall =
-  /** limit-count / workflow: one request against a fixed window. */
+  /** limit-count / workflow: one request against a fixed window; the answer may carry a lease (LeasedWindow). */
   | [id: number, op: 'fw', key: string, limit: number, windowMs: number]
   /** rate-limit: one token from the bucket `key` of node `shared`. */
   | [id: number, op: 'tb', shared: string, rate: number, capacity: number, queue: number, key: string]
@@ -23,6 +23,19 @@ export type SharedCall =
   | [id: number, op: 'cg', key: string]
   | [id: 0, op: 'cp', key: string, entry: WireResponse, ttlSeconds: number]
   | [id: number, op: 'cx', namespace: string];
+
+/**
+ * The answer to `fw`: the window's answer for this request, plus `lease`
+ * further admissions of the same window the worker may hand out itself until
+ * `until` (epoch ms, never after the window resets). See docs/workers.md.
+ */
+export interface LeasedWindow {
+  allowed: boolean;
+  remaining: number;
+  resetSeconds: number;
+  lease: number;
+  until: number;
+}
 
 /** A cached response on the wire: the body base64-encoded. */
 export interface WireResponse {
@@ -47,7 +60,9 @@ export type ToPrimary =
   | { t: 'trace'; v8: string }
   | { t: 'metrics'; id: number; m: WorkerMetrics }
   /** The message `id` (a relayed ACME challenge) is in effect. */
-  | { t: 'ack'; id: number };
+  | { t: 'ack'; id: number }
+  /** The answer to `reclaim`: `n` leased admissions were unused and are given back. */
+  | { t: 'returned'; id: number; n: number };
 
 export type ToWorker =
   | {
@@ -63,5 +78,7 @@ export type ToWorker =
   | { t: 'metrics?'; id: number }
   /** A TLS-ALPN-01 answer the primary created for an order (removed when `pair` is absent); answer `ack`. */
   | { t: 'challenge'; id: number; domain: string; pair?: { key: string; cert: string } }
+  /** Give back the unused leased admissions of window `key` (another worker needs them). */
+  | { t: 'reclaim'; id: number; key: string }
   /** Drain and exit (SIGTERM of the gateway). */
   | { t: 'stop' };

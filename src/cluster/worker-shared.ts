@@ -4,7 +4,7 @@ import type { SlotTable } from '../plugins/limits/concurrency.js';
 import { TokenBuckets, type BucketAnswer } from '../plugins/limits/token-buckets.js';
 import type { WindowCounter, WindowResult } from '../plugins/limits/window-counter.js';
 import type { PrimaryChannel } from './primary-channel.js';
-import type { WireResponse } from './protocol.js';
+import type { LeasedWindow, WireResponse } from './protocol.js';
 
 /**
  * The `wrapShared` of a worker's gateway scope: the local counters and cache
@@ -13,9 +13,12 @@ import type { WireResponse } from './protocol.js';
  * use (src/plugins/limits/*, src/plugins/cache/proxy-cache.ts); any other
  * shared value stays per worker.
  */
-export function workerSharedState(channel: PrimaryChannel): (key: string, local: unknown) => unknown {
+export function workerSharedState(
+  channel: PrimaryChannel,
+  leases: WindowLeases = new WindowLeases(),
+): (key: string, local: unknown) => unknown {
   return (key, local) => {
-    if (key === 'limits.fixed-window') return windowCounter(channel);
+    if (key === 'limits.fixed-window') return windowCounter(channel, leases);
     if (key === 'limits.concurrency') return new WorkerSlotTable(channel);
     if (key === 'proxy-cache.local') return responseCache(channel);
     if (key.startsWith('limits.rate-limit:') && local instanceof TokenBuckets)
@@ -24,18 +27,77 @@ export function workerSharedState(channel: PrimaryChannel): (key: string, local:
   };
 }
 
+interface Lease {
+  limit: number;
+  /** Admissions left to hand out. */
+  left: number;
+  /** The window's remaining count when the primary granted it (other workers' use is not seen). */
+  remaining: number;
+  /** Epoch ms after which the lease is void (at most the window's reset). */
+  until: number;
+}
+
 /**
- * Fixed windows counted by the primary. A window the primary reports full
- * stays full until it resets (rejections are not counted), so the worker
- * answers those rejections itself, exactly, without a round trip: a flood
- * over the limit costs no IPC.
+ * A worker's leases of fixed windows: admissions the primary already counted
+ * and handed to this worker, used without a round trip (docs/workers.md).
  */
-function windowCounter(channel: PrimaryChannel): WindowCounter {
+export class WindowLeases {
+  readonly #leases = new Map<string, Lease>();
+
+  /** One admission from the lease of `key`, or undefined when there is none to take. */
+  take(key: string, limit: number, now: number): WindowResult | undefined {
+    const lease = this.#leases.get(key);
+    if (lease === undefined) return undefined;
+    if (lease.limit !== limit || now >= lease.until) {
+      // A reload changed the limit, or the window is ending: ask the primary again.
+      this.#leases.delete(key);
+      return undefined;
+    }
+    if (lease.left === 0) return undefined;
+    lease.left--;
+    if (lease.left === 0) this.#leases.delete(key);
+    return {
+      allowed: true,
+      remaining: lease.remaining + lease.left,
+      resetSeconds: Math.ceil((lease.until - now) / 1000) + 1,
+    };
+  }
+
+  add(key: string, limit: number, answer: LeasedWindow): void {
+    if (answer.lease <= 0) return;
+    const lease = this.#leases.get(key);
+    if (lease !== undefined && lease.limit === limit && Date.now() < lease.until) {
+      lease.until = Math.min(lease.until, answer.until);
+      lease.left += answer.lease;
+      lease.remaining = answer.remaining;
+    } else
+      this.#leases.set(key, { limit, left: answer.lease, remaining: answer.remaining, until: answer.until });
+  }
+
+  /** The primary needs them for another worker: gives back (and forgets) the unused admissions of `key`. */
+  reclaim(key: string): number {
+    const lease = this.#leases.get(key);
+    this.#leases.delete(key);
+    return lease === undefined || Date.now() >= lease.until ? 0 : lease.left;
+  }
+}
+
+/**
+ * Fixed windows counted by the primary. Most requests are admitted from a
+ * lease (admissions the primary counted and handed over) without a round trip.
+ * A window the primary reports full stays full until it resets (rejections are
+ * not counted, and unused leases were reclaimed before it refused), so the
+ * worker answers those rejections itself, exactly: a flood over the limit
+ * costs no IPC either.
+ */
+function windowCounter(channel: PrimaryChannel, leases: WindowLeases): WindowCounter {
   const full = new Map<string, number>();
   let sweepAt = 0;
   return {
     take(key, limit, windowMs) {
       const now = Date.now();
+      const leased = leases.take(key, limit, now);
+      if (leased !== undefined) return leased;
       // A reload may raise the limit: a window full at 5 is not full at 10.
       const fullKey = `${limit}\u0000${key}`;
       const resetAt = full.get(fullKey);
@@ -48,11 +110,12 @@ function windowCounter(channel: PrimaryChannel): WindowCounter {
         sweepAt = now + 60_000;
         for (const [k, at] of full) if (at <= now) full.delete(k);
       }
-      return channel.call<WindowResult>(['fw', key, limit, windowMs]).then((result) => {
+      return channel.call<LeasedWindow>(['fw', key, limit, windowMs]).then((answer) => {
+        leases.add(key, limit, answer);
         // Within a second of its reset the window may already be open again: ask next time.
-        if (!result.allowed && result.resetSeconds > 1)
-          full.set(fullKey, now + (result.resetSeconds - 1) * 1000);
-        return result;
+        if (!answer.allowed && answer.resetSeconds > 1)
+          full.set(fullKey, now + (answer.resetSeconds - 1) * 1000);
+        return { allowed: answer.allowed, remaining: answer.remaining, resetSeconds: answer.resetSeconds };
       });
     },
   };

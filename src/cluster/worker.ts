@@ -6,7 +6,7 @@ import { closeAllPools } from '../outbound/pool-registry.js';
 import { closeStreamListeners, startStreamListeners, type StreamListener } from '../stream/index.js';
 import { PrimaryChannel } from './primary-channel.js';
 import type { ToPrimary, ToWorker } from './protocol.js';
-import { workerSharedState } from './worker-shared.js';
+import { WindowLeases, workerSharedState } from './worker-shared.js';
 
 type Init = Extract<ToWorker, { t: 'init' }>;
 
@@ -41,6 +41,7 @@ function send(message: ToPrimary): void {
 export async function runClusterWorker(): Promise<number> {
   const channel = new PrimaryChannel(send);
   const slot = Number(process.env.SWITCHYARD_WORKER);
+  const leases = new WindowLeases();
   let gateway: Gateway | undefined;
   let onStop: () => void = () => undefined;
   const stopped = new Promise<void>((resolve) => (onStop = resolve));
@@ -61,6 +62,8 @@ export async function runClusterWorker(): Promise<number> {
           );
           return;
         }
+        case 'reclaim':
+          return send({ t: 'returned', id: message.id, n: leases.reclaim(message.key) });
         case 'challenge':
           gateway?.acme?.setChallenge(message.domain, message.pair);
           return send({ t: 'ack', id: message.id });
@@ -94,7 +97,7 @@ export async function runClusterWorker(): Promise<number> {
       {
         system: workerSystem,
         logger,
-        wrapShared: workerSharedState(channel),
+        wrapShared: workerSharedState(channel, leases),
         dataPlaneOnly: true,
         ...(gatewayPath === undefined ? {} : { gatewayPath }),
       },

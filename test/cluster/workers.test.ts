@@ -27,6 +27,7 @@ routes:
   - { name: hello, match: { path: /hello }, policy: hello }
   - { name: traced, match: { path: /traced }, policy: traced }
   - { name: limited, match: { path: /limited }, policy: limited }
+  - { name: leased, match: { path: /leased }, policy: leased }
   - { name: rated, match: { path: /rated }, policy: rated }
   - { name: conn, match: { path: /conn }, policy: conn }
   - { name: slow, match: { path: /slow }, policy: slow }
@@ -36,6 +37,17 @@ policies:${mock('hello', 'v1')}${mock('traced', 'traced')}
     nodes:
       - { id: listener, type: listener }
       - { id: lc, type: limit-count, config: { count: 5, time_window: 600, key_type: constant, key: everyone } }
+      - { id: m, type: mocking, config: { response_status: 200, response_example: ok } }
+      - { id: client, type: client }
+    edges:
+      - { from: listener.out, to: lc.in }
+      - { from: lc.success, to: m.in }
+      - { from: lc.limited, to: client.in }
+      - { from: m.success, to: client.in }
+  - name: leased
+    nodes:
+      - { id: listener, type: listener }
+      - { id: lc, type: limit-count, config: { count: 40, time_window: 600, key_type: constant, key: everyone } }
       - { id: m, type: mocking, config: { response_status: 200, response_example: ok } }
       - { id: client, type: client }
     edges:
@@ -164,6 +176,18 @@ test('workers: a local limit-count of 5 admits exactly 5 requests across both wo
   const ok = answers.filter((a) => a.status === 200).length;
   assert.equal(ok, 5, `statuses: ${answers.map((a) => a.status).join(',')}`);
   assert.equal(answers.filter((a) => a.status === 503).length, 11);
+});
+
+test('workers: a local limit-count of 40 (leased to the workers in parts) admits exactly 40 of 100 across both workers', async () => {
+  const served = await servedDuring(async () => {
+    const answers = [...(await many(30, '/leased')), ...(await many(70, '/leased'))];
+    assert.equal(answers.filter((a) => a.status === 200).length, 40);
+    assert.equal(answers.filter((a) => a.status === 503).length, 60);
+  });
+  assert.ok(
+    served.every((n) => n > 0),
+    `both workers counted: ${served.join(', ')}`,
+  );
 });
 
 test('workers: a rate-limit burst of 3 is one bucket for the whole gateway', async () => {
