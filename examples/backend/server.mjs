@@ -13,6 +13,7 @@ import { createServer } from 'node:http';
 import { Buffer } from 'node:buffer';
 import { URL } from 'node:url';
 import { setInterval, clearInterval } from 'node:timers';
+import { withGrpc } from './grpc.mjs';
 
 const host = process.env.BACKEND_HOST ?? '127.0.0.1';
 const ports = (process.env.BACKEND_PORTS ?? '9801,9802')
@@ -59,7 +60,8 @@ function handler(port) {
 }
 
 for (const port of ports) {
-  const server = createServer(handler(port));
+  // Connections opening with the HTTP/2 preface are gRPC (./grpc.mjs: helloworld.Greeter).
+  const server = withGrpc(createServer(handler(port)));
   server.on('error', (err) => {
     console.error(`example backend: cannot listen on ${host}:${port}: ${err.message}`);
     process.exit(1);
