@@ -13,6 +13,7 @@ import {
   storedPolicy,
   withEditor,
 } from './harness.js';
+import { waitFor } from '../support/wait.js';
 
 const GATEWAY_YAML = `routes:
   - name: hello
@@ -132,19 +133,37 @@ describe('editor config forms', { skip: chromiumSkipReason() }, () => {
       assert.equal(await form(page).getByRole('spinbutton', { name: 'response_status' }).inputValue(), '202');
     }));
 
-  test('forms: a template field previews what it renders for a sample request, on one line of about 80 characters', () =>
+  test('forms: a template field previews what the gateway renders for a sample request, on one line of about 80 characters', () =>
     open(async (page) => {
       await selectNode(page, 'm');
+      const asked: string[] = [];
+      page.on('request', (r) => {
+        if (r.url().endsWith('/api/templates/preview')) asked.push(r.postData() ?? '');
+      });
       const example = form(page).getByRole('textbox', { name: 'response_example' });
-      await example.fill(
-        'path {{request.path}} tenant {{request.headers.X-Tenant-Id}} ip $remote_addr {{nope.x}}',
-      );
       const preview = form(page).getByRole('status', { name: 'Preview of response_example' });
-      assert.equal(await preview.innerText(), 'path /orders/42 tenant acme ip 203.0.113.7 {{nope.x}}');
+      const shows = (expected: (text: string) => boolean, what: string) =>
+        waitFor(async () => expected(await preview.innerText()), { what, timeoutMs: 5000 });
+      await example.fill(
+        'path {{request.path}} tenant {{request.headers.X-Tenant-Id}} ip $remote_addr {{request.nope}}',
+      );
+      await shows(
+        (t) => t === 'path /orders/42 tenant acme ip 203.0.113.7 {{request.nope}}',
+        'the rendered sample',
+      );
+      // The renderer's own warning about the unknown reference is listed under the preview.
+      const warnings = form(page).getByRole('list', { name: 'Template warnings of response_example' });
+      assert.match(await warnings.innerText(), /request\.nope/);
+      // An environment variable's value never shows.
+      await example.fill('home {{env.HOME}}');
+      await shows((t) => t === 'home <env HOME>', 'the masked env reference');
       await example.fill(`${'{{request.method}} '.repeat(40)}`);
+      await shows((t) => t.startsWith('GET GET'), 'the long preview');
       const long = await preview.innerText();
       assert.equal(long.length, 80);
-      assert.ok(long.startsWith('GET GET') && long.endsWith('…'));
+      assert.ok(long.endsWith('…'));
+      assert.ok(asked.length >= 3, `the gateway was asked (${asked.length} times)`);
+      assert.match(asked.at(-1) ?? '', /"template":"\{\{request\.method\}\}/);
     }));
 
   test('forms: secret fields are masked until shown', () =>

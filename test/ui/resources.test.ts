@@ -129,13 +129,17 @@ describe('editor resources', { skip: chromiumSkipReason() || skipWithoutRedis() 
       await answer.filter({ hasText: /ok · [\d.]+ ms/ }).waitFor();
     }));
 
-  test('shared configs and supernodes: created in the YAML editor, stored by the API and listed', () =>
+  test('shared configs and supernodes: a shared config is created in its schema form, a supernode in the graph editor, both stored and listed', () =>
     open('#/plugin-configs', async (page, h) => {
       await page.getByLabel('New shared config name').fill('teapot');
       await page.getByRole('button', { name: 'New shared config' }).click();
-      const definition = page.getByLabel('shared config definition', { exact: true });
-      await definition.fill('type: mocking\nconfig:\n  response_status: 418\n');
-      await page.getByRole('button', { name: 'Save', exact: true }).click();
+      const editor = page.getByRole('region', { name: 'Edit shared config' });
+      assert.equal(await editor.getByRole('combobox', { name: 'Node type' }).inputValue(), 'mocking');
+      await editor
+        .getByRole('form', { name: 'Node config form' })
+        .getByRole('spinbutton', { name: 'response_status' })
+        .fill('418');
+      await editor.getByRole('button', { name: 'Save', exact: true }).click();
       await page.locator('tr[data-name="teapot"]').waitFor();
       assert.deepEqual(await adminJson(h, '/api/plugin-configs/teapot'), {
         name: 'teapot',
@@ -146,7 +150,11 @@ describe('editor resources', { skip: chromiumSkipReason() || skipWithoutRedis() 
       await page.getByRole('link', { name: 'Supernodes' }).click();
       await page.getByLabel('New supernode name').fill('pass');
       await page.getByRole('button', { name: 'New supernode' }).click();
+      await page.waitForFunction("window.location.hash === '#/supernodes/pass'");
+      await page.locator('[data-node-id="output"]').waitFor();
       await page.getByRole('button', { name: 'Save', exact: true }).click();
+      await page.getByText("Saved 'pass'").waitFor();
+      await page.getByRole('link', { name: '← Supernodes' }).click();
       await page.locator('tr[data-name="pass"]').waitFor();
       assert.match(await page.locator('tr[data-name="pass"]').innerText(), /2 nodes/);
       const stored = await adminJson<{ nodes: unknown[] }>(h, '/api/supernodes/pass');

@@ -1,5 +1,5 @@
 // Regenerates the screenshots in docs/editor/ from the real editor on a throwaway gateway:
-//   npx tsx test/ui/screenshots.ts
+//   node scripts/screenshots.mjs (or npx tsx test/ui/screenshots.ts)
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { mockPolicyYaml } from '../admin/harness.js';
@@ -16,6 +16,21 @@ const GATEWAY_YAML = `routes:
     match: { path: /orders/*, methods: [GET, POST] }
     policy: orders-policy
     description: the order service
+plugin_configs:
+  - name: teapot
+    type: mocking
+    description: the shared 418 answer
+    config: { response_status: 418, response_example: "I'm a teapot for {{request.headers.x-tenant-id}}" }
+supernodes:
+  - name: guard
+    description: a tenant check, reusable in any policy
+    nodes:
+      - { id: input, type: input }
+      - { id: tenant, type: mocking, config: { response_example: 'tenant {{request.headers.x-tenant-id}}' } }
+      - { id: output, type: output }
+    edges:
+      - { from: input.out, to: tenant.in }
+      - { from: tenant.success, to: output.in }
 consumers:
   - name: alice
     group: gold
@@ -42,6 +57,19 @@ try {
       await page.getByRole('button', { name: /auth \(\d+\)/ }).click();
     });
     await shot('#/consumers', 'consumers.png', () => page.locator('tr[data-consumer="alice"]').waitFor());
+    await shot('#/supernodes/guard', 'supernode.png', () =>
+      page.locator('[data-node-id="tenant"] .pnode-head').click(),
+    );
+    await shot('#/plugin-configs', 'shared-config.png', async () => {
+      await page.locator('tr[data-name="teapot"]').getByRole('button', { name: 'Edit' }).click();
+      await page
+        .getByRole('status', { name: 'Preview of response_example' })
+        .filter({ hasText: 'acme' })
+        .waitFor();
+    });
+    await shot('#/traces', 'traces.png', () =>
+      page.locator('table[aria-label="Traces"] tbody tr').first().waitFor(),
+    );
     const traces = await request(`${h.url}/api/debug/traces`, {
       headers: { authorization: `Basic ${Buffer.from('admin:correct horse').toString('base64')}` },
     });

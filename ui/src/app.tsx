@@ -38,7 +38,7 @@ export function App() {
     getJson<Whoami>('/api/whoami').then(setWho, (err: unknown) => setError(describe(err)));
   }, []);
 
-  const active = view.kind === 'policy' ? 'policies' : view.kind;
+  const active = view.kind === 'policy' ? 'policies' : view.kind === 'supernode' ? 'supernodes' : view.kind;
   return (
     <RoleContext.Provider value={who}>
       <div className="app">
@@ -88,6 +88,9 @@ export function App() {
               name={view.name}
               {...(view.trace === undefined ? {} : { trace: view.trace })}
             />
+          )}
+          {view.kind === 'supernode' && (
+            <PolicyEditor key={`s:${view.name}`} name={view.name} kind="supernodes" />
           )}
           {view.kind === 'consumers' && <ConsumersView />}
           {view.kind === 'supernodes' && <NamedResourceView key="supernodes" kind="supernodes" />}

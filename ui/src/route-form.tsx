@@ -1,4 +1,7 @@
 import { useState, type FormEvent } from 'react';
+import { useEditorKeys, useUndoable } from './editing/history.js';
+import { UndoBar } from './editing/undo-bar.js';
+import { confirmDiscard, useUnsavedGuard } from './editing/unsaved.js';
 import { ErrorBox } from './error-box.js';
 import type { Issue, RouteConfig, RouteMatch } from './types.js';
 
@@ -21,13 +24,23 @@ const list = (text: string): string[] =>
 /** Create or edit one route; keys the form does not show (e.g. `host: null`) are kept. */
 export function RouteForm({ initial, policies, onSubmit, onCancel, describeError, readOnly = false }: Props) {
   const m = initial?.match ?? {};
-  const [name, setName] = useState(initial?.name ?? '');
-  const [path, setPath] = useState(m.path ?? '');
-  const [methods, setMethods] = useState((m.methods ?? []).join(', '));
-  const [hosts, setHosts] = useState((m.hosts ?? (typeof m.host === 'string' ? [m.host] : [])).join(', '));
-  const [headers, setHeaders] = useState(m.headers === undefined ? '' : JSON.stringify(m.headers));
-  const [policy, setPolicy] = useState(initial?.policy ?? policies[0] ?? '');
-  const [description, setDescription] = useState(initial?.description ?? '');
+  const form = useUndoable({
+    name: initial?.name ?? '',
+    path: m.path ?? '',
+    methods: (m.methods ?? []).join(', '),
+    hosts: (m.hosts ?? (typeof m.host === 'string' ? [m.host] : [])).join(', '),
+    headers: m.headers === undefined ? '' : JSON.stringify(m.headers),
+    policy: initial?.policy ?? policies[0] ?? '',
+    description: initial?.description ?? '',
+  });
+  const { name, path, methods, hosts, headers, policy, description } = form.value;
+  const field = (key: keyof typeof form.value) => ({
+    name: key,
+    value: form.value[key],
+    onChange: (e: { target: { value: string } }) => form.set({ ...form.value, [key]: e.target.value }, key),
+  });
+  useUnsavedGuard(form.dirty && !readOnly);
+  useEditorKeys({ undo: form.undo, redo: form.redo, enabled: !readOnly });
   const [error, setError] = useState<{ message: string; details: Issue[] } | undefined>();
   const [busy, setBusy] = useState(false);
 
@@ -80,6 +93,7 @@ export function RouteForm({ initial, policies, onSubmit, onCancel, describeError
     setBusy(true);
     try {
       await onSubmit(build());
+      form.load(form.value);
     } catch (err) {
       setError(describeError(err));
     } finally {
@@ -92,57 +106,31 @@ export function RouteForm({ initial, policies, onSubmit, onCancel, describeError
       <h2>
         {initial === undefined ? 'New route' : `${readOnly ? 'Route' : 'Edit route'} '${initial.name}'`}
       </h2>
+      <UndoBar history={form} dirty={form.dirty} readOnly={readOnly} />
       <fieldset className="plain" disabled={readOnly}>
         <label>
           Name
-          <input
-            name="name"
-            value={name}
-            onChange={(e) => setName(e.target.value)}
-            disabled={initial !== undefined}
-            required
-          />
+          <input {...field('name')} disabled={initial !== undefined} required />
         </label>
         <label>
           Path
-          <input name="path" value={path} placeholder="/orders/*" onChange={(e) => setPath(e.target.value)} />
+          <input {...field('path')} placeholder="/orders/*" />
         </label>
         <label>
           Methods
-          <input
-            name="methods"
-            value={methods}
-            placeholder="GET, POST (empty: any)"
-            onChange={(e) => setMethods(e.target.value)}
-          />
+          <input {...field('methods')} placeholder="GET, POST (empty: any)" />
         </label>
         <label>
           Hosts
-          <input
-            name="hosts"
-            value={hosts}
-            placeholder="api.example.com (empty: any)"
-            onChange={(e) => setHosts(e.target.value)}
-          />
+          <input {...field('hosts')} placeholder="api.example.com (empty: any)" />
         </label>
         <label>
           Headers
-          <input
-            name="headers"
-            value={headers}
-            placeholder='{"x-tenant": "acme"} (empty: any)'
-            onChange={(e) => setHeaders(e.target.value)}
-          />
+          <input {...field('headers')} placeholder='{"x-tenant": "acme"} (empty: any)' />
         </label>
         <label>
           Policy
-          <input
-            name="policy"
-            value={policy}
-            list="policy-names"
-            onChange={(e) => setPolicy(e.target.value)}
-            required
-          />
+          <input {...field('policy')} list="policy-names" required />
           <datalist id="policy-names">
             {policies.map((p) => (
               <option key={p} value={p} />
@@ -151,7 +139,7 @@ export function RouteForm({ initial, policies, onSubmit, onCancel, describeError
         </label>
         <label>
           Description
-          <input name="description" value={description} onChange={(e) => setDescription(e.target.value)} />
+          <input {...field('description')} />
         </label>
       </fieldset>
       {error !== undefined && <ErrorBox message={error.message} details={error.details} />}
@@ -161,7 +149,7 @@ export function RouteForm({ initial, policies, onSubmit, onCancel, describeError
             {initial === undefined ? 'Create route' : 'Save route'}
           </button>
         )}
-        <button type="button" onClick={onCancel}>
+        <button type="button" onClick={() => confirmDiscard(form.dirty && !readOnly) && onCancel()}>
           {readOnly ? 'Close' : 'Cancel'}
         </button>
       </div>

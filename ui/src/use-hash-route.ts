@@ -1,4 +1,5 @@
 import { useEffect, useState } from 'react';
+import { hasUnsaved, LEAVE } from './editing/unsaved.js';
 
 /** The console's pages that list one kind of resource (`#/consumers`, `#/stores`, …). */
 export const PAGES = [
@@ -15,7 +16,8 @@ export const PAGES = [
 export type Page = (typeof PAGES)[number];
 
 /** Where the editor is: a page, or one policy's graph (`#/policies/<name>?trace=<id>`). */
-export type View = { kind: Page } | { kind: 'policy'; name: string; trace?: string };
+export type View =
+  { kind: Page } | { kind: 'policy'; name: string; trace?: string } | { kind: 'supernode'; name: string };
 
 export function parseHash(hash: string): View {
   const [route = '', query = ''] = hash.replace(/^#\/?/, '').split('?');
@@ -26,21 +28,16 @@ export function parseHash(hash: string): View {
     const trace = new URLSearchParams(query).get('trace');
     return { kind: 'policy', name: decodeURIComponent(name), ...(trace === null ? {} : { trace }) };
   }
+  if (parts[0] === 'supernodes' && parts.length > 1 && parts.slice(1).join('/') !== '')
+    return { kind: 'supernode', name: decodeURIComponent(parts.slice(1).join('/')) };
   const page = PAGES.find((p) => p === parts[0]);
   return { kind: page ?? 'routes' };
 }
 
+export const supernodeHref = (name: string): string => `#/supernodes/${encodeURIComponent(name)}`;
+
 export const policyHref = (name: string, trace?: string): string =>
   `#/policies/${encodeURIComponent(name)}${trace === undefined ? '' : `?trace=${encodeURIComponent(trace)}`}`;
-
-let unsaved: (() => boolean) | undefined;
-
-/** While `check` answers true, leaving the view (link, back button, tab close) asks first. */
-export function setUnsavedCheck(check: (() => boolean) | undefined): void {
-  unsaved = check;
-}
-
-const LEAVE = 'The policy has unsaved changes. Leave and discard them?';
 
 /** The view named by the location hash, following back/forward and link clicks. */
 export function useHashRoute(): View {
@@ -49,7 +46,7 @@ export function useHashRoute(): View {
     let current = window.location.hash;
     const onChange = () => {
       if (window.location.hash === current) return;
-      if (unsaved?.() === true && !window.confirm(LEAVE)) {
+      if (hasUnsaved() && !window.confirm(LEAVE)) {
         window.location.hash = current; // Stay: the next hashchange matches `current` and is ignored.
         return;
       }
@@ -57,7 +54,7 @@ export function useHashRoute(): View {
       setView(parseHash(current));
     };
     const beforeUnload = (event: BeforeUnloadEvent) => {
-      if (unsaved?.() === true) event.preventDefault();
+      if (hasUnsaved()) event.preventDefault();
     };
     window.addEventListener('hashchange', onChange);
     window.addEventListener('beforeunload', beforeUnload);

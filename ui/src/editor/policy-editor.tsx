@@ -18,7 +18,9 @@ import { useReadOnly } from '../session/role.js';
 import { TracePanel } from '../traces/trace-panel.js';
 import { outerNode, type Trace } from '../traces/trace-types.js';
 import type { NodeConfig, PluginEntry, PolicyConfig, PolicyValidation } from '../types.js';
-import { setUnsavedCheck } from '../use-hash-route.js';
+import { useEditorKeys, useHistory } from '../editing/history.js';
+import { UndoBar } from '../editing/undo-bar.js';
+import { useUnsavedGuard } from '../editing/unsaved.js';
 import {
   edgeId,
   freeId,
@@ -33,9 +35,9 @@ import {
   type PolicyMeta,
   type PolicyNode,
 } from './graph.js';
-import { useHistory, type Snapshot } from './history.js';
 import { locate, type Located } from './issues.js';
 import { figuresText, nodeFigures } from './metrics.js';
+import { RawEditor } from './forms/raw-editor.js';
 import { NodePanel, type NodeEdit } from './node-panel.js';
 import { DRAG_TYPE, Palette, type PaletteItem, type SharedConfig } from './palette.js';
 import { PluginNodeView } from './plugin-node.js';
@@ -43,15 +45,60 @@ import { PolicySettings } from './policy-settings.js';
 
 const nodeTypes: NodeTypes = { plugin: PluginNodeView };
 
-/** What a new policy starts as: the two nodes every policy needs. */
-const starter = (name: string): PolicyConfig => ({
-  name,
-  nodes: [
-    { id: 'listener', type: 'listener' },
-    { id: 'client', type: 'client' },
-  ],
-  edges: [{ from: 'listener.out', to: 'client.in' }],
+/** What a graph edits: a policy, or a supernode's definition (docs/editor.md#supernodes). */
+export type GraphKind = 'policies' | 'supernodes';
+
+/** What a new graph starts as: a policy's listener → client, a supernode's input → output. */
+const starter = (name: string, kind: GraphKind): PolicyConfig =>
+  kind === 'policies'
+    ? {
+        name,
+        nodes: [
+          { id: 'listener', type: 'listener' },
+          { id: 'client', type: 'client' },
+        ],
+        edges: [{ from: 'listener.out', to: 'client.in' }],
+      }
+    : {
+        name,
+        nodes: [
+          { id: 'input', type: 'input' },
+          { id: 'output', type: 'output' },
+        ],
+        edges: [{ from: 'input.out', to: 'output.in' }],
+      };
+
+const boundary = (type: string, description: string, input: boolean, output: boolean): PluginEntry => ({
+  type,
+  description,
+  category: 'boundaries',
+  ports: {
+    input: input ? 'The request context inside the supernode.' : null,
+    outputs: output
+      ? [{ name: 'success', kind: 'success', description: "Into the supernode: the instance's input." }]
+      : [],
+  },
+  schema: { type: 'object', properties: {} },
+  templated: [],
 });
+
+/** A supernode's ports inside its definition: not plugins, so not in /api/plugins. */
+const BOUNDARIES: PluginEntry[] = [
+  boundary('input', "Where a request enters the supernode (its instance's input).", false, true),
+  boundary(
+    'output',
+    "Where it leaves: the node called 'output' is the instance's success port, any other output node a port named by its id.",
+    true,
+    false,
+  ),
+  boundary('error', "Leaves through the instance's error port.", true, false),
+];
+
+interface Snapshot {
+  nodes: PolicyNode[];
+  edges: PolicyEdge[];
+  meta: PolicyMeta;
+}
 
 interface Banner {
   kind: 'ok' | 'error' | 'conflict';
@@ -70,15 +117,25 @@ interface Loaded {
   generation: number;
 }
 
-export function PolicyEditor({ name, trace }: { name: string; trace?: string }) {
+export function PolicyEditor({
+  name,
+  trace,
+  kind = 'policies',
+}: {
+  name: string;
+  trace?: string;
+  kind?: GraphKind;
+}) {
   return (
     <ReactFlowProvider>
-      <Editor name={name} traceId={trace} />
+      <Editor name={name} traceId={trace} kind={kind} />
     </ReactFlowProvider>
   );
 }
 
-function Editor({ name, traceId }: { name: string; traceId: string | undefined }) {
+function Editor({ name, traceId, kind }: { name: string; traceId: string | undefined; kind: GraphKind }) {
+  const isPolicy = kind === 'policies';
+  const noun = isPolicy ? 'Policy' : 'Supernode';
   const readOnly = useReadOnly();
   const flow = useReactFlow<PolicyNode, PolicyEdge>();
   const [loaded, setLoaded] = useState<Loaded | undefined>();
@@ -94,20 +151,23 @@ function Editor({ name, traceId }: { name: string; traceId: string | undefined }
   const canvas = useRef<HTMLDivElement>(null);
   const [trace, setTrace] = useState<Trace | undefined>();
   const [figures, setFigures] = useState<Map<string, string> | undefined>();
+  const [raw, setRaw] = useState(false);
+  const [rawVersion, setRawVersion] = useState(0);
 
   const load = useCallback(async () => {
     const [{ plugins }, supers, shared, stored] = await Promise.all([
       getJson<{ plugins: PluginEntry[] }>('/api/plugins'),
       getJson<SupernodeDef[]>('/api/supernodes'),
       getJson<SharedConfig[]>('/api/plugin-configs'),
-      getVersioned<PolicyConfig>(itemPath('policies', name)).catch((err: unknown) => {
+      getVersioned<PolicyConfig>(itemPath(kind, name)).catch((err: unknown) => {
         if (err instanceof ApiError && err.status === 404) return undefined;
         throw err;
       }),
     ]);
-    const catalog = new Map(plugins.map((p) => [p.type, p]));
-    const supernodes = new Map(supers.map((d) => [d.name, d]));
-    const policy = stored?.value ?? starter(name);
+    const catalog = new Map([...plugins, ...(isPolicy ? [] : BOUNDARIES)].map((p) => [p.type, p]));
+    // A supernode cannot hold an instance of itself.
+    const supernodes = new Map(supers.filter((d) => isPolicy || d.name !== name).map((d) => [d.name, d]));
+    const policy = stored?.value ?? starter(name, kind);
     const flowGraph = toFlow(policy, entryLookup(catalog, supernodes));
     const { nodes: _nodes, edges: _edges, ...rest } = policy;
     keyOrder.current = Object.keys(policy);
@@ -125,19 +185,14 @@ function Editor({ name, traceId }: { name: string; traceId: string | undefined }
       generation: (prev?.generation ?? 0) + 1,
     }));
     resetHistory.current();
-  }, [name]);
+  }, [name, kind, isPolicy]);
   const resetHistory = useRef<() => void>(() => undefined);
 
   useEffect(() => {
     load().catch((err: unknown) => setLoadError(describe(err)));
   }, [load]);
 
-  const dirtyRef = useRef(dirty);
-  dirtyRef.current = dirty;
-  useEffect(() => {
-    setUnsavedCheck(() => dirtyRef.current);
-    return () => setUnsavedCheck(undefined);
-  }, []);
+  useUnsavedGuard(dirty);
 
   const state = useRef<Snapshot>({ nodes, edges, meta });
   state.current = { nodes, edges, meta };
@@ -151,7 +206,7 @@ function Editor({ name, traceId }: { name: string; traceId: string | undefined }
     setIssues([]);
     setDirty(true);
   }, []);
-  const history = useHistory(snapshot, restore);
+  const history = useHistory<Snapshot>(snapshot, restore);
   resetHistory.current = history.reset;
   const { record } = history;
   const dragging = useRef(false);
@@ -179,6 +234,10 @@ function Editor({ name, traceId }: { name: string; traceId: string | undefined }
     [record],
   );
 
+  const nodesRef = useRef(nodes);
+  nodesRef.current = nodes;
+  const isInputNode = (id: string) => nodesRef.current.find((n) => n.id === id)?.data.type === 'input';
+
   // An output port has at most one edge (no fan-out): a new connection replaces the old one.
   const onConnect = useCallback(
     (c: Connection) => {
@@ -187,7 +246,8 @@ function Editor({ name, traceId }: { name: string; traceId: string | undefined }
       record();
       setEdges((es) => [
         ...es.filter((e) => !(e.source === c.source && e.sourceHandle === port)),
-        makeEdge(c.source, port, c.target),
+        // A supernode's input node is wired as `input.out` (docs/supernodes.md).
+        makeEdge(c.source, port === 'success' && isInputNode(c.source) ? 'out' : port, c.target),
       ]);
       setDirty(true);
     },
@@ -331,6 +391,25 @@ function Editor({ name, traceId }: { name: string; traceId: string | undefined }
     setDirty(true);
   };
 
+  /** The whole graph replaced from text: one undo step. */
+  const applyRawGraph = (value: unknown): string[] => {
+    if (loaded === undefined) return [];
+    if (value === null || typeof value !== 'object' || Array.isArray(value))
+      return ['Expected an object with nodes and edges.'];
+    const graph = { ...(value as PolicyConfig), name };
+    if (!Array.isArray(graph.nodes) || !Array.isArray(graph.edges)) return ['nodes and edges must be lists.'];
+    const flowGraph = toFlow(graph, entryLookup(loaded.catalog, loaded.supernodes));
+    const { nodes: _n, edges: _e, ...rest } = graph;
+    record();
+    setMeta(rest);
+    setNodes(flowGraph.nodes);
+    setEdges(flowGraph.edges);
+    setIssues([]);
+    setDirty(true);
+    setRawVersion((v) => v + 1);
+    return [];
+  };
+
   const rename = (from: string, to: string) => {
     record();
     setNodes((ns) => ns.map((n) => (n.id === from ? { ...n, id: to } : n)));
@@ -387,7 +466,7 @@ function Editor({ name, traceId }: { name: string; traceId: string | undefined }
     const policy = current();
     setBusy(true);
     try {
-      const etag = await put(itemPath('policies', name), policy, overwrite ? undefined : loaded.etag);
+      const etag = await put(itemPath(kind, name), policy, overwrite ? undefined : loaded.etag);
       setLoaded({ ...loaded, etag });
       setDirty(false);
       setIssues([]);
@@ -396,14 +475,14 @@ function Editor({ name, traceId }: { name: string; traceId: string | undefined }
       if (err instanceof ApiError && err.conflict) {
         setBanner({
           kind: 'conflict',
-          text: `Policy '${name}' was changed by someone else since you opened it, so your version was not saved.`,
+          text: `${noun} '${name}' was changed by someone else since you opened it, so your version was not saved.`,
         });
       } else if (err instanceof ApiError && err.status === 400) {
         const problems = err.details.length > 0 ? err.details : [{ path: '', message: err.message }];
         setIssues(locate(problems, policy.nodes));
         setBanner({
           kind: 'error',
-          text: `Not saved: the gateway refused the policy (${problems.length} problem(s), listed on the right). The running configuration is unchanged.`,
+          text: `Not saved: the gateway refused the ${noun.toLowerCase()} (${problems.length} problem(s), listed on the right). The running configuration is unchanged.`,
         });
       } else {
         setBanner({ kind: 'error', text: `Not saved: ${describe(err)}` });
@@ -413,25 +492,7 @@ function Editor({ name, traceId }: { name: string; traceId: string | undefined }
     }
   };
 
-  const keys = useRef({ save, undo: history.undo, redo: history.redo, readOnly });
-  keys.current = { save, undo: history.undo, redo: history.redo, readOnly };
-  useEffect(() => {
-    const onKey = (event: KeyboardEvent) => {
-      if (!(event.ctrlKey || event.metaKey) || keys.current.readOnly) return;
-      const key = event.key.toLowerCase();
-      if (key === 's') {
-        event.preventDefault();
-        void keys.current.save();
-      } else if ((key === 'z' || key === 'y') && !(event.target instanceof HTMLTextAreaElement)) {
-        // Form fields apply to the graph as you type, so graph undo covers them too; raw text keeps its own undo.
-        event.preventDefault();
-        if (key === 'y' || event.shiftKey) keys.current.redo();
-        else keys.current.undo();
-      }
-    };
-    window.addEventListener('keydown', onKey);
-    return () => window.removeEventListener('keydown', onKey);
-  }, []);
+  useEditorKeys({ save: () => void save(), undo: history.undo, redo: history.redo, enabled: !readOnly });
 
   const reload = () => {
     setBanner(undefined);
@@ -444,7 +505,7 @@ function Editor({ name, traceId }: { name: string; traceId: string | undefined }
     return (
       <section className="page">
         <div className="error-box" role="alert">
-          Could not open policy '{name}': {loadError}
+          Could not open {noun.toLowerCase()} '{name}': {loadError}
         </div>
       </section>
     );
@@ -457,33 +518,41 @@ function Editor({ name, traceId }: { name: string; traceId: string | undefined }
   return (
     <section className="editor">
       <div className="toolbar">
-        <a href="#/policies">← Policies</a>
+        <a href={`#/${kind}`}>{isPolicy ? '← Policies' : '← Supernodes'}</a>
         <h1>{name}</h1>
         {loaded.etag === undefined && <span className="badge">new</span>}
-        {dirty && <span className="badge warn">Unsaved changes</span>}
         {readOnly && <span className="badge readonly">read-only</span>}
         <span className="spacer" />
+        <UndoBar history={history} dirty={dirty} readOnly={readOnly} />
         {!readOnly && (
           <>
-            <button type="button" onClick={history.undo} disabled={!history.canUndo} title="Ctrl+Z">
-              Undo
-            </button>
-            <button type="button" onClick={history.redo} disabled={!history.canRedo} title="Ctrl+Shift+Z">
-              Redo
-            </button>
             <button type="button" onClick={autoLayout}>
               Auto layout
             </button>
           </>
         )}
-        <button type="button" aria-pressed={figures !== undefined} onClick={() => void toggleMetrics()}>
-          Metrics
+        {isPolicy && (
+          <button type="button" aria-pressed={figures !== undefined} onClick={() => void toggleMetrics()}>
+            Metrics
+          </button>
+        )}
+        <button
+          type="button"
+          aria-pressed={raw}
+          onClick={() => {
+            setRawVersion((v) => v + 1);
+            setRaw(!raw);
+          }}
+        >
+          YAML / JSON
         </button>
         {!readOnly && (
           <>
-            <button type="button" onClick={() => void validate()} disabled={busy}>
-              Validate
-            </button>
+            {isPolicy && (
+              <button type="button" onClick={() => void validate()} disabled={busy}>
+                Validate
+              </button>
+            )}
             <button type="button" className="primary" onClick={() => void save()} disabled={busy}>
               Save
             </button>
@@ -548,6 +617,19 @@ function Editor({ name, traceId }: { name: string; traceId: string | undefined }
           </ReactFlow>
         </div>
         <aside className="side">
+          {raw && (
+            <div className="panel" aria-label={`${noun} as text`}>
+              <h2>{noun} as YAML / JSON</h2>
+              <RawEditor
+                key={`${loaded.generation}:${rawVersion}`}
+                label={`${noun} definition`}
+                value={withoutName(current())}
+                readOnly={readOnly}
+                applyLabel="Apply to graph"
+                onApply={applyRawGraph}
+              />
+            </div>
+          )}
           {trace !== undefined && <TracePanel trace={trace} onSelect={selectNode} />}
           {issues.length > 0 && (
             <div className="problems" aria-label="Problems">
@@ -590,6 +672,7 @@ function Editor({ name, traceId }: { name: string; traceId: string | undefined }
           ) : (
             <PolicySettings
               key={loaded.generation}
+              supernode={!isPolicy}
               meta={meta}
               nodeIds={nodes.map((n) => n.id)}
               selectedCount={selected.length}
@@ -604,6 +687,11 @@ function Editor({ name, traceId }: { name: string; traceId: string | undefined }
       </div>
     </section>
   );
+}
+
+function withoutName(graph: PolicyConfig): Omit<PolicyConfig, 'name'> {
+  const { name: _name, ...rest } = graph;
+  return rest;
 }
 
 /** The catalog entry of a stored node; a supernode instance gets the ports of its definition. */

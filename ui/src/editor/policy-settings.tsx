@@ -6,19 +6,21 @@ interface Props {
   nodeIds: string[];
   selectedCount: number;
   onChange: (meta: PolicyMeta) => void;
+  /** A supernode has a description, no error handler of its own. */
+  supernode?: boolean;
 }
 
 /** Shown when no single node is selected: the policy's own fields and how to use the canvas. */
-export function PolicySettings({ meta, nodeIds, selectedCount, onChange }: Props) {
+export function PolicySettings({ meta, nodeIds, selectedCount, onChange, supernode = false }: Props) {
   const readOnly = useReadOnly();
   return (
     <div className="policy-settings">
-      <h2>Policy</h2>
+      <h2>{supernode ? 'Supernode' : 'Policy'}</h2>
       <fieldset className="plain" disabled={readOnly}>
         <label>
           Description
           <input
-            aria-label="Policy description"
+            aria-label={supernode ? 'Supernode description' : 'Policy description'}
             value={meta.description ?? ''}
             onChange={(e) => {
               const { description: _old, ...rest } = meta;
@@ -26,24 +28,26 @@ export function PolicySettings({ meta, nodeIds, selectedCount, onChange }: Props
             }}
           />
         </label>
-        <label>
-          Error handler
-          <select
-            aria-label="Error handler"
-            value={meta.error_handler ?? ''}
-            onChange={(e) => {
-              const { error_handler: _old, ...rest } = meta;
-              onChange(e.target.value === '' ? rest : { ...rest, error_handler: e.target.value });
-            }}
-          >
-            <option value="">none (generic 500)</option>
-            {nodeIds.map((id) => (
-              <option key={id} value={id}>
-                {id}
-              </option>
-            ))}
-          </select>
-        </label>
+        {!supernode && (
+          <label>
+            Error handler
+            <select
+              aria-label="Error handler"
+              value={meta.error_handler ?? ''}
+              onChange={(e) => {
+                const { error_handler: _old, ...rest } = meta;
+                onChange(e.target.value === '' ? rest : { ...rest, error_handler: e.target.value });
+              }}
+            >
+              <option value="">none (generic 500)</option>
+              {nodeIds.map((id) => (
+                <option key={id} value={id}>
+                  {id}
+                </option>
+              ))}
+            </select>
+          </label>
+        )}
       </fieldset>
       {selectedCount > 1 && <p className="muted">{selectedCount} nodes selected.</p>}
       <h2>How to edit</h2>

@@ -1,4 +1,7 @@
 import { useCallback, useEffect, useState, type FormEvent } from 'react';
+import { useEditorKeys, useUndoable } from '../editing/history.js';
+import { UndoBar } from '../editing/undo-bar.js';
+import { confirmDiscard, useUnsavedGuard } from '../editing/unsaved.js';
 import { ApiError, describe, getJson, getVersioned, itemPath, postJson, put, remove } from '../api.js';
 import { ErrorBox } from '../error-box.js';
 import { SecretInput } from '../editor/forms/secret-input.js';
@@ -145,11 +148,18 @@ function ConsumerForm(props: {
 }) {
   const c = props.editing.consumer;
   const creds = c.credentials ?? {};
-  const [name, setName] = useState(c.name);
-  const [group, setGroup] = useState(c.group ?? '');
-  const [key, setKey] = useState(str(creds['key-auth']?.key));
-  const [user, setUser] = useState(str(creds['basic-auth']?.username));
-  const [password, setPassword] = useState(str(creds['basic-auth']?.password));
+  const form = useUndoable({
+    name: c.name,
+    group: c.group ?? '',
+    key: str(creds['key-auth']?.key),
+    user: str(creds['basic-auth']?.username),
+    password: str(creds['basic-auth']?.password),
+  });
+  const { name, group, key, user, password } = form.value;
+  const change = (field: keyof typeof form.value) => (e: { target: { value: string } }) =>
+    form.set({ ...form.value, [field]: e.target.value }, field);
+  useUnsavedGuard(form.dirty && !props.readOnly);
+  useEditorKeys({ undo: form.undo, redo: form.redo, enabled: !props.readOnly });
 
   const submit = (event: FormEvent) => {
     event.preventDefault();
@@ -160,6 +170,7 @@ function ConsumerForm(props: {
     if (key !== '') credentials['key-auth'] = { key };
     if (user !== '') credentials['basic-auth'] = { username: user, password };
     const { group: _g, credentials: _c, ...rest } = c;
+    form.load(form.value);
     props.onSubmit({
       ...rest,
       name: name.trim(),
@@ -170,33 +181,29 @@ function ConsumerForm(props: {
 
   return (
     <form className="panel form" aria-label="Consumer" onSubmit={submit}>
+      <UndoBar history={form} dirty={form.dirty} readOnly={props.readOnly} />
       <fieldset disabled={props.readOnly}>
         <label>
           Name
-          <input
-            value={name}
-            required
-            readOnly={!props.editing.isNew}
-            onChange={(e) => setName(e.target.value)}
-          />
+          <input value={name} required readOnly={!props.editing.isNew} onChange={change('name')} />
         </label>
         <label>
           Group
-          <input value={group} onChange={(e) => setGroup(e.target.value)} />
+          <input value={group} onChange={change('group')} />
         </label>
         <h3>key-auth</h3>
         <label>
           API key
-          <SecretInput aria-label="API key" value={key} onChange={(e) => setKey(e.target.value)} />
+          <SecretInput aria-label="API key" value={key} onChange={change('key')} />
         </label>
         <h3>basic-auth</h3>
         <label>
           Username
-          <input value={user} onChange={(e) => setUser(e.target.value)} />
+          <input value={user} onChange={change('user')} />
         </label>
         <label>
           Password
-          <SecretInput aria-label="Password" value={password} onChange={(e) => setPassword(e.target.value)} />
+          <SecretInput aria-label="Password" value={password} onChange={change('password')} />
         </label>
       </fieldset>
       <div className="buttons">
@@ -205,7 +212,10 @@ function ConsumerForm(props: {
             {props.editing.isNew ? 'Create consumer' : 'Save consumer'}
           </button>
         )}
-        <button type="button" onClick={props.onCancel}>
+        <button
+          type="button"
+          onClick={() => confirmDiscard(form.dirty && !props.readOnly) && props.onCancel()}
+        >
           Close
         </button>
       </div>

@@ -14,6 +14,9 @@ import { ErrorBox } from '../error-box.js';
 import { RawEditor } from '../editor/forms/raw-editor.js';
 import { useReadOnly } from '../session/role.js';
 import type { Issue } from '../types.js';
+import { confirmDiscard, useUnsavedGuard } from '../editing/unsaved.js';
+import { supernodeHref } from '../use-hash-route.js';
+import { SharedConfigEditor } from './shared-config-editor.js';
 import { StorePing } from './store-ping.js';
 
 type ResourceKind = Extract<Kind, 'supernodes' | 'plugin-configs' | 'stores'>;
@@ -29,7 +32,7 @@ const TITLES: Record<ResourceKind, { title: string; label: string; hint: string;
   supernodes: {
     title: 'Supernodes',
     label: 'supernode',
-    hint: 'Reusable subgraphs: an instance in a policy is a node of type supernode with config {name}.',
+    hint: 'Reusable subgraphs, edited as graphs: an instance in a policy is a node of type supernode with config {name}.',
     blank: {
       nodes: [
         { id: 'input', type: 'input' },
@@ -80,7 +83,16 @@ export function NamedResourceView({ kind }: { kind: ResourceKind }) {
     load().catch(fail);
   }, [load]);
 
+  const [rawDirty, setRawDirty] = useState(false);
+  useUnsavedGuard(rawDirty && !readOnly);
+
   const open = async (name: string) => {
+    if (kind === 'supernodes') {
+      window.location.hash = supernodeHref(name);
+      return;
+    }
+    if (!confirmDiscard()) return;
+    setRawDirty(false);
     setError(undefined);
     try {
       const { value, etag } = await getVersioned<Named>(itemPath(kind, name));
@@ -90,8 +102,8 @@ export function NamedResourceView({ kind }: { kind: ResourceKind }) {
     }
   };
 
-  const save = async (value: unknown): Promise<void> => {
-    if (editing === undefined) return;
+  const save = async (value: unknown): Promise<boolean> => {
+    if (editing === undefined) return false;
     setError(undefined);
     const body = { ...(value as object), name: editing.name };
     try {
@@ -100,8 +112,10 @@ export function NamedResourceView({ kind }: { kind: ResourceKind }) {
       setNotice(`Saved ${meta.label} '${editing.name}'.`);
       setEditing(undefined);
       await load();
+      return true;
     } catch (err) {
       fail(err);
+      return false;
     }
   };
 
@@ -131,6 +145,12 @@ export function NamedResourceView({ kind }: { kind: ResourceKind }) {
             e.preventDefault();
             const name = newName.trim();
             if (name === '') return;
+            if (kind === 'supernodes') {
+              window.location.hash = supernodeHref(name);
+              return;
+            }
+            if (!confirmDiscard()) return;
+            setRawDirty(false);
             setEditing({ name, value: { name, ...meta.blank }, etag: undefined, isNew: true });
             setNewName('');
           }}
@@ -145,10 +165,20 @@ export function NamedResourceView({ kind }: { kind: ResourceKind }) {
       )}
       {notice !== undefined && <div className="notice">{notice}</div>}
       {error !== undefined && <ErrorBox message={error.message} details={error.details} />}
-      {editing !== undefined && (
+      {editing !== undefined && kind === 'plugin-configs' && (
+        <SharedConfigEditor
+          key={editing.name}
+          name={editing.name}
+          initial={withoutName(editing.value)}
+          onSave={(value) => save(value)}
+          onClose={() => setEditing(undefined)}
+        />
+      )}
+      {editing !== undefined && kind !== 'plugin-configs' && (
         <div className="panel" aria-label={`Edit ${meta.label}`}>
           <h2>
             {editing.isNew ? 'New' : readOnly ? 'View' : 'Edit'} {meta.label} <code>{editing.name}</code>
+            {rawDirty && !readOnly && <span className="badge warn">Unsaved changes</span>}
           </h2>
           <RawEditor
             key={editing.name}
@@ -156,12 +186,20 @@ export function NamedResourceView({ kind }: { kind: ResourceKind }) {
             value={withoutName(editing.value)}
             readOnly={readOnly}
             applyLabel="Save"
+            onEdit={() => setRawDirty(true)}
             onApply={(value) => {
-              void save(value);
+              void save(value).then((ok) => ok && setRawDirty(false));
               return [];
             }}
           />
-          <button type="button" onClick={() => setEditing(undefined)}>
+          <button
+            type="button"
+            onClick={() => {
+              if (!confirmDiscard(rawDirty && !readOnly)) return;
+              setRawDirty(false);
+              setEditing(undefined);
+            }}
+          >
             Close
           </button>
         </div>
@@ -190,9 +228,15 @@ export function NamedResourceView({ kind }: { kind: ResourceKind }) {
                 <td className="muted">{item.description ?? ''}</td>
                 <td className="actions">
                   {kind === 'stores' && !readOnly && <StorePing name={item.name} />}
-                  <button type="button" onClick={() => void open(item.name)}>
-                    {readOnly ? 'View' : 'Edit'}
-                  </button>
+                  {kind === 'supernodes' ? (
+                    <a className="button" href={supernodeHref(item.name)} aria-label={`Open ${item.name}`}>
+                      {readOnly ? 'View' : 'Open'}
+                    </a>
+                  ) : (
+                    <button type="button" onClick={() => void open(item.name)}>
+                      {readOnly ? 'View' : 'Edit'}
+                    </button>
+                  )}
                   {!readOnly && (
                     <button type="button" className="danger" onClick={() => void del(item.name)}>
                       Delete

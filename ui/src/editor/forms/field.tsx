@@ -1,6 +1,6 @@
 import { useState, type ReactNode } from 'react';
 import { isSecretKey, SecretInput } from './secret-input.js';
-import { isTemplated, previewTemplate } from './template-preview.js';
+import { isTemplated, TemplatePreview } from './template-preview.js';
 import { getAt, pathText, type Key } from './value-path.js';
 
 export type Schema = Record<string, unknown>;
@@ -155,13 +155,7 @@ export function Field({ name, path, schema, required, ctx }: FieldProps) {
       )}
       {description !== undefined && <p className="help">{description}</p>}
       {templatedHere && typeof value === 'string' && value !== '' && (
-        <output
-          className="preview"
-          aria-label={`Preview of ${name}`}
-          title="Rendered for GET https://api.example.com/orders/42?page=2&sort=asc"
-        >
-          {previewTemplate(value)}
-        </output>
+        <TemplatePreview name={name} text={value} />
       )}
       <Problems problems={problems} name={name} />
     </div>

@@ -19,10 +19,12 @@ interface Props {
   /** Answers the problems found (none: applied). */
   onApply: (value: unknown) => string[];
   applyLabel?: string;
+  /** Called on every keystroke (the unsaved-changes guard). */
+  onEdit?: () => void;
 }
 
 /** A value as JSON or YAML text (toggle), applied as a whole. */
-export function RawEditor({ label, value, readOnly, onApply, applyLabel = 'Apply' }: Props) {
+export function RawEditor({ label, value, readOnly, onApply, applyLabel = 'Apply', onEdit }: Props) {
   const [format, setFormat] = useState<RawFormat>('yaml');
   const [text, setText] = useState(() => formatValue(value, 'yaml'));
   const [problems, setProblems] = useState<string[]>([]);
@@ -71,7 +73,10 @@ export function RawEditor({ label, value, readOnly, onApply, applyLabel = 'Apply
         rows={14}
         value={text}
         readOnly={readOnly}
-        onChange={(e) => setText(e.target.value)}
+        onChange={(e) => {
+          setText(e.target.value);
+          onEdit?.();
+        }}
       />
       {problems.length > 0 && (
         <div className="error-box" role="alert" aria-label={`${label} problems`}>
