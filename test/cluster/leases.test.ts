@@ -7,7 +7,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { PrimaryChannel } from '../../src/cluster/primary-channel.js';
-import type { SharedCall } from '../../src/cluster/protocol.js';
 import { SharedService } from '../../src/cluster/shared-service.js';
 import { WindowLeases, workerSharedState } from '../../src/cluster/worker-shared.js';
 import { createGatewayScope } from '../../src/engine/gateway-scope.js';
@@ -38,7 +37,7 @@ function cluster(n: number): { workers: SimWorker[]; service: SharedService } {
       if (message.t !== 'calls') return;
       worker.messages++;
       setImmediate(() => {
-        void Promise.resolve(service.run(id, message.c as SharedCall[])).then((r) =>
+        void Promise.resolve(service.run(id, message.c)).then((r) =>
           setImmediate(() => channel.replies(r)),
         );
       });
