@@ -37,6 +37,8 @@ export interface FlatGraph {
   edges: FlatEdge[];
   /** Instance id → its junction ids, for port checks. */
   instances: Map<string, { supernode: string; junctions: FlatNode[] }>;
+  /** Nested instances left out (unknown supernode, cycle): reported per definition, so their edges are skipped. */
+  broken: Set<string>;
 }
 
 /** `node.port` split on the LAST dot; no dot means port `out` (docs/configuration.md#gatewayyaml). */
@@ -63,7 +65,7 @@ export function flattenPolicy(
   supernodes: ReadonlyMap<string, { def: SupernodeConfig; path: string }>,
   issues: ConfigIssue[],
 ): FlatGraph {
-  const graph: FlatGraph = { nodes: new Map(), edges: [], instances: new Map() };
+  const graph: FlatGraph = { nodes: new Map(), edges: [], instances: new Map(), broken: new Set() };
   const where = `policy '${policy.name}'`;
 
   policy.nodes.forEach((node, i) => {
@@ -155,13 +157,15 @@ function inlineInstance(
     if (node.type === 'supernode') {
       const name = (node.config ?? {})['name'];
       const target = typeof name === 'string' ? scope.supernodes.get(name) : undefined;
-      // Unknown names, cycles and depth are reported once per definition (checkSupernodeNesting).
-      if (target === undefined || typeof name !== 'string') return;
-      if (chain.includes(name) || chain.length >= MAX_SUPERNODE_DEPTH) {
-        issues.push({
-          path: `${origin.path}.config.name`,
-          message: `${where}: supernode nesting cycle or depth over ${MAX_SUPERNODE_DEPTH}: ${[...chain, name].join(' → ')}`,
-        });
+      // Unknown names, cycles and depth are reported once per definition (checkSupernodeNesting);
+      // edges to the instance left out are then not reported again.
+      if (
+        target === undefined ||
+        typeof name !== 'string' ||
+        chain.includes(name) ||
+        chain.length >= MAX_SUPERNODE_DEPTH
+      ) {
+        graph.broken.add(id);
         return;
       }
       const values = resolveParams(
@@ -263,6 +267,7 @@ function addEdge(
   let fromPort = from.port;
   let toId = prefix + to.node;
   let toPort = to.port === 'out' ? 'in' : to.port;
+  if (graph.broken.has(fromId) || graph.broken.has(toId)) return;
 
   const source = graph.instances.get(fromId);
   if (source !== undefined) {
