@@ -15,7 +15,7 @@ import {
   type OidcConfig,
 } from './config.js';
 import { LoginFlow, type LoginSettings } from './login.js';
-import { ProviderHttp } from './provider-http.js';
+import { ProviderFetch } from './provider-fetch.js';
 import { OidcProvider, TokenRejected, type ProviderEndpoints } from './provider.js';
 import { denied } from './respond.js';
 
@@ -75,16 +75,12 @@ export const openidConnect = definePlugin({
     warnUnresolved(env, {
       client_id: config.client_id,
       client_secret: config.client_secret,
-      ...Object.fromEntries(
-        [config.session?.secret ?? config.session_secret ?? []]
-          .flat()
-          .map((s, i) => [`session.secret[${i}]`, s]),
-      ),
+      ...secretEntries(config.session?.secret ?? config.session_secret),
     });
     const claimRules = claimRulesOf(config, clientId);
     const timeoutMs = config.timeout * 1000;
     // Discovery may name https endpoints even when the configured ones are http.
-    const http = new ProviderHttp(loadTlsMaterial({ verify: config.ssl_verify }), timeoutMs);
+    const http = new ProviderFetch(loadTlsMaterial({ verify: config.ssl_verify }), timeoutMs);
     const provider = new OidcProvider(
       {
         endpoints,
@@ -92,6 +88,7 @@ export const openidConnect = definePlugin({
         clientSecret,
         algorithms: signingAlgorithms(config.token_signing_alg_values_expected),
         cacheSeconds: config.jwk_expires_in,
+        validIssuers: config.claim_validator?.issuer?.valid_issuers ?? [],
       },
       http,
     );
@@ -150,6 +147,13 @@ function warnUnresolved(env: PluginEnv, values: Record<string, string | undefine
       env.warn(key, 'contains an unresolved ${…} placeholder: is the environment variable set?');
     }
   }
+}
+
+/** `session.secret` as warning keys: the key itself for one secret, `session.secret[i]` in a list. */
+function secretEntries(secret: string | string[] | undefined): Record<string, string> {
+  if (secret === undefined) return {};
+  if (typeof secret === 'string') return { 'session.secret': secret };
+  return Object.fromEntries(secret.map((s, i) => [`session.secret[${i}]`, s]));
 }
 
 function claimRulesOf(config: OidcConfig, clientId: string | undefined): ClaimRules {

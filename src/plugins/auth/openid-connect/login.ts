@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import * as oidc from 'openid-client';
 import type { Context } from '../../../engine/context.js';
 import type { Logger } from '../../../observability/logger.js';
 import { appendSetCookie, sessionCookie, type CookieSettings } from '../../../sessions/cookie.js';
@@ -12,7 +12,6 @@ import {
 import { Sealer } from '../../../sessions/sealer.js';
 import { checkClaims, type ClaimRules } from './claims.js';
 import { denied, redirect } from './respond.js';
-import { providerError } from './provider-http.js';
 import { TokenRejected, type OidcProvider, type TokenSet } from './provider.js';
 
 export type LoginPort = 'success' | 'denied' | 'redirect';
@@ -64,12 +63,12 @@ const REFRESH_SKEW = 5;
 const FLOW_CONTEXT = 'openid-connect|flow';
 
 const now = (): number => Math.floor(Date.now() / 1000);
-const random = (bytes: number): string => randomBytes(bytes).toString('base64url');
 
 /**
  * Interactive login: the authorization code flow with PKCE (S256), `state`
- * and `nonce`, ending in a session kept by src/sessions (sealed cookie or
- * kvstore). Order per request: logout path, callback, session, login redirect.
+ * and `nonce` (the protocol by openid-client, see provider.ts), ending in a
+ * session kept by src/sessions (sealed cookie or kvstore). Order per request:
+ * logout path, callback, session, login redirect.
  */
 export class LoginFlow {
   readonly #settings: LoginSettings;
@@ -128,31 +127,21 @@ export class LoginFlow {
 
   /** No session: remember where the browser was going and send it to the provider. */
   async #login(ctx: Context): Promise<'redirect'> {
-    const endpoint = await this.#provider.endpoint('authorization');
     const flow: FlowState = {
-      state: random(16),
-      nonce: random(16),
-      verifier: random(32),
+      state: oidc.randomState(),
+      nonce: oidc.randomNonce(),
+      verifier: oidc.randomPKCECodeVerifier(),
       returnTo: ctx.request.url,
       redirectUri: this.#redirectUri(ctx),
       exp: now() + FLOW_LIFETIME,
     };
-    const target = new URL(endpoint);
-    const params = target.searchParams;
-    params.set('response_type', 'code');
-    params.set('client_id', this.#settings.clientId);
-    params.set('redirect_uri', flow.redirectUri);
-    params.set('scope', this.#settings.scope);
-    params.set('state', flow.state);
-    params.set('nonce', flow.nonce);
-    params.set('code_challenge', createHash('sha256').update(flow.verifier).digest('base64url'));
-    params.set('code_challenge_method', 'S256');
+    const target = await this.#provider.authorizationUrl(flow.redirectUri, this.#settings.scope, flow);
     const sealed = this.#flowSealer.seal(JSON.stringify(flow), FLOW_CONTEXT);
     appendSetCookie(ctx, sessionCookie(ctx, this.#flowCookie, sealed));
-    return redirect(ctx, target.toString());
+    return redirect(ctx, target);
   }
 
-  /** The provider sent the browser back: check state, redeem the code, verify the id_token, open a session. */
+  /** The provider sent the browser back: check state, redeem the code and verify the id_token (openid-client), open a session. */
   async #callback(ctx: Context): Promise<LoginPort> {
     const query = ctx.request.query;
     const flow = this.#readFlow(ctx);
@@ -171,23 +160,18 @@ export class LoginFlow {
     const code = query.get('code')?.[0] ?? '';
     if (code === '') return denied(ctx, 'callback without an authorization code');
 
-    const tokens = await this.#provider.exchangeCode(code, flow.redirectUri, flow.verifier, ctx.signal);
-    const tokenEndpoint = await this.#provider.endpoint('token');
-    if (tokens.idToken === undefined)
-      throw providerError('token endpoint answered without an id_token', tokenEndpoint);
+    // The redirect URI exactly as sent in the authorization request, with the callback's query.
+    const callback = new URL(flow.redirectUri);
+    for (const [name, values] of query) for (const value of values) callback.searchParams.append(name, value);
+    let tokens: TokenSet;
     let claims: Record<string, unknown>;
     try {
-      const issuer = await this.#provider.issuer();
-      claims = await this.#provider.verifyJwt(tokens.idToken, {
-        audience: this.#settings.clientId,
-        ...(issuer === undefined ? {} : { issuer }),
-      });
+      ({ tokens, claims } = await this.#provider.exchangeCode(callback, flow, ctx.signal));
       checkClaims(claims, this.#settings.claimRules);
     } catch (err) {
       if (err instanceof TokenRejected) return denied(ctx, `id_token rejected: ${err.message}`);
       throw err;
     }
-    if (claims['nonce'] !== flow.nonce) return denied(ctx, 'id_token nonce does not match');
     const sub = claims['sub'];
     if (typeof sub !== 'string' || sub === '') return denied(ctx, 'id_token has no subject');
 
@@ -241,10 +225,10 @@ export class LoginFlow {
   }
 
   #redirectUri(ctx: Context): string {
-    return (
+    return new URL(
       this.#settings.redirectUri ??
-      `${ctx.request.scheme}://${ctx.request.host}${this.#settings.callbackPath}`
-    );
+        `${ctx.request.scheme}://${ctx.request.host}${this.#settings.callbackPath}`,
+    ).href;
   }
 
   #readFlow(ctx: Context): FlowState | undefined {
