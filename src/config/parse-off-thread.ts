@@ -16,43 +16,83 @@ const requireHere = createRequire(import.meta.url);
 const JS_YAML_ENTRY = requireHere.resolve('js-yaml');
 const YAML_ENTRY = requireHere.resolve('yaml');
 
+/** Items per message of the parsed document: each message is deserialised in its own event-loop turn. */
+export const OFF_THREAD_CHUNK_ITEMS = 250;
+
 /**
  * Plain CommonJS, so the worker needs no TypeScript loader: parseYamlFast's own source (a
  * self-contained function; `__name` is what a loader that keeps function names may wrap it in),
  * then `yaml`'s parse when the fast path declines — the same reading as parseGatewayConfig.
+ * The document goes back in pieces the main thread asks for one at a time (`next`): a 10,000-route
+ * document copied in one message stalls the main thread for seconds while it is deserialised.
  */
 const WORKER = `
 const { parentPort, workerData } = require('node:worker_threads');
 const __name = (f) => f;
 const parseYamlFast = ${parseYamlFast.toString()};
+const pieces = [];
 try {
   const fast = parseYamlFast(require(workerData.jsYaml), workerData.text);
-  const raw = fast === undefined ? require(workerData.yaml).parse(workerData.text) : fast.value;
-  parentPort.postMessage({ raw: raw ?? {}, fast: fast !== undefined });
+  const raw = (fast === undefined ? require(workerData.yaml).parse(workerData.text) : fast.value) ?? {};
+  if (typeof raw !== 'object' || Array.isArray(raw)) pieces.push({ raw });
+  else {
+    pieces.push({ raw: {} });
+    for (const key of Object.keys(raw)) {
+      const value = raw[key];
+      if (!Array.isArray(value)) pieces.push({ key, value });
+      else {
+        pieces.push({ key, value: [] });
+        for (let i = 0; i < value.length; i += workerData.chunk) pieces.push({ key, items: value.slice(i, i + workerData.chunk) });
+      }
+    }
+  }
 } catch (err) {
-  parentPort.postMessage({ error: { message: String(err && err.message), linePos: err && err.linePos } });
+  pieces.push({ error: { message: String(err && err.message), linePos: err && err.linePos } });
 }
+pieces.push({ done: true });
+parentPort.on('message', () => parentPort.postMessage(pieces.shift()));
 `;
 
-type Reply =
-  | { raw: unknown; fast: boolean }
-  | { error: { message: string; linePos?: [{ line: number; col: number }] } };
+type Piece =
+  | { raw: unknown }
+  | { key: string; value: unknown }
+  | { key: string; items: unknown[] }
+  | { error: { message: string; linePos?: [{ line: number; col: number }] } }
+  | { done: true };
 
 /** `parseGatewayConfig`, with the YAML parse of a large file done in a worker thread. */
 export async function parseGatewayConfigOffThread(text: string): Promise<GatewayConfig> {
   if (text.length < OFF_THREAD_PARSE_BYTES) return parseGatewayConfig(text);
-  const reply = await new Promise<Reply>((resolve, reject) => {
+  let raw: unknown;
+  let error: { message: string; linePos?: [{ line: number; col: number }] } | undefined;
+  await new Promise<void>((resolve, reject) => {
     const worker = new Worker(WORKER, {
       eval: true,
-      workerData: { jsYaml: JS_YAML_ENTRY, yaml: YAML_ENTRY, text },
+      workerData: { jsYaml: JS_YAML_ENTRY, yaml: YAML_ENTRY, text, chunk: OFF_THREAD_CHUNK_ITEMS },
     });
-    worker.once('message', (message: Reply) => {
-      resolve(message);
-      void worker.terminate();
+    worker.on('message', (piece: Piece) => {
+      if ('done' in piece) {
+        resolve();
+        void worker.terminate();
+        return;
+      }
+      if ('error' in piece) error = piece.error;
+      else if ('raw' in piece) raw = piece.raw;
+      else if ('items' in piece) (raw as Record<string, unknown[]>)[piece.key]!.push(...piece.items);
+      // Defined, not assigned: a `__proto__` key stays an own key, as in a structured clone.
+      else
+        Object.defineProperty(raw, piece.key, {
+          value: piece.value,
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
+      worker.postMessage('next');
     });
     worker.once('error', reject);
     worker.once('exit', (code) => reject(new Error(`the YAML parser worker exited with code ${code}`)));
+    worker.postMessage('next');
   });
-  if ('error' in reply) throw new ConfigRejected([yamlSyntaxIssue(reply.error)]);
-  return checkGatewayShape(reply.raw);
+  if (error !== undefined) throw new ConfigRejected([yamlSyntaxIssue(error)]);
+  return checkGatewayShape(raw);
 }

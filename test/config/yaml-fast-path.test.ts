@@ -9,7 +9,7 @@ import * as jsYaml from 'js-yaml';
 import { parse } from 'yaml';
 import { scaleConfigYaml } from '../../bench/config-scale-config.js';
 import { parseGatewayConfig } from '../../src/config/gateway.js';
-import { parseGatewayConfigOffThread } from '../../src/config/parse-off-thread.js';
+import { OFF_THREAD_CHUNK_ITEMS, parseGatewayConfigOffThread } from '../../src/config/parse-off-thread.js';
 import { ConfigRejected } from '../../src/config/schema-validate.js';
 import { parseYamlData, parseYamlFast } from '../../src/config/yaml-data.js';
 
@@ -155,7 +155,17 @@ test('a large gateway.yaml parsed off the main thread reads the same as on it, i
   const block = jsYaml.dump(parse(flow), { lineWidth: -1 });
   for (const text of [flow, block]) {
     const onThread = parseGatewayConfig(text);
-    assert.deepStrictEqual(await parseGatewayConfigOffThread(text), onThread);
+    // The document comes back in pieces, one per event-loop turn: requests keep being served.
+    let turns = 0;
+    let counting = true;
+    const count = () => {
+      turns++;
+      if (counting) setImmediate(count);
+    };
+    setImmediate(count);
+    const offThread = await parseGatewayConfigOffThread(text).finally(() => (counting = false));
+    assert.deepStrictEqual(offThread, onThread);
+    assert.ok(turns >= (2 * 700) / OFF_THREAD_CHUNK_ITEMS, `only ${turns} event-loop turns during the parse`);
     assert.deepStrictEqual(onThread, parseGatewayConfig(JSON.stringify(parse(text))));
   }
   const broken = `${flow}\n  - name: x\n    name: y\n`;
