@@ -14,7 +14,8 @@
  *
  * Environment: BENCH_SECONDS (per run, default 5), BENCH_ROUNDS (default 3),
  * BENCH_CONNECTIONS (default 50), BENCH_SCENARIOS (comma list of scenario
- * names, default all), BENCH_PEERS (comma list, default `minimal,fastify`),
+ * names, default all; `grpc-unary`, bench/grpc.ts, runs only when listed),
+ * BENCH_PEERS (comma list, default `minimal,fastify`),
  * BENCH_PIN=0 (no pinning).
  */
 import { spawnSync, type ChildProcess } from 'node:child_process';
@@ -34,6 +35,7 @@ import {
   startNodeProcess,
 } from './measure.js';
 import { peerPath, scenarios, type Payload } from './scenarios.js';
+import { GRPC_SCENARIO, grpcTableRows, runGrpcBench } from './grpc.js';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -161,6 +163,28 @@ async function main(): Promise<void> {
     const skipped = scenarios.filter((s) => s.http2 === true && !has('h2load')).map((s) => s.name);
     if (skipped.length > 0)
       console.log(`skipping ${skipped.join(', ')}: h2load (nghttp2-client) is not installed`);
+    // gRPC unary (bench/grpc.ts): opt-in, BENCH_SCENARIOS=grpc-unary (alone, or with HTTP scenarios).
+    let grpcTable: string | undefined;
+    if (only?.includes(GRPC_SCENARIO) === true) {
+      const rows = await runGrpcBench({
+        seconds,
+        rounds,
+        concurrency: connections,
+        targetCpu: pinning.target,
+        dir,
+        children,
+      });
+      grpcTable = markdownTable(grpcTableRows(rows));
+      if (selected.length === 0) {
+        console.log(
+          `\nSwitchyard gRPC benchmark — ${new Date().toISOString().slice(0, 10)}, node ${process.version}, ` +
+            `${cpus().length} CPUs, ${rounds} rounds × ${seconds}s interleaved, ${connections} calls in flight on one ` +
+            `@grpc/grpc-js channel; medians\n${pinning.describe}\n× direct = this row’s calls/s ÷ the direct call’s\n`,
+        );
+        console.log(grpcTable);
+        return;
+      }
+    }
     const payloads = [...new Set(selected.map((s) => s.payload ?? 'hello'))];
     if (payloads.length === 0) payloads.push('hello');
 
@@ -270,6 +294,10 @@ async function main(): Promise<void> {
       '× peer = this row’s req/s ÷ that peer’s req/s on the same body (TLS and HTTP/2 rows against the plain HTTP/1.1 peers)\n',
     );
     console.log(markdownTable(rows));
+    if (grpcTable !== undefined)
+      console.log(
+        `\ngRPC unary (${connections} calls in flight; × direct = calls/s ÷ the direct call’s)\n\n${grpcTable}`,
+      );
     if (seconds < 5 || rounds < 3)
       console.log(
         '\nShort settings (under 3 rounds × 5 s): a smoke run of the harness, not a result to publish.',
