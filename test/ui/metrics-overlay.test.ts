@@ -3,10 +3,31 @@ import { after, before, describe, test } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { chromiumSkipReason } from '../support/chromium.js';
 import { startOrigin, type Origin } from '../support/origins.js';
-import { buildUiAndLaunch, dataPlane, expectCount, nodesOf, withEditor } from './harness.js';
+import { admin, buildUiAndLaunch, dataPlane, expectCount, nodesOf, withEditor } from './harness.js';
 
-// Latencies the origin adds, in ms: eight in the 100–250 ms bucket, two in the 500–1000 ms bucket.
-const DELAYS = [120, 120, 120, 120, 120, 120, 120, 120, 600, 600];
+// Latencies the origin adds, in ms: eight at 300 (bucket 250–500 ms), two at 1200 (bucket 1–2.5 s).
+const DELAYS = [300, 300, 300, 300, 300, 300, 300, 300, 1200, 1200];
+const BOUNDS_MS = [0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000];
+
+/** The bucket [lower, upper] in ms that holds rank q·count of the node's histogram in /metrics. */
+function bucketOf(metrics: string, node: string, q: number): [number, number] {
+  const counts = new Map<number, number>();
+  for (const m of metrics.matchAll(/^gateway_upstream_duration_seconds_bucket\{([^}]*)\} (\d+)$/gm)) {
+    const labels = m[1] ?? '';
+    if (!labels.includes(`node_id="${node}"`)) continue;
+    const le = /le="([^"]+)"/.exec(labels)?.[1] ?? '';
+    const bound = le === '+Inf' ? Infinity : Number(le) * 1000;
+    counts.set(bound, (counts.get(bound) ?? 0) + Number(m[2]));
+  }
+  const sorted = [...counts].sort((a, b) => a[0] - b[0]);
+  const total = sorted.at(-1)?.[1] ?? 0;
+  let lower = 0;
+  for (const [upper, count] of sorted) {
+    if (count >= q * total) return [lower, upper];
+    lower = upper;
+  }
+  throw new Error(`no bucket for q=${q}`);
+}
 
 const yaml = (port: number) => `routes:
   - name: slow
@@ -46,24 +67,36 @@ describe('editor metrics overlay', { skip: chromiumSkipReason() }, () => {
 
   test('metrics: p50 and p99 are interpolated inside the histogram bucket that holds the true value, and the mean is exact', () =>
     withEditor(browser, '#/policies/slow-policy', { gatewayYaml: yaml(origin.port) }, async (page, h) => {
-      for (const delay of DELAYS) assert.equal((await dataPlane(h, `/slow?delay=${delay}`)).status, 200);
+      const roundTrips: number[] = [];
+      for (const delay of DELAYS) {
+        const started = performance.now();
+        assert.equal((await dataPlane(h, `/slow?delay=${delay}`)).status, 200);
+        roundTrips.push(performance.now() - started);
+      }
       await expectCount('nodes', () => nodesOf(page).count(), 3);
       await page.getByRole('button', { name: 'Metrics' }).click();
       const text = await page.locator('[data-node-id="up"] .pnode-figures').innerText();
       assert.match(text, /^10 runs · 0 errors/);
-      // True p50 is about 120 ms: bucket 100–250 ms. True p99 is about 600 ms: bucket 500–1000 ms.
-      const p50 = figure(text, 'p50');
-      const p99 = figure(text, 'p99');
-      assert.ok(p50 > 100 && p50 < 250, `p50 ${p50} ms inside (100, 250)`);
-      assert.ok(p99 > 500 && p99 < 1000, `p99 ${p99} ms inside (500, 1000)`);
-      // Interpolated, not a bucket bound (what the overlay used to print).
-      assert.ok(![100, 250].includes(p50) && ![500, 1000].includes(p99), text);
-      // The mean is run time over runs: at least the origin's delays, and not far above on loopback.
+      const metrics = (await admin(h, 'GET', '/metrics')).body;
+      for (const [name, q, atLeast] of [
+        ['p50', 0.5, 300],
+        ['p99', 0.99, 1200],
+      ] as const) {
+        const shown = figure(text, name);
+        const [lower, upper] = bucketOf(metrics, 'up', q);
+        // The bucket holding the true quantile, and the true value is at least the origin's delay.
+        assert.ok(upper >= atLeast, `${name} bucket ${lower}–${upper} ms holds a value >= ${atLeast} ms`);
+        assert.ok(shown > lower && shown < upper, `${name} ${shown} ms inside (${lower}, ${upper}) ms`);
+        // Interpolated, not a bucket bound (what the overlay used to print).
+        assert.ok(!BOUNDS_MS.includes(shown), `${name} ${shown} ms is not a bucket bound`);
+      }
+      // The mean is run time over runs: at least the origin's delays, at most what the client waited.
       const mean = figure(text, 'mean');
-      const trueMean = DELAYS.reduce((a, b) => a + b, 0) / DELAYS.length;
+      const delays = DELAYS.reduce((a, b) => a + b, 0) / DELAYS.length;
+      const waited = roundTrips.reduce((a, b) => a + b, 0) / roundTrips.length;
       assert.ok(
-        mean >= trueMean - 1 && mean < trueMean + 150,
-        `mean ${mean} ms vs delays' mean ${trueMean} ms`,
+        mean >= delays - 1 && mean <= waited + 1,
+        `mean ${mean} ms within [${delays}, ${waited.toFixed(1)}] ms`,
       );
     }));
 });

@@ -107,11 +107,13 @@ export function SharedConfigEditor({ name, initial, onSave, onClose }: Props) {
                 onChange={(e) => set('type', e.target.value)}
               >
                 <option value="">(choose)</option>
-                {[...(catalog?.keys() ?? [])].sort().map((t) => (
-                  <option key={t} value={t}>
-                    {t}
-                  </option>
-                ))}
+                {[...new Set([...(catalog?.keys() ?? []), ...(value.type === undefined ? [] : [value.type])])]
+                  .sort()
+                  .map((t) => (
+                    <option key={t} value={t}>
+                      {t}
+                    </option>
+                  ))}
               </select>
             </label>
             <label>
