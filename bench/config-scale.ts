@@ -14,9 +14,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { parse } from 'yaml';
+import { readFileSync } from 'node:fs';
 import { Agent, request } from 'undici';
 import type * as ConfigModule from '../src/config/gateway.js';
+import type * as YamlDataModule from '../src/config/yaml-data.js';
 import type * as GatewayModule from '../src/gateway.js';
 import type * as LoggerModule from '../src/observability/logger.js';
 import { freePort } from '../test/support/free-port.js';
@@ -27,21 +28,48 @@ const COUNT = Number(process.env.COUNT ?? 10_000);
 const STREAM_CONCURRENCY = 4;
 
 const ms = (n: number) => `${n.toFixed(0)} ms`;
+/** CPU milliseconds of this process so far (every thread). */
+const cpuNow = () => {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+};
+/** CPU milliseconds of another process so far (utime + stime, /proc), or NaN without /proc. */
+function cpuOf(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    return NaN;
+  }
+}
+const both = (wall: number, cpu: number) => `${ms(wall)} / ${ms(cpu)}`;
 
 /** Phases of loading `count` routes and policies in this process, best of `rounds`. */
 function inProcess(count: number, rounds: number) {
   const text = scaleConfigYaml(count, { upstreamPort: 9 });
   let best = { parse: Infinity, shape: Infinity, compile: Infinity, lookupNs: Infinity };
+  let cpu = { parse: Infinity, shape: Infinity, compile: Infinity };
   for (let r = 0; r < rounds; r++) {
     let t = performance.now();
-    const raw: unknown = parse(text);
+    let c = cpuNow();
+    const raw: unknown = parseYamlData(text);
     const parseMs = performance.now() - t;
+    const parseCpu = cpuNow() - c;
     t = performance.now();
+    c = cpuNow();
     const config = checkGatewayShape(raw);
     const shapeMs = performance.now() - t;
+    const shapeCpu = cpuNow() - c;
     t = performance.now();
+    c = cpuNow();
     const runtime = compileWith(config, silentLogger, process.env);
     const compileMs = performance.now() - t;
+    const compileCpu = cpuNow() - c;
+    cpu = {
+      parse: Math.min(cpu.parse, parseCpu),
+      shape: Math.min(cpu.shape, shapeCpu),
+      compile: Math.min(cpu.compile, compileCpu),
+    };
     // The last declared host route: the worst case of first-match-wins.
     let last = count - 1;
     while (last % 3 !== 2) last--;
@@ -59,7 +87,7 @@ function inProcess(count: number, rounds: number) {
       lookupNs: Math.min(best.lookupNs, lookupNs),
     };
   }
-  return { bytes: text.length, ...best };
+  return { bytes: text.length, ...best, cpu };
 }
 
 /** The compiled gateway on `gatewayPath`: start to first 200, a SIGHUP reload under a request stream. */
@@ -106,6 +134,7 @@ async function inGateway(count: number) {
     };
     await waitFor('the first 200', async () => (await get('/items/0')).status === 200);
     const loadMs = performance.now() - started;
+    const loadCpu = cpuOf(child.pid);
 
     // A steady stream on a route both versions keep, before, during and after the reload.
     let streaming = true;
@@ -128,9 +157,12 @@ async function inGateway(count: number) {
     await sleep(1000);
     writeFileSync(gatewayPath, scaleConfigYaml(count, { upstreamPort, version: 'v2' }));
     const reloadAt = performance.now();
+    const cpuBeforeReload = cpuOf(child.pid);
     child.kill('SIGHUP');
     await waitFor('the reloaded config', async () => (await get(`/items/0`)).body.startsWith('v2 '));
     const reloadMs = performance.now() - reloadAt;
+    // Includes serving the stream meanwhile (the same stream ran before the reload).
+    const reloadCpu = cpuOf(child.pid) - cpuBeforeReload;
     await sleep(1000);
     streaming = false;
     await stream;
@@ -140,7 +172,9 @@ async function inGateway(count: number) {
       [...values].sort((a, b) => a - b)[Math.floor(values.length * 0.99)] ?? 0;
     return {
       loadMs,
+      loadCpu,
       reloadMs,
+      reloadCpu,
       p99BeforeMs: p99(before),
       p99DuringMs: p99(during),
       maxBeforeMs: Math.max(...before),
@@ -165,10 +199,24 @@ if (build.status !== 0) process.exit(build.status ?? 1);
 // The compiled modules, as the gateway process runs them.
 const fromDist = (path: string): Promise<unknown> => import(join(root, 'dist', path));
 const { checkGatewayShape } = (await fromDist('config/gateway.js')) as typeof ConfigModule;
+const { parseYamlData } = (await fromDist('config/yaml-data.js')) as typeof YamlDataModule;
+const bareStart = performance.now();
+const bare = spawnSync(
+  process.execPath,
+  ['-e', 'const u = process.cpuUsage(); console.log((u.user + u.system) / 1000)'],
+  {
+    encoding: 'utf8',
+  },
+);
+console.log(
+  `\nA bare \`node -e\` here: ${ms(performance.now() - bareStart)} wall, ${ms(Number(bare.stdout))} CPU (about 40 ms of CPU on a quiet machine).`,
+);
 const { compileWith } = (await fromDist('gateway.js')) as typeof GatewayModule;
 const { silentLogger } = (await fromDist('observability/logger.js')) as typeof LoggerModule;
 
-console.log(`\nConfig scale (node ${process.version}), in this process, best of 2 after a warm-up round\n`);
+console.log(
+  `\nConfig scale (node ${process.version}), in this process, best of 2 after a warm-up round; wall / CPU\n`,
+);
 console.log(
   '| routes + policies | YAML bytes | YAML parse | shape check | compile | lookup, last host route |',
 );
@@ -177,14 +225,16 @@ inProcess(100, 1);
 for (const count of [1000, COUNT]) {
   const r = inProcess(count, 2);
   console.log(
-    `| ${count} | ${(r.bytes / 1e6).toFixed(1)} MB | ${ms(r.parse)} | ${ms(r.shape)} | ${ms(r.compile)} | ${r.lookupNs.toFixed(0)} ns |`,
+    `| ${count} | ${(r.bytes / 1e6).toFixed(1)} MB | ${both(r.parse, r.cpu.parse)} | ${both(r.shape, r.cpu.shape)} | ${both(r.compile, r.cpu.compile)} | ${r.lookupNs.toFixed(0)} ns |`,
   );
 }
 
 const g = await inGateway(COUNT);
 console.log(`\nCompiled gateway process, ${COUNT} routes + ${COUNT} policies:`);
-console.log(`- start to first 200: ${ms(g.loadMs)}`);
-console.log(`- SIGHUP to serving the new config: ${ms(g.reloadMs)}`);
+console.log(`- start to first 200: ${ms(g.loadMs)} wall, ${ms(g.loadCpu)} CPU of the gateway process`);
+console.log(
+  `- SIGHUP to serving the new config: ${ms(g.reloadMs)} wall, ${ms(g.reloadCpu)} CPU (all threads, stream included)`,
+);
 console.log(
   `- slowest request of a ${STREAM_CONCURRENCY}-wide stream: ${ms(g.maxBeforeMs)} before the reload, ` +
     `${ms(g.maxDuringMs)} during it (${g.requestsDuring} requests)`,
