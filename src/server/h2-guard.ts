@@ -8,6 +8,7 @@ import {
   type ServerHttp2Stream,
 } from 'node:http2';
 import type { Http2Config } from '../config/system.js';
+import { isGrpcContentType, sendGrpcError } from './grpc-error.js';
 import type { ThrottledLog } from './throttled-log.js';
 
 const { NGHTTP2_NO_ERROR, NGHTTP2_CANCEL, NGHTTP2_ENHANCE_YOUR_CALM } = constants;
@@ -17,7 +18,11 @@ export interface Http2GuardOptions {
   limits: Http2Config;
   /** A new session must open its first stream within this (`timeouts.connection_seconds`). */
   firstStreamMs: number;
-  /** A request body must be complete this long after its stream opened (`connection_seconds + read_seconds`). */
+  /**
+   * A request body must be complete this long after its stream opened
+   * (`connection_seconds + read_seconds`); a gRPC call's stream instead may
+   * not stay this long without progress.
+   */
   requestMs: number;
   log: ThrottledLog;
   /** The client address of a session (h2c sessions sit on a JS stream that has none). */
@@ -119,11 +124,16 @@ function watchSession(session: Http2Session, options: Http2GuardOptions): void {
 /**
  * The session idle timeout cannot fire while a client trickles DATA frames,
  * so each stream with a body gets its own deadline; a CONNECT tunnel is
- * bidirectional for its whole life and is exempt.
+ * bidirectional for its whole life and is exempt. A gRPC call may stream for
+ * as long as it makes progress (docs/grpc.md, "Long-lived streams").
  */
 function watchRequestBody(req: Http2ServerRequest, res: Http2ServerResponse, ms: number): void {
   const stream = req.stream;
   if (stream.endAfterHeaders || req.method === 'CONNECT') return;
+  if (isGrpcContentType(req.headers['content-type'])) {
+    watchGrpcStream(req, res, ms);
+    return;
+  }
   const timer = setTimeout(requestTimedOut, ms, req, res);
   const clear = () => clearTimeout(timer);
   stream.once('end', clear);
@@ -141,5 +151,66 @@ function requestTimedOut(req: Http2ServerRequest, res: Http2ServerResponse): voi
   res.writeHead(408, { 'content-type': 'application/json', 'content-length': String(TIMEOUT_BODY.length) });
   res.end(TIMEOUT_BODY);
   // RST_STREAM(NO_ERROR) once the 408 is out (RFC 9113 §8.1): stop the client sending the rest.
+  stream.close(NGHTTP2_NO_ERROR);
+}
+
+/** When each watched gRPC stream last made progress (performance.now()). */
+const lastProgress = new WeakMap<ServerHttp2Stream, { at: number }>();
+
+/**
+ * Told by the gRPC relay (src/outbound/grpc/relay.ts) for every message it
+ * moves, in either direction, on `stream`: the stream is not idle. Cheap: one
+ * lookup and a store, no timer work.
+ */
+export function grpcStreamProgressed(stream: ServerHttp2Stream): void {
+  const progress = lastProgress.get(stream);
+  if (progress !== undefined) progress.at = performance.now();
+}
+
+/**
+ * A gRPC call whose client is still sending is bounded by progress, not by a
+ * total deadline: it is cut when `ms` pass with no message relayed either way
+ * (the client's DATA frames or the upstream's), and it is free once the
+ * client has sent END_STREAM (as any request). The timer is re-armed lazily:
+ * progress only records a time.
+ */
+function watchGrpcStream(req: Http2ServerRequest, res: Http2ServerResponse, ms: number): void {
+  const stream = req.stream;
+  const progress = { at: performance.now() };
+  lastProgress.set(stream, progress);
+  let timer: NodeJS.Timeout;
+  const check = () => {
+    const idleMs = performance.now() - progress.at;
+    if (idleMs < ms) {
+      timer = setTimeout(check, ms - idleMs);
+      timer.unref();
+      return;
+    }
+    lastProgress.delete(stream);
+    grpcStreamIdle(req, res, ms);
+  };
+  timer = setTimeout(check, ms);
+  timer.unref();
+  const clear = () => {
+    clearTimeout(timer);
+    lastProgress.delete(stream);
+  };
+  stream.once('end', clear);
+  stream.once('close', clear);
+}
+
+function grpcStreamIdle(req: Http2ServerRequest, res: Http2ServerResponse, ms: number): void {
+  const stream = req.stream;
+  if (stream.destroyed || stream.closed || stream.state.remoteClose === 1) return;
+  if (stream.headersSent) {
+    stream.close(NGHTTP2_CANCEL);
+    return;
+  }
+  sendGrpcError(
+    res,
+    408,
+    `gRPC stream idle for ${ms} ms (timeouts.connection_seconds + timeouts.read_seconds)`,
+  );
+  // RST_STREAM(NO_ERROR) once the answer is out (RFC 9113 §8.1): stop the client sending the rest.
   stream.close(NGHTTP2_NO_ERROR);
 }

@@ -8,6 +8,7 @@ import {
 import type { Context } from '../../engine/context.js';
 import { NodeError } from '../../engine/errors.js';
 import type { Logger } from '../../observability/logger.js';
+import { grpcStreamProgressed } from '../../server/h2-guard.js';
 import { markRelayed } from '../../server/websocket.js';
 import { classifyCause } from '../classify.js';
 import { ClientAbortedError, DeadlineExceededError, type ExchangePhase } from '../errors.js';
@@ -129,6 +130,7 @@ export class GrpcRelay {
   // --- the client's side --------------------------------------------------------
 
   readonly #clientData = (chunk: Buffer): void => {
+    grpcStreamProgressed(this.#call.res.stream);
     if (this.#replay !== null) {
       this.#replayBytes += chunk.length;
       if (this.#replayBytes > REPLAY_MAX_BYTES) this.#replay = null;
@@ -253,7 +255,8 @@ export class GrpcRelay {
     const { res } = this.#call;
     const client = res.stream;
     const upstream = attempt.stream!;
-    if (client.destroyed || client.closed) {
+    // The client is gone, or the gateway already answered it (the listener's idle guard).
+    if (client.destroyed || client.closed || client.headersSent) {
       upstream.close(NGHTTP2_CANCEL);
       return;
     }
@@ -282,6 +285,7 @@ export class GrpcRelay {
           'grpc-message': 'upstream ended the call without trailers',
         });
     });
+    upstream.on('data', () => grpcStreamProgressed(client));
     upstream.pipe(client);
   }
 
