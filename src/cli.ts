@@ -11,7 +11,8 @@ import { EtcdConfigSource } from './config/etcd-source.js';
 import { EtcdUnavailable } from './config/etcd-client.js';
 import { registerStreamMetrics } from './observability/stream-metrics.js';
 import { acmeStoreIssues } from './acme/index.js';
-import { closeStreamListeners, startStreamListeners, type StreamListener } from './stream/index.js';
+import { StreamListeners } from './stream/index.js';
+import { reloadStreams } from './stream/reload.js';
 import { runMigrate } from './config/migrate-command.js';
 import { isClusterWorker, resolveWorkers, runClusterWorker, ClusterPrimary } from './cluster/index.js';
 import { formatFileIssues, formatLocatedIssue, locateFileIssues } from './config/yaml-locate.js';
@@ -221,7 +222,7 @@ async function run(args: CliArgs): Promise<number> {
     throw err;
   }
   let admin: AdminServer | undefined;
-  let streams: StreamListener[] = [];
+  let streams: StreamListeners | undefined;
   let starting: ListenerKey = 'listener';
   try {
     if (workers > 1) {
@@ -233,8 +234,9 @@ async function run(args: CliArgs): Promise<number> {
     starting = 'admin';
     if (system.admin !== undefined) admin = await startAdminServer(gateway, system.admin, logger);
     starting = 'stream';
-    if (cluster === undefined) streams = await startStreamListeners(system, logger);
-    if (streams.length > 0) registerStreamMetrics(gateway.metrics.registry, () => streams);
+    if (cluster === undefined) streams = await StreamListeners.start(system, logger);
+    const running = streams;
+    if (running !== undefined) registerStreamMetrics(gateway.metrics.registry, () => running.list);
   } catch (err) {
     // One line naming the key to change, not a stack: the cause is the operator's, not a bug.
     const line = describeStartupError(err, starting, system);
@@ -244,8 +246,14 @@ async function run(args: CliArgs): Promise<number> {
     await closeAllPools();
     return 1;
   }
+  let current = system;
   process.on('SIGHUP', () => {
     gateway.reload('signal').catch(() => undefined);
+    const running = streams;
+    if (running !== undefined)
+      void reloadStreams(args.systemPath, current, running, logger).then((next) => {
+        current = next;
+      });
   });
   // Workers write their own access-log lines; logrotate signals the primary only.
   if (cluster !== undefined) process.on('SIGUSR1', () => cluster?.signalWorkers('SIGUSR1'));
@@ -260,7 +268,7 @@ async function run(args: CliArgs): Promise<number> {
   await Promise.all([
     gateway.shutdown(),
     admin?.close(),
-    closeStreamListeners(streams, system.timeouts.shutdown_timeout_seconds * 1000),
+    streams?.close(system.timeouts.shutdown_timeout_seconds * 1000),
     cluster?.stop(system.timeouts.shutdown_timeout_seconds * 1000),
   ]);
   await closeAllPools();

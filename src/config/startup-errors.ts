@@ -28,6 +28,9 @@ export function tlsFileIssues(system: SystemConfig): ConfigIssue[] {
   };
   if (system.tls !== undefined) visit(system.tls, 'tls');
   if (system.admin?.tls !== undefined) visit(system.admin.tls, 'admin.tls');
+  system.stream.forEach((l, i) => {
+    if (l.tls !== undefined) visit(l.tls, `stream[${i}].tls`);
+  });
   return issues;
 }
 

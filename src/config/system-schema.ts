@@ -317,6 +317,8 @@ export const systemSchema = {
               properties: { server_name: { type: 'string', minLength: 1 }, upstream: streamUpstream },
             },
           },
+          // TCP only: terminate TLS here and relay plain bytes (docs/stream.md#tls-termination).
+          tls: tlsSchema,
         },
       },
     },

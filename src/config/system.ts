@@ -154,6 +154,8 @@ export interface StreamListenerConfig {
   port: number;
   upstream: StreamUpstreamConfig;
   sni_routes: { server_name: string; upstream: StreamUpstreamConfig }[];
+  /** TCP only: TLS terminated on the listener, plain bytes to the upstream. */
+  tls?: TlsConfig;
 }
 
 /** Parses system.yaml text: env interpolation over the text, YAML, schema with defaults, cross-field rules. */
@@ -235,13 +237,13 @@ function tlsIssues(label: string, tls: TlsConfig, acmeAllowed: boolean, hasAcme:
     else if (hasCert && !both)
       issues.push({ path: l, message: `${l}: cert_path and key_path must be set together` });
     else if (!hasCert && s.acme === undefined && acmeRequired)
-      issues.push({ path: l, message: `${l}: set cert_path + key_path, or acme` });
+      issues.push({ path: l, message: `${l}: set cert_path + key_path${acmeAllowed ? ', or acme' : ''}` });
   };
   slot(label, tls, true);
   if (tls.acme !== undefined && (tls.acme.domains ?? []).length === 0 && label === 'tls') {
     issues.push({ path: 'tls.acme.domains', message: 'tls.acme.domains must list at least one domain' });
   }
-  tls.sni_certs.forEach((s, i) => slot(`tls.sni_certs[${i}] (${s.server_name})`, s, true));
+  tls.sni_certs.forEach((s, i) => slot(`${label}.sni_certs[${i}] (${s.server_name})`, s, true));
   return issues;
 }
 
@@ -261,6 +263,10 @@ function streamIssues(listeners: readonly StreamListenerConfig[]): ConfigIssue[]
       issues.push({ path: `${at}.port`, message: `stream[${first}] already listens on ${key}` });
     else seen.set(key, i);
     pool(`${at}.upstream`, l.upstream);
+    if (l.tls !== undefined && l.protocol === 'udp')
+      issues.push({ path: `${at}.tls`, message: 'TLS termination is TCP only (no DTLS)' });
+    // ACME certificates serve the HTTP listeners only.
+    if (l.tls !== undefined) issues.push(...tlsIssues(`${at}.tls`, l.tls, false, false));
     const names = new Set<string>();
     l.sni_routes.forEach((r, j) => {
       const name = r.server_name.toLowerCase();

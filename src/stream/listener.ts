@@ -1,5 +1,6 @@
 import type { Socket as UdpSocket } from 'node:dgram';
 import type { AddressInfo, Server } from 'node:net';
+import type { StreamListenerConfig } from '../config/system.js';
 
 /** A running stream (L4) listener. */
 export interface StreamListener {
@@ -11,6 +12,11 @@ export interface StreamListener {
   readonly counts: StreamCounts;
   /** Client connections (TCP) or datagram sessions (UDP) open now. */
   open(): number;
+  /**
+   * Takes new settings for later connections (pools, SNI routes) while open ones carry on; false
+   * when they cannot be applied in place (TLS settings) and the listener must be rebound.
+   */
+  update(config: StreamListenerConfig): boolean;
   /** Stops accepting; open connections or sessions get `graceMs` to finish, then are cut. */
   close(graceMs: number): Promise<void>;
 }

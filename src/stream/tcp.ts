@@ -1,66 +1,117 @@
-import { connect, createServer, type Socket } from 'node:net';
+import { connect, createServer, type Server, type Socket } from 'node:net';
+import { createServer as createTlsServer, type TLSSocket } from 'node:tls';
 import type { StreamListenerConfig } from '../config/system.js';
 import type { Logger } from '../observability/logger.js';
 import { StreamPool, type StreamTarget } from './pool.js';
 import { SniRouter } from './sni-router.js';
 import { readServerName } from './sni.js';
 import { listenOn, type StreamCounts, type StreamListener } from './listener.js';
+import { TlsMaterial } from '../server/tls-material.js';
 
 /** How much of a ClientHello is buffered while looking for the server name. */
 const MAX_CLIENT_HELLO = 8 * 1024;
 
 export interface TcpStreamOptions {
   logger: Logger;
-  /** Budget of one upstream connect attempt, and of reading the ClientHello. */
+  /** Budget of one upstream connect attempt, of reading the ClientHello, and of a TLS handshake. */
   connectTimeoutMs: number;
 }
 
 /**
  * A TCP stream listener: each client connection is relayed byte for byte to
- * a target of the pool (or of the SNI route its TLS ClientHello names; TLS
- * is passed through, never terminated). A target that refuses or times out
- * is skipped for the next one. Half-closes travel both ways.
+ * a target of the pool (or of the SNI route its TLS server name picks). With
+ * `tls`, the listener terminates TLS itself (certificates by SNI, reloaded
+ * when their files change) and relays the plain bytes; without it, TLS is
+ * passed through and the name is read from the ClientHello. A target that
+ * refuses or times out is skipped for the next one. Half-closes travel both
+ * ways. Pools and SNI routes can be replaced while tunnels stay up
+ * (docs/stream.md#reload).
  */
 export async function startTcpStream(
   config: StreamListenerConfig,
   options: TcpStreamOptions,
 ): Promise<StreamListener> {
   const { logger, connectTimeoutMs } = options;
-  const router = new SniRouter(new StreamPool(config.upstream), config.sni_routes);
+  const label = `tcp ${config.bind}:${config.port}`;
+  let router = new SniRouter(new StreamPool(config.upstream), config.sni_routes);
   /** Every socket of the listener, client and upstream sides, for the shutdown cut. */
   const open = new Set<Socket>();
   const clients = new Set<Socket>();
   const counts: StreamCounts = { accepted: 0, failures: 0 };
-  const server = createServer({ allowHalfOpen: true, pauseOnConnect: true }, (client) => {
+  const track = (socket: Socket) => {
+    open.add(socket);
+    socket.once('close', () => open.delete(socket));
+  };
+  const accept = (client: Socket, terminatedName: string | undefined) => {
     counts.accepted++;
-    open.add(client);
     clients.add(client);
-    client.once('close', () => {
-      open.delete(client);
-      clients.delete(client);
-    });
+    client.once('close', () => clients.delete(client));
     client.on('error', () => client.destroy());
     client.setNoDelay(true);
+    // The router current when the connection arrived; a reload affects later connections only.
+    const routes = router;
     const relay = (pool: StreamPool, head: Buffer) =>
       relayTo(client, pool.order(client.remoteAddress ?? ''), head, open, counts, options);
-    if (!router.routesByName) relay(router.fallback, EMPTY);
+    if (!routes.routesByName) relay(routes.fallback, EMPTY);
+    else if (material !== undefined) relay(routes.select(terminatedName), EMPTY);
     else
       peekServerName(client, connectTimeoutMs, (name, head) => {
-        if (!client.destroyed) relay(router.select(name), head);
+        if (!client.destroyed) relay(routes.select(name), head);
       });
-  });
-  const label = `tcp ${config.bind}:${config.port}`;
-  const address = await listenOn(server, config.bind, config.port, `stream ${label}`);
-  logger.info({ address: address.address, port: address.port, protocol: 'tcp' }, `stream ${label} listening`);
+  };
+  const material =
+    config.tls === undefined ? undefined : new TlsMaterial(config.tls, logger, `stream ${label}`);
+  let server: Server;
+  if (material === undefined) {
+    server = createServer({ allowHalfOpen: true, pauseOnConnect: true }, (client) =>
+      accept(client, undefined),
+    );
+  } else {
+    const tlsServer = createTlsServer(
+      {
+        ...material.serverOptions(),
+        SNICallback: material.sniCallback,
+        allowHalfOpen: true,
+        handshakeTimeout: connectTimeoutMs,
+      },
+      (client: TLSSocket) => accept(client, serverNameOf(client)),
+    );
+    tlsServer.on('tlsClientError', (err) => {
+      counts.failures++;
+      logger.debug({ listener: `stream ${label}`, err: err.message }, 'stream tls handshake failed');
+    });
+    material.onDefaultChange = (secure) => tlsServer.setSecureContext(secure);
+    material.watch();
+    server = tlsServer;
+  }
+  // Raw sockets, handshakes included: a shutdown cut must reach them too.
+  server.on('connection', track);
+  const address = await listenOn(server, config.bind, config.port, `stream ${label}`).catch(
+    (err: unknown) => {
+      material?.close();
+      throw err;
+    },
+  );
+  logger.info(
+    { address: address.address, port: address.port, protocol: 'tcp', tls: material !== undefined },
+    `stream ${label} listening`,
+  );
   return {
     protocol: 'tcp',
     label,
     address,
     counts,
     open: () => clients.size,
+    update(next) {
+      // Terminating TLS or not, and the TLS settings, are fixed by the server object: rebind.
+      if (JSON.stringify(next.tls) !== JSON.stringify(config.tls)) return false;
+      router = new SniRouter(new StreamPool(next.upstream), next.sni_routes);
+      return true;
+    },
     close: (graceMs) =>
       new Promise<void>((resolve) => {
         server.close();
+        material?.close();
         if (open.size === 0) return resolve();
         const cut = setTimeout(() => open.forEach((s) => s.destroy()), graceMs);
         cut.unref();
@@ -72,6 +123,12 @@ export async function startTcpStream(
         open.forEach((s) => s.once('close', () => setImmediate(check)));
       }),
   };
+}
+
+/** The server name a terminated TLS client asked for, lowercase without a trailing dot. */
+function serverNameOf(client: TLSSocket): string | undefined {
+  const name = (client as TLSSocket & { servername?: string | false }).servername;
+  return typeof name === 'string' && name !== '' ? name.toLowerCase().replace(/\.$/, '') : undefined;
 }
 
 const EMPTY: Buffer = Buffer.alloc(0);

@@ -40,7 +40,7 @@ export async function startUdpStream(
       { listener: `stream ${label}` },
       'sni_routes apply to TCP only; ignored for this UDP listener',
     );
-  const pool = new StreamPool(config.upstream);
+  let pool = new StreamPool(config.upstream);
   const sessions = new Map<string, Session>();
   const server = createSocket({ type: isIPv6(config.bind) ? 'udp6' : 'udp4' });
   let warnedFull = false;
@@ -118,6 +118,11 @@ export async function startUdpStream(
     address,
     counts,
     open: () => sessions.size,
+    // New sessions use the new pool; a session keeps its target until it expires.
+    update(next) {
+      pool = new StreamPool(next.upstream);
+      return true;
+    },
     // Datagrams have no graceful end: stop, and close every session now.
     close: () =>
       new Promise<void>((resolve) => {
