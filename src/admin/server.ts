@@ -71,6 +71,8 @@ export async function startAdminServer(
   const metricsOnly = metricsAuthVerifier(admin.metrics_auth);
   const throttle = new LoginThrottle(admin.login_throttle, logger);
   const unauthorized: Reply = { ...UNAUTHORIZED, headers: basicChallenge(admin.realm) };
+  /** Who made a request, for the audit line of a write (docs/logging.md). */
+  const users = new WeakMap<IncomingMessage, string>();
   /** The caller's role when the request may go on; a lock, a missing or a wrong credential answers here. */
   const authenticate = (req: IncomingMessage): Reply | AdminRole => {
     const client = req.socket.remoteAddress ?? 'unknown';
@@ -79,6 +81,7 @@ export async function startAdminServer(
     const outcome = verify(req.headers.authorization);
     if (outcome.kind === 'ok') {
       throttle.succeeded(client);
+      users.set(req, outcome.username);
       return outcome.role;
     }
     if (outcome.kind === 'failed') {
@@ -134,6 +137,12 @@ export async function startAdminServer(
     if (untyped !== undefined) return untyped;
     if (found.kind === 'found') {
       const reply = await found.route.handler({ req, params: found.params, query: url.searchParams });
+      if (!readOnly && reply.status < 400) {
+        logger.info(
+          { user: users.get(req) ?? '(none)', method, resource: pathname, status: reply.status },
+          'admin write',
+        );
+      }
       return role === 'viewer' ? maskedForViewer(reply) : reply;
     }
     if (found.kind === 'method') {

@@ -129,8 +129,18 @@ function recordFailure(
     ctx.response.discardStream();
     ctx.response.json(failure.status, { error: failure.error, message: failure.message });
   }
+  // request_id (the request-id node's header) and client tie the line to the access log (docs/logging.md).
+  const requestId = ctx.request.header('x-request-id');
   hooks.logger.warn(
-    { policy: policy.name, node: node.id, type: node.type, code: failure.code, route: ctx.route },
+    {
+      policy: policy.name,
+      node: node.id,
+      type: node.type,
+      code: failure.code,
+      route: ctx.route,
+      client: ctx.request.remoteAddress,
+      ...(requestId === undefined ? {} : { request_id: requestId }),
+    },
     `node failed: ${failure.message}`,
   );
   hooks.nodeError?.(policy.name, node.id, failure.code);
