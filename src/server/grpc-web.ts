@@ -27,15 +27,22 @@ export function isGrpcWebText(contentType: string): boolean {
   return contentType.startsWith(`${WEB}-text`);
 }
 
-const replies = new WeakMap<Context, Reply>();
+/** The client's side of a gRPC-Web call: its reply, and the content type it was sent with. */
+export interface GrpcWebClient {
+  reply: Reply;
+  /** As received (nodes may rewrite the request's headers; the answer's type follows this one). */
+  contentType: string;
+}
+
+const clients = new WeakMap<Context, GrpcWebClient>();
 
 /** Set by the data plane for a gRPC-Web call: the `grpc-web` node writes the relayed answer itself. */
 export function attachGrpcWebReply(ctx: Context, res: Reply): void {
-  replies.set(ctx, res);
+  clients.set(ctx, { reply: res, contentType: ctx.request.header('content-type') ?? WEB });
 }
 
-export function grpcWebReplyOf(ctx: Context): Reply | undefined {
-  return replies.get(ctx);
+export function grpcWebClientOf(ctx: Context): GrpcWebClient | undefined {
+  return clients.get(ctx);
 }
 
 /** The content type of the answer: the request's (without parameters); plain `application/grpc-web` gets `+proto`. */
@@ -128,7 +135,7 @@ export function sendGrpcWebResponse(res: Reply, ctx: Context, done: () => void):
     return;
   }
   r.discardStream();
-  const requestType = ctx.request.header('content-type') ?? WEB;
+  const requestType = clients.get(ctx)?.contentType ?? ctx.request.header('content-type') ?? WEB;
   const headers: Record<string, string | string[]> = {
     ...carriedHeaders(r.headers),
     'content-type': answerContentType(requestType),

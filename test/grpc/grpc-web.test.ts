@@ -260,6 +260,13 @@ test('grpc-web: a key-auth refusal is a gRPC-Web UNAUTHENTICATED answer, with th
   assert.ok((res.headers.get('grpc-message') ?? '').length > 0);
   assert.equal(res.headers.get('access-control-allow-origin'), 'https://app.example');
   assert.equal(body.length, 0);
+  const text = await call(
+    '/demo.Secure/Unary',
+    requestBody({ message: 'hi' }).toString('base64'),
+    'application/grpc-web-text',
+  );
+  assert.equal(text.res.headers.get('content-type'), 'application/grpc-web-text+proto');
+  assert.equal(text.res.headers.get('grpc-status'), String(grpc.status.UNAUTHENTICATED));
   const ok = await call('/demo.Secure/Unary', requestBody({ message: 'let in' }), undefined, {
     'x-api-key': 'web-secret',
   });

@@ -5,7 +5,7 @@ import {
   answerContentType,
   carriedHeaders,
   decodeBase64Segments,
-  grpcWebReplyOf,
+  grpcWebClientOf,
   isGrpcWebContentType,
   isGrpcWebText,
   trailerFrame,
@@ -60,9 +60,9 @@ export const grpcWeb = definePlugin({
     return {
       run(ctx) {
         const req = ctx.request;
+        const client = grpcWebClientOf(ctx);
         const type = req.header('content-type') ?? '';
-        const reply = grpcWebReplyOf(ctx);
-        if (!isGrpcWebContentType(type) || reply === undefined)
+        if (!isGrpcWebContentType(type) || client === undefined)
           return reject(ctx, 415, `grpc-web expects content-type application/grpc-web…, got '${type}'`);
         if (req.method !== 'POST') return reject(ctx, 405, `grpc-web calls are POST, got ${req.method}`);
         const text = isGrpcWebText(type);
@@ -77,6 +77,7 @@ export const grpcWeb = definePlugin({
         req.headers['content-type'] = `application/grpc${subtype}`;
         for (const name of DROPPED) delete req.headers[name];
         req.body = null;
+        const reply = client.reply;
         const call = attachNodeCall(ctx, body, webSink(ctx, reply, answerContentType(type), text));
         // The browser went away before the answer ended: the relay cancels the upstream call.
         reply.once('close', () => {
