@@ -11,6 +11,7 @@ import { connect } from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import protobuf from 'protobufjs';
 import { freePort } from '../support/free-port.js';
+import { waitFor } from '../support/wait.js';
 import { startGateway, type RunningGateway } from '../support/in-process.js';
 import {
   FAIL,
@@ -79,7 +80,7 @@ function decodeText(text: string): Buffer {
 }
 
 let origin: Awaited<ReturnType<typeof startEchoServer>>;
-let slow: { port: number; release(): void; server: grpc.Server };
+let slow: { port: number; release(): void; cancelled(): number; server: grpc.Server };
 let gw: RunningGateway;
 
 /** A server stream that sends its first message, then waits until the test says so before the rest. */
@@ -88,10 +89,13 @@ async function startHeldStream(): Promise<typeof slow> {
   const server = new grpc.Server();
   let release = () => {};
   const held = new Promise<void>((resolve) => (release = resolve));
+  let cancelled = 0;
   server.addService(Echo.service, {
     ServerStream: (call: grpc.ServerWritableStream<EchoRequest, EchoReply>) => {
+      call.on('cancelled', () => cancelled++);
       call.write({ message: 'first', index: 0 });
       void held.then(() => {
+        if (call.cancelled) return;
         call.write({ message: 'second', index: 1 });
         call.end();
       });
@@ -102,7 +106,7 @@ async function startHeldStream(): Promise<typeof slow> {
       err ? reject(err) : resolve(p),
     ),
   );
-  return { port, release: () => release(), server };
+  return { port, release: () => release(), cancelled: () => cancelled, server };
 }
 
 before(async () => {
@@ -205,6 +209,24 @@ test('grpc-web: a server-streaming call over -text brings every message, then th
   assert.equal(answer.messages.length, 50);
   assert.deepEqual(answer.messages[49], { message: 'n-49', index: 49 });
   assert.equal(answer.trailers['grpc-status'], '0');
+});
+
+test('grpc-web: a browser that goes away mid-stream cancels the upstream call', async () => {
+  const abort = new AbortController();
+  const res = await fetch(`${gw.url}/held/demo.Echo/ServerStream`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/grpc-web+proto' },
+    body: requestBody({ message: 'x' }),
+    signal: abort.signal,
+  });
+  const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+  const { done } = await reader.read();
+  assert.equal(done, false, 'the first message arrived');
+  abort.abort();
+  await waitFor(() => slow.cancelled() === 1, {
+    timeoutMs: 10_000,
+    what: 'the origin to see the call cancelled',
+  });
 });
 
 test('grpc-web: a server stream reaches the browser message by message, not after the call ended', async () => {
