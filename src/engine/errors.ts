@@ -68,6 +68,18 @@ export const ERROR_CODES = {
 
 export type KnownErrorCode = keyof typeof ERROR_CODES;
 
+declare const customCode: unique symbol;
+/** A code outside the catalog, made with {@link customErrorCode}. */
+export type CustomErrorCode = string & { readonly [customCode]: true };
+
+/**
+ * Marks a code of your own (a plugin outside this repository, docs/plugin-authoring.md): catalog
+ * codes are typed, so a misspelt one does not compile, and anything else must say it is deliberate.
+ */
+export function customErrorCode(code: string): CustomErrorCode {
+  return code as CustomErrorCode;
+}
+
 /**
  * Thrown (or rejected) by a node's `run` to leave through its `error` port.
  * The engine turns it into an `ctx.errors` record and, unless the node already
@@ -82,7 +94,7 @@ export class NodeError extends Error {
   readonly responsePrepared: boolean;
 
   constructor(
-    code: string,
+    code: KnownErrorCode | CustomErrorCode,
     message: string,
     options: {
       status?: number;

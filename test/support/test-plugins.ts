@@ -1,4 +1,4 @@
-import { NodeError } from '../../src/engine/errors.js';
+import { NodeError, customErrorCode } from '../../src/engine/errors.js';
 import { definePlugin, type PluginDefinition } from '../../src/plugins/define.js';
 import { registry } from '../../src/plugins/index.js';
 
@@ -42,7 +42,7 @@ export const failing = definePlugin<{ code: string; async: boolean }, 'success'>
   outputs: { success: { kind: 'success' } },
   create(config: { code: string; async: boolean }) {
     const fail = (): never => {
-      throw new NodeError(config.code, 'test node failed', { status: 503 });
+      throw new NodeError(customErrorCode(config.code), 'test node failed', { status: 503 });
     };
     return { run: config.async ? () => Promise.resolve().then(fail) : fail };
   },

@@ -1,6 +1,6 @@
 import type { Dispatcher } from 'undici';
 import type { Context } from '../../engine/context.js';
-import { NodeError } from '../../engine/errors.js';
+import { NodeError, type KnownErrorCode } from '../../engine/errors.js';
 import { classifyFailure } from '../../outbound/classify.js';
 import {
   exchange,
@@ -23,10 +23,10 @@ const BUFFERED: ExchangeLimits = { deadlineMs: 0, idleMs: 0, streaming: false };
  * when the request could not be built. One code per node type.
  */
 export class CalloutErrors {
-  readonly code: string;
+  readonly code: KnownErrorCode;
   readonly #type: string;
 
-  constructor(type: string, code: string) {
+  constructor(type: string, code: KnownErrorCode) {
     this.#type = type;
     this.code = code;
   }

@@ -1,4 +1,5 @@
 import type { RequestPart } from '../../engine/context.js';
+import type { KnownErrorCode } from '../../engine/errors.js';
 import { SigV4Signer, type Pair, type SigV4HeaderNames } from '../../signing/sigv4.js';
 import { ConfigError, definePlugin, type PluginDefinition, type PluginEnv } from '../define.js';
 import { CalloutErrors } from './callout.js';
@@ -75,7 +76,7 @@ const schema = {
  */
 function functionPlugin(
   type: string,
-  code: string,
+  code: KnownErrorCode,
   headerNames: SigV4HeaderNames,
 ): PluginDefinition<CloudFunctionConfig, 'success'> {
   return definePlugin({
