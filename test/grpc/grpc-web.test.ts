@@ -82,6 +82,7 @@ function decodeText(text: string): Buffer {
 let origin: Awaited<ReturnType<typeof startEchoServer>>;
 let slow: { port: number; release(): void; cancelled(): number; server: grpc.Server };
 let gw: RunningGateway;
+let gatewayYaml = '';
 
 /** A server stream that sends its first message, then waits until the test says so before the rest. */
 async function startHeldStream(): Promise<typeof slow> {
@@ -134,7 +135,7 @@ ${
     : '      - { from: web.success, to: up.in }\n'
 }      - { from: up.success, to: out.in }
       - { from: up.error, to: out.in }`;
-  gw = await startGateway(`
+  gatewayYaml = `
 routes:
   - { name: echo, match: { path: /demo.Echo/* }, policy: echo }
   - { name: secure, match: { path: /demo.Secure/* }, policy: secure }
@@ -154,7 +155,8 @@ policies:${web('echo', origin.port)}${web('secure', origin.port, true)}${web('de
       - { from: web.rejected, to: out.in }
       - { from: web.success, to: up.in }
       - { from: up.success, to: out.in }
-`);
+`;
+  gw = await startGateway(gatewayYaml);
 });
 
 after(async () => {
@@ -360,4 +362,34 @@ test('grpc-web: a request that is not gRPC-Web leaves through rejected', async (
   assert.equal(broken.res.status, 200);
   assert.equal(broken.res.headers.get('grpc-status'), String(grpc.status.UNKNOWN));
   assert.match(decodeURIComponent(broken.res.headers.get('grpc-message') ?? ''), /malformed gRPC-Web body/);
+});
+
+test('grpc-web: the node:http HTTP/1.1 front (http1_server: node) streams the same answers', async () => {
+  const nodeFront = await startGateway(gatewayYaml, {
+    systemYaml:
+      'listener: { bind: 127.0.0.1, port: 0, http1_server: node }\ntimeouts: { shutdown_timeout_seconds: 5 }\n',
+  });
+  try {
+    const res = await fetch(`${nodeFront.url}/demo.Echo/ServerStream`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/grpc-web-text' },
+      body: requestBody({ message: 'n', count: 3 }).toString('base64'),
+    });
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('content-type'), 'application/grpc-web-text+proto');
+    const answer = parseAnswer(decodeText(await res.text()));
+    assert.deepEqual(
+      answer.messages.map((m) => m.message),
+      ['n-0', 'n-1', 'n-2'],
+    );
+    assert.equal(answer.trailers['grpc-status'], '0');
+    const refused = await fetch(`${nodeFront.url}/demo.Secure/Unary`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/grpc-web+proto' },
+      body: requestBody({ message: 'hi' }),
+    });
+    assert.equal(refused.headers.get('grpc-status'), String(grpc.status.UNAUTHENTICATED));
+  } finally {
+    await nodeFront.stop();
+  }
 });
