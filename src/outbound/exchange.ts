@@ -69,6 +69,10 @@ export function exchange(
 
 function ignore(): void {}
 
+function asBuffer(field: Buffer | string): Buffer {
+  return typeof field === 'string' ? Buffer.from(field, 'latin1') : field;
+}
+
 function promote(exchange: Exchange): void {
   exchange.promote();
 }
@@ -185,10 +189,15 @@ class Exchange implements Dispatcher.DispatchHandler, BodySource, Deadlined {
     return true;
   }
 
-  onComplete(): void {
+  onComplete(trailers?: Buffer[] | string[] | null): void {
     if (this.#ended) return;
     this.#end(null);
+    // Chunked trailer fields travel with a streamed body (docs/grpc.md, "Trailers on HTTP/1.1"),
+    // also when the whole body came in one read and would otherwise be handed over as a buffer.
+    const withTrailers = trailers != null && trailers.length > 0;
+    if (withTrailers && this.#limits.streaming) this.promote();
     if (this.#stream !== null) {
+      if (withTrailers) this.#stream.trailers = parseResponseHeaders(trailers.map(asBuffer), true);
       this.#stream.push(null);
       return;
     }

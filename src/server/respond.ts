@@ -1,6 +1,7 @@
 import { ServerResponse, STATUS_CODES } from 'node:http';
 import { ERROR_CODES } from '../engine/errors.js';
 import { classifyCause } from '../outbound/classify.js';
+import { acceptsTrailers, relayTrailers } from '../outbound/upstream-body.js';
 import type { Readable } from 'node:stream';
 import type { Context, HeaderMap } from '../engine/context.js';
 
@@ -63,7 +64,7 @@ export function sendResponse(res: Reply, ctx: Context, done: () => void): void {
       done();
       return;
     }
-    relay(stream, res, status, headers, done);
+    relay(stream, res, status, headers, done, acceptsTrailers(ctx.request.headers.te));
     return;
   }
   if (!noContent) headers['content-length'] = String(r.body?.length ?? 0);
@@ -118,6 +119,7 @@ function relay(
   status: number,
   headers: Record<string, string | string[]>,
   done: () => void,
+  trailers: boolean,
 ): void {
   let committed = false;
   let settled = false;
@@ -159,7 +161,9 @@ function relay(
     if (!res.write(chunk)) stream.pause();
   });
   stream.once('end', () => {
-    if (committed || commit()) res.end();
+    if (!committed && !commit()) return;
+    if (trailers) relayTrailers(stream, res);
+    res.end();
   });
   stream.on('error', fail);
   res.on('drain', () => stream.resume());

@@ -151,8 +151,7 @@ const schema = {
             },
             grpc_service: {
               type: 'string',
-              default: '',
-              description: "type grpc: the service name asked about; '' = the whole server.",
+              description: "type grpc: the service name asked about. Default '' (the whole server).",
             },
             path: { type: 'string', pattern: '^/', default: DEFAULTS.activePath },
             interval_ms: { type: 'integer', minimum: 10, default: DEFAULTS.activeIntervalMs },

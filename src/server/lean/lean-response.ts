@@ -44,6 +44,8 @@ export class LeanResponse extends EventEmitter {
   #chunked = false;
   #hasBody = true;
   #keepAlive = false;
+  /** The last chunk of a chunked body, with the trailer fields addTrailers() gave. */
+  #lastChunk = LAST_CHUNK;
 
   constructor(sink: ResponseSink, req: LeanRequest) {
     super();
@@ -116,9 +118,9 @@ export class LeanResponse extends EventEmitter {
     if (!this.headersSent) this.writeHead(this.statusCode, { 'content-length': body?.length ?? 0 });
     if (body !== undefined && body.length > 0 && this.#hasBody) this.#send(body, true);
     else if (this.#head !== null) {
-      this.#sink.write(this.#chunked ? this.#head + LAST_CHUNK : this.#head, true);
+      this.#sink.write(this.#chunked ? this.#head + this.#lastChunk : this.#head, true);
       this.#head = null;
-    } else if (this.#chunked) this.#sink.write(LAST_CHUNK, true);
+    } else if (this.#chunked) this.#sink.write(this.#lastChunk, true);
     this.writableFinished = true;
     this.emit('finish');
     this.#sink.responseDone(this, this.#keepAlive);
@@ -126,6 +128,19 @@ export class LeanResponse extends EventEmitter {
 
   destroy(): void {
     this.#sink.destroy();
+  }
+
+  /** Trailer fields after the last chunk; ignored, as node:http does, unless the body is chunked. */
+  addTrailers(headers: LeanHeaders): void {
+    let fields = '';
+    for (const name in headers) {
+      const value = headers[name];
+      if (value === undefined) continue;
+      if (!isHttpToken(name)) throw new TypeError(`Trailer name must be a valid HTTP token ["${name}"]`);
+      if (typeof value === 'object') for (const item of value) fields += headerLine(name, item);
+      else fields += headerLine(name, typeof value === 'string' ? value : String(value));
+    }
+    this.#lastChunk = `0\r\n${fields}\r\n`;
   }
 
   /** Told when the client leaves before the answer is finished; cheaper than a 'close' listener per request. */
@@ -146,7 +161,7 @@ export class LeanResponse extends EventEmitter {
       sink.cork();
       sink.write(`${head ?? ''}${body.length.toString(16)}\r\n`, true);
       sink.write(body);
-      const ok = sink.write(last ? '\r\n' + LAST_CHUNK : '\r\n', true);
+      const ok = sink.write(last ? '\r\n' + this.#lastChunk : '\r\n', true);
       sink.uncork();
       return ok;
     }
