@@ -1,6 +1,22 @@
 import { randomBytes } from 'node:crypto';
 
-const PLACEHOLDER = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
+/**
+ * `${NAME}` or `${NAME:-default}`, where the default may itself hold one level of placeholders, as
+ * in a shell: `${UPSTREAM_PORT:-${GATEWAY_PORT:-8080}}`.
+ */
+const PLACEHOLDER =
+  /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-((?:[^$}]|\$(?!\{)|\$\{[A-Za-z_][A-Za-z0-9_]*(?::-[^}]*)?\})*))?\}/g;
+const INNER = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
+
+/** A default with placeholders of its own, resolved against the same environment. */
+function resolveDefault(fallback: string, env: NodeJS.ProcessEnv): string {
+  if (!fallback.includes('${')) return fallback;
+  return fallback.replace(INNER, (_match, name: string, inner: string | undefined) => {
+    const value = env[name];
+    if (inner !== undefined) return value === undefined || value === '' ? inner : value;
+    return value ?? '';
+  });
+}
 
 /**
  * `${NAME}` → value or '' and `${NAME:-default}` → value or default (docs/configuration.md#environment-interpolation).
@@ -14,7 +30,8 @@ export function interpolateEnv(
   if (!text.includes('${')) return text;
   return text.replace(PLACEHOLDER, (match, name: string, fallback: string | undefined) => {
     const value = env[name];
-    if (fallback !== undefined) return value === undefined || value === '' ? fallback : value;
+    if (fallback !== undefined)
+      return value === undefined || value === '' ? resolveDefault(fallback, env) : value;
     if (value === undefined && keepUnset) return match;
     return value ?? '';
   });
@@ -72,7 +89,11 @@ export function interpolateMarkingEmpty(text: string, env: NodeJS.ProcessEnv = p
   const marked = text.replace(PLACEHOLDER, (match, name: string, fallback: string | undefined) => {
     const value = env[name];
     const resolved =
-      fallback !== undefined ? (value === undefined || value === '' ? fallback : value) : (value ?? '');
+      fallback !== undefined
+        ? value === undefined || value === ''
+          ? resolveDefault(fallback, env)
+          : value
+        : (value ?? '');
     if (resolved !== '') return resolved;
     empties.push({ source: match, name, hasDefault: fallback !== undefined, set: value !== undefined });
     return `${tag}${empties.length - 1}__`;
