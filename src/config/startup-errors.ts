@@ -5,7 +5,7 @@ import type { SystemConfig } from './system.js';
 /** The system.yaml sections that open a listener, with the key a bind failure points at. */
 export type ListenerKey = 'listener' | 'admin' | 'stream';
 
-const FILE_KEYS = new Set(['cert_path', 'key_path', 'client_ca_path']);
+const FILE_KEYS = new Set(['cert_path', 'key_path', 'client_ca_path', 'crl_path']);
 
 /**
  * Certificate, key and CA files of `tls` and `admin.tls` that cannot be read,

@@ -24,6 +24,18 @@ const tlsSchema = {
     min_version: { type: 'string', enum: ['1.2', '1.3'], default: '1.2' },
     client_ca_path: str,
     client_cert_required: bool(true),
+    // PEM CRLs checked against client certificates, re-read on change (docs/tls.md#revocation).
+    crl_path: str,
+    // Stapled OCSP responses for the served certificates (docs/tls.md#ocsp-stapling).
+    ocsp_stapling: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        enabled: bool(false),
+        responder_url: { type: 'string', pattern: '^https?://' },
+        refresh_seconds: int(3600, 1),
+      },
+    },
     sni_certs: {
       type: 'array',
       default: [],

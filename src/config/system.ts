@@ -22,6 +22,10 @@ export interface TlsConfig {
   min_version: '1.2' | '1.3';
   client_ca_path?: string;
   client_cert_required: boolean;
+  /** PEM file of CRLs for client certificates (docs/tls.md#revocation). */
+  crl_path?: string;
+  /** docs/tls.md#ocsp-stapling */
+  ocsp_stapling?: { enabled: boolean; responder_url?: string; refresh_seconds: number };
   sni_certs: { server_name: string; cert_path?: string; key_path?: string; acme?: { domains?: string[] } }[];
   acme?: { domains?: string[] };
 }

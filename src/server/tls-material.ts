@@ -55,6 +55,8 @@ export class TlsMaterial {
   #watchers: ConfigWatcher[] = [];
   /** Client CA for mTLS; every context carries it because SNI contexts verify client certificates too. */
   readonly #clientCa: Buffer | undefined;
+  /** `tls.crl_path`: CRLs every context checks client certificates against; replaced when the file changes. */
+  #crl: Buffer | undefined;
   /** Called with the new default pair so the server can `setSecureContext`. */
   onDefaultChange: ((options: SecureContextOptions) => void) | undefined;
   readonly #managed: ManagedCertificates | undefined;
@@ -66,6 +68,7 @@ export class TlsMaterial {
     this.#label = label;
     this.#managed = managed;
     this.#clientCa = config.client_ca_path === undefined ? undefined : readFileSync(config.client_ca_path);
+    this.#crl = config.crl_path === undefined ? undefined : loadCrl(config.crl_path);
     if (config.acme !== undefined && managed !== undefined) {
       this.#default = this.#loadPem(managed.pair('default'));
     } else if (config.cert_path === undefined || config.key_path === undefined) {
@@ -200,6 +203,43 @@ export class TlsMaterial {
         this.#watchers.push(watchConfigFile(pair.files.key_path, debounceMs, reload));
       }
     }
+    const crlPath = this.#config.crl_path;
+    if (crlPath !== undefined) {
+      this.#watchers.push(watchConfigFile(crlPath, debounceMs, () => this.#reloadCrl(crlPath)));
+    }
+  }
+
+  /**
+   * A changed `tls.crl_path`: every context (default and SNI) is rebuilt with
+   * the new CRLs, so the next handshake checks against them. A file that does
+   * not load keeps the previous CRLs (docs/tls.md#revocation).
+   */
+  #reloadCrl(path: string): void {
+    try {
+      const crl = loadCrl(path);
+      const previous = this.#crl;
+      this.#crl = crl;
+      try {
+        const rebuilt = (entries: Map<string, LoadedContext>) =>
+          new Map([...entries].map(([name, loaded]) => [name, this.#loadPem(loaded)] as const));
+        const exact = rebuilt(this.#exact);
+        const wildcard = rebuilt(this.#wildcard);
+        const fallback = this.#loadPem(this.#default);
+        this.#exact = exact;
+        this.#wildcard = wildcard;
+        this.#default = fallback;
+      } catch (err) {
+        this.#crl = previous;
+        throw err;
+      }
+      this.onDefaultChange?.(this.#secureOptions(this.#default));
+      this.#logger.info({ listener: this.#label, crl_path: path }, 'TLS CRL reloaded');
+    } catch (err) {
+      this.#logger.warn(
+        { listener: this.#label, key: 'tls.crl_path', crl_path: path, err: (err as Error).message },
+        'tls.crl_path reload failed; keeping the previous CRLs',
+      );
+    }
   }
 
   close(): void {
@@ -221,6 +261,7 @@ export class TlsMaterial {
       key: loaded.key,
       minVersion: this.minVersion,
       ...(this.#clientCa === undefined ? {} : { ca: this.#clientCa }),
+      ...(this.#crl === undefined ? {} : { crl: this.#crl }),
     };
   }
 
@@ -239,4 +280,12 @@ export class TlsMaterial {
     const context = createSecureContext(this.#secureOptions({ cert, key }));
     return { context, cert, key };
   }
+}
+
+/** Reads a PEM file of one or more CRLs and checks that OpenSSL parses it. */
+function loadCrl(path: string): Buffer {
+  const crl = readFileSync(path);
+  if (!crl.includes('-----BEGIN X509 CRL-----')) throw new Error(`'${path}' holds no PEM CRL`);
+  createSecureContext({ crl });
+  return crl;
 }
