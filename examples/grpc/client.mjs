@@ -7,7 +7,7 @@
 //   node examples/grpc/client.mjs
 //
 // GATEWAY (default localhost:8080) and GREETER_KEY (default the example's key) change the target.
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, URL } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 
