@@ -475,6 +475,7 @@ function* nodeSamples(runtime: Runtime): Iterable<NodeSample> {
         type: node.type,
         runs: node.stats.runs,
         ms: node.stats.ms,
+        buckets: node.stats.buckets,
       };
     }
   }

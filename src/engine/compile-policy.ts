@@ -13,7 +13,7 @@ import {
 import type { Logger } from '../observability/logger.js';
 import { flattenPolicy, type FlatEdge, type FlatGraph, type FlatNode } from './flat-graph.js';
 import { checkCachePairs } from './cache-pairs.js';
-import type { BufferingReport, CompiledNode, CompiledPolicy } from './graph-types.js';
+import { newNodeStats, type BufferingReport, type CompiledNode, type CompiledPolicy } from './graph-types.js';
 import { resolveNodeConfig } from './node-config.js';
 import type { StoreLookup } from '../stores/index.js';
 
@@ -130,7 +130,7 @@ export function compilePolicy(
         next: {},
         onError: undefined,
         definition: def,
-        stats: { runs: 0, ms: 0 },
+        stats: newNodeStats(),
       });
     } catch (err) {
       const key = err instanceof ConfigError && err.path !== '' ? `.${err.path}` : '';

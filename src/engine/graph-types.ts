@@ -22,6 +22,27 @@ export interface CompiledNode {
 export interface NodeStats {
   runs: number;
   ms: number;
+  /** Runs per duration bucket: index i counts runs of at most NODE_DURATION_BOUNDS_MS[i], the last the rest. */
+  readonly buckets: Float64Array;
+}
+
+/** Upper bounds (ms) of the per-node duration histogram, `gateway_node_duration_seconds` (docs/metrics.md). */
+export const NODE_DURATION_BOUNDS_MS: readonly number[] = [
+  0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000,
+];
+
+export function newNodeStats(): NodeStats {
+  return { runs: 0, ms: 0, buckets: new Float64Array(NODE_DURATION_BOUNDS_MS.length + 1) };
+}
+
+/** Counts one run of `ms`: a short linear scan, no allocation (the run loop calls it per node). */
+export function recordNodeRun(stats: NodeStats, ms: number): void {
+  stats.runs++;
+  stats.ms += ms;
+  const bounds = NODE_DURATION_BOUNDS_MS;
+  let i = 0;
+  while (i < bounds.length && ms > bounds[i]!) i++;
+  stats.buckets[i]!++;
 }
 
 export interface BufferingReport {

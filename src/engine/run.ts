@@ -1,6 +1,12 @@
 import type { Context } from './context.js';
 import { NodeError, UNHANDLED_ERROR_BODY, unhandledUpstreamBody } from './errors.js';
-import type { CompiledNode, CompiledPolicy, EdgeKind, TraceRecorder } from './graph-types.js';
+import {
+  recordNodeRun,
+  type CompiledNode,
+  type CompiledPolicy,
+  type EdgeKind,
+  type TraceRecorder,
+} from './graph-types.js';
 import type { Logger } from '../observability/logger.js';
 
 /** Observers of node outcomes (metrics); called for every node run. */
@@ -81,8 +87,7 @@ function advance(
 ): CompiledNode | undefined {
   const duration = now() - started;
   // Plain field updates, read by the metrics scrape: no label lookups per request.
-  node.stats.runs++;
-  node.stats.ms += duration;
+  recordNodeRun(node.stats, duration);
   if (port !== 'error') {
     const next = node.next[port];
     trace?.step(node, port, next === undefined ? 'end_of_chain' : 'success', duration);

@@ -3,6 +3,7 @@ import type { Context } from '../engine/context.js';
 import type { ServerRequest } from '../server/data-plane.js';
 import { statusClass, transferOf } from './request-facts.js';
 import { FastCounter, FastHistogram, type CounterCell, type HistogramCell } from './fast-metrics.js';
+import { registerNodeDurationHistogram } from './node-histogram.js';
 
 type CounterChild = ReturnType<Counter<string>['labels']>;
 
@@ -52,6 +53,8 @@ export interface NodeSample {
   type: string;
   runs: number;
   ms: number;
+  /** Runs per bucket of NODE_DURATION_BOUNDS_MS, the last past the highest bound. */
+  buckets: Float64Array;
 }
 
 export class GatewayMetrics {
@@ -143,6 +146,7 @@ export class GatewayMetrics {
         for (const n of nodeSource()) if (n.runs > 0) this.labels(n.policy, n.nodeId, n.type).inc(n.runs);
       },
     });
+    registerNodeDurationHistogram(registers, nodeSource);
     new Counter({
       name: 'gateway_node_duration_seconds_total',
       help: 'Total node run time since the running configuration was applied, by policy, node id and type.',
