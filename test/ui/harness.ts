@@ -104,7 +104,7 @@ export async function expectCount(
   count: () => Promise<number>,
   expected: number,
 ): Promise<void> {
-  await waitFor(async () => (await count()) === expected, { what: `${expected} ${what}`, timeoutMs: 5000 });
+  await waitFor(async () => (await count()) === expected, { what: `${expected} ${what}`, timeoutMs: 20_000 });
 }
 
 export async function centre(page: Page, selector: string): Promise<{ x: number; y: number }> {
