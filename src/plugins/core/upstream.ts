@@ -222,7 +222,10 @@ export const upstream = definePlugin({
       );
     }
     if (settings.active?.type === 'grpc')
-      throw new ConfigError('health_check.active.type', `grpc needs scheme grpc or grpcs, not '${settings.scheme}'`);
+      throw new ConfigError(
+        'health_check.active.type',
+        `grpc needs scheme grpc or grpcs, not '${settings.scheme}'`,
+      );
     return new UpstreamNode(
       new UpstreamPool({
         targets: settings.targets,
