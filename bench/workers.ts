@@ -145,8 +145,8 @@ function ownCpuSeconds(pid: number): number {
 }
 
 /** `amount` requests by autocannon in its own process (its CPU is not the gateway's). */
-async function drive(url: string, amount: number): Promise<{ rps: number; non2xx: number; errors: number }> {
-  const script = `import ac from 'autocannon';const r=await ac({url:${JSON.stringify(url)},connections:${connections},amount:${amount},timeout:30});process.stdout.write(JSON.stringify({rps:r.requests.average,non2xx:r.non2xx,errors:r.errors}))`;
+async function drive(url: string, amount: number): Promise<{ rps: number; non2xx: number; errors: number; codes: unknown }> {
+  const script = `import ac from 'autocannon';const r=await ac({url:${JSON.stringify(url)},connections:${connections},amount:${amount},timeout:30});process.stdout.write(JSON.stringify({rps:r.requests.average,non2xx:r.non2xx,errors:r.errors,codes:r.statusCodeStats}))`;
   const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
     cwd: root,
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -156,7 +156,7 @@ async function drive(url: string, amount: number): Promise<{ rps: number; non2xx
   const timer = setTimeout(() => child.kill('SIGKILL'), 300_000);
   await new Promise((resolve) => child.once('exit', resolve));
   clearTimeout(timer);
-  return JSON.parse(out) as { rps: number; non2xx: number; errors: number };
+  return JSON.parse(out) as { rps: number; non2xx: number; errors: number; codes: unknown };
 }
 
 async function main(): Promise<void> {
@@ -187,7 +187,7 @@ async function main(): Promise<void> {
           const own = ((ownCpuSeconds(gw.pid) - ownBefore) * 1e6) / requests;
           if (result.non2xx > 0 || result.errors > 0)
             throw new Error(
-              `${scenario} workers=${workers}: ${result.non2xx} non-2xx, ${result.errors} errors`,
+              `${scenario} workers=${workers}: ${result.non2xx} non-2xx, ${result.errors} errors ${JSON.stringify(result.codes)}`,
             );
           const perRequest = ((after - before) * 1e6) / requests;
           pair.push(perRequest);

@@ -227,8 +227,9 @@ async function run(args: CliArgs): Promise<number> {
   try {
     if (workers > 1) {
       cluster = new ClusterPrimary({ gateway, workers, logger });
-      await gateway.serveControlPlane();
+      // Workers listen first: an ACME order the control plane starts is validated through them.
       await cluster.start();
+      await gateway.serveControlPlane();
       logger.info({ workers }, 'worker processes serve the data plane');
     } else await gateway.listen();
     starting = 'admin';

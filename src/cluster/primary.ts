@@ -187,17 +187,20 @@ export class ClusterPrimary {
     );
   }
 
-  /** Replaces the workers one at a time, each once its successor listens, so capacity never drops to zero. */
+  /** Replaces the workers one at a time, each once its successor listens, so capacity never drops. */
   async #restartAll(reason: string): Promise<void> {
     this.#logger.info({ reason }, 'restarting workers one at a time');
     for (const slot of this.#slots) {
       if (this.#stopping) return;
+      // The successor listens before the old worker stops accepting, so capacity never drops.
       const old = slot.handle;
-      this.#replace(slot);
-      const handle = slot.handle as WorkerHandle;
+      this.#restarts++;
+      const handle = this.#fork(slot);
       const deadline = Date.now() + this.#applyTimeoutMs;
       await until(handle.ready.promise, deadline).catch(() => undefined);
-      if (old !== undefined) await until(old.draining.promise, deadline);
+      if (old === undefined) continue;
+      void this.#retire(old, this.#gateway.system.timeouts.shutdown_timeout_seconds * 1000);
+      await until(old.draining.promise, deadline);
     }
   }
 

@@ -24,10 +24,10 @@ export interface ClusterGateway {
 
 export async function startClusterGateway(
   gatewayYaml: string,
-  options: { workers?: number | 'auto'; system?: string[]; env?: NodeJS.ProcessEnv } = {},
+  options: { workers?: number | 'auto'; system?: string[]; env?: NodeJS.ProcessEnv; port?: number } = {},
 ): Promise<ClusterGateway> {
   const dir = tempDir('switchyard-cluster-');
-  const [dataPort, adminPort] = [await freePort(), await freePort()];
+  const [dataPort, adminPort] = [options.port ?? (await freePort()), await freePort()];
   const systemPath = join(dir.path, 'system.yaml');
   const gatewayPath = join(dir.path, 'gateway.yaml');
   writeFileSync(
