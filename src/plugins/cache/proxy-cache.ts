@@ -1,9 +1,11 @@
 import { createHash } from 'node:crypto';
+import { pipeline, Transform, type Readable } from 'node:stream';
 import type { Context, HeaderMap } from '../../engine/context.js';
 import { NodeError } from '../../engine/errors.js';
 import { compatNames } from '../../config/compat-names.js';
 import type { CacheEvent } from '../../observability/metrics.js';
 import { ConfigError, definePlugin, type CacheTarget, type PluginEnv, type Template } from '../define.js';
+import { mentionsResponseBody } from '../response-body-refs.js';
 import { throttledWarning } from '../throttled-warning.js';
 import { LocalResponseCache } from './local-cache.js';
 import {
@@ -147,7 +149,11 @@ export const proxyCache = definePlugin({
     hit: { kind: 'outcome', description: 'The response was served from cache; wire to client.' },
   },
   templated: ['cache_key[]', 'no_cache[]', 'cache_bypass[]'],
-  readsResponseBody: (config: ProxyCacheConfig) => (config.phase ?? config.role) === 'store',
+  // The store half tees a streamed response into the cache as it is relayed (below), so it forces
+  // buffering only when a no_cache condition renders the response body.
+  readsResponseBody: (config: ProxyCacheConfig) =>
+    (config.phase ?? config.role) === 'store' &&
+    (config.no_cache ?? []).some((text) => mentionsResponseBody(text, true)),
   create(config: ProxyCacheConfig, env) {
     if (config.phase !== undefined && config.role !== undefined && config.phase !== config.role) {
       throw new ConfigError('role', `contradicts phase '${config.phase}'`);
@@ -333,10 +339,32 @@ function storeRun(
       return 'success';
     }
     res.headers[s.statusHeader] = 'MISS';
-    // Streamed responses are relayed as they arrive and never cached (docs/plugins/proxy-cache.md).
-    if (res.stream !== null || s.noCache(ctx)) return 'success';
+    if (s.noCache(ctx)) return 'success';
     const status = res.status === 0 ? 200 : res.status;
     if (!s.statuses.has(status) || !storable(res.headers)) return 'success';
+    const key = note?.key ?? s.keyOf(ctx);
+    if (res.stream !== null) {
+      res.stream = teeIntoCache(
+        res.stream,
+        s.maxBytes,
+        (body) => {
+          const entry: CachedResponse = {
+            status,
+            headers: storableHeaders(res.headers, s.statusHeader),
+            body,
+            storedAt: Date.now(),
+          };
+          try {
+            const put = cache.put(key, entry, s.ttl);
+            if (put instanceof Promise) put.catch(failed);
+          } catch (err) {
+            failed(err);
+          }
+        },
+        () => count('size_skip'),
+      );
+      return 'success';
+    }
     const body = res.body ?? EMPTY;
     if (body.length > s.maxBytes) {
       count('size_skip');
@@ -350,13 +378,45 @@ function storeRun(
     };
     let put: void | Promise<void>;
     try {
-      put = cache.put(note?.key ?? s.keyOf(ctx), entry, s.ttl);
+      put = cache.put(key, entry, s.ttl);
     } catch (err) {
       return failed(err);
     }
     if (put instanceof Promise) return put.then(() => 'success' as const, failed);
     return 'success';
   };
+}
+
+/**
+ * Relays `source` unchanged while keeping a copy of up to `maxBytes`: `complete` gets the whole body
+ * once the stream ended normally; past the cap the copy is dropped (`tooLarge`) and the relay goes on.
+ * An upstream failure mid-stream ends the relay with an error and stores nothing.
+ */
+function teeIntoCache(
+  source: Readable,
+  maxBytes: number,
+  complete: (body: Buffer) => void,
+  tooLarge: () => void,
+): Readable {
+  let chunks: Buffer[] | null = [];
+  let size = 0;
+  const tee = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      if (chunks !== null) {
+        size += chunk.length;
+        if (size > maxBytes) {
+          chunks = null;
+          tooLarge();
+        } else chunks.push(chunk);
+      }
+      done(null, chunk);
+    },
+    flush(done) {
+      if (chunks !== null) complete(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+      done();
+    },
+  });
+  return pipeline(source, tee, () => undefined);
 }
 
 /** The upstream said this response is not for shared caches, or it sets a cookie. */

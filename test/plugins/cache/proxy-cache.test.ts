@@ -161,14 +161,55 @@ test('proxy-cache: a body over max_object_bytes is served, not stored, and count
   assert.equal((await cacheEvents(scope))['local//size_skip'], 1);
 });
 
-test('proxy-cache: a streamed response is relayed, not cached', () => {
+/** Reads a relayed stream to its end, as the client node would. */
+async function drain(stream: Readable | null): Promise<string> {
+  assert.ok(stream !== null, 'the stream is left to the client node');
+  let text = '';
+  for await (const chunk of stream) text += String(chunk);
+  return text;
+}
+
+test('proxy-cache: a streamed response is relayed as it comes and stored once it has ended', async () => {
   const { lookup, store } = halves();
   const ctx = get();
   runNow(lookup, ctx);
   ctx.response.status = 200;
-  ctx.response.stream = Readable.from(['chunk']);
+  ctx.response.headers['content-type'] = 'text/plain';
+  ctx.response.stream = Readable.from([Buffer.from('chu'), Buffer.from('nk')]);
   assert.equal(runNow(store, ctx), 'success');
-  assert.ok(ctx.response.stream !== null, 'the stream is left to the client node');
+  assert.equal(runNow(lookup, get()), 'success', 'nothing is stored before the stream ends');
+  assert.equal(await drain(ctx.response.stream), 'chunk');
+  const hit = get();
+  await waitFor(() => runNow(lookup, hit) === 'hit', { timeoutMs: 5000, what: 'the streamed entry' });
+  assert.equal(bodyText(hit), 'chunk');
+  assert.equal(hit.response.headers['content-type'], 'text/plain');
+});
+
+test('proxy-cache: a streamed response over max_object_bytes is relayed whole and not stored', async () => {
+  const { lookup, store, scope } = halves({ max_object_bytes: 4 });
+  const ctx = get();
+  runNow(lookup, ctx);
+  ctx.response.status = 200;
+  ctx.response.stream = Readable.from([Buffer.from('too '), Buffer.from('large')]);
+  runNow(store, ctx);
+  assert.equal(await drain(ctx.response.stream), 'too large');
+  assert.equal(runNow(lookup, get()), 'success');
+  assert.equal((await cacheEvents(scope))['local//size_skip'], 1);
+});
+
+test('proxy-cache: a stream the upstream breaks off is not stored', async () => {
+  const { lookup, store } = halves();
+  const ctx = get();
+  runNow(lookup, ctx);
+  ctx.response.status = 200;
+  ctx.response.stream = new Readable({
+    read() {
+      this.push('partial');
+      this.destroy(new Error('upstream reset'));
+    },
+  });
+  runNow(store, ctx);
+  await assert.rejects(drain(ctx.response.stream));
   assert.equal(runNow(lookup, get()), 'success');
 });
 
@@ -332,9 +373,11 @@ test('proxy-cache: config rejections', () => {
   );
 });
 
-test('proxy-cache: only the store half reads the response body', () => {
-  assert.equal(proxyCache.readsResponseBody?.({ phase: 'store' } as never), true);
-  assert.equal(proxyCache.readsResponseBody?.({ role: 'store' } as never), true);
-  assert.equal(proxyCache.readsResponseBody?.({ phase: 'lookup' } as never), false);
+test('proxy-cache: only a store half whose no_cache reads the body makes its upstream buffer', () => {
+  const body = { no_cache: ['{{response.body}}'] };
+  assert.equal(proxyCache.readsResponseBody?.({ phase: 'store', ...body } as never), true);
+  assert.equal(proxyCache.readsResponseBody?.({ role: 'store', ...body } as never), true);
+  assert.equal(proxyCache.readsResponseBody?.({ phase: 'store' } as never), false);
+  assert.equal(proxyCache.readsResponseBody?.({ phase: 'lookup', ...body } as never), false);
   assert.equal(proxyCache.readsResponseBody?.({ phase: 'purge' } as never), false);
 });
