@@ -17,7 +17,10 @@ policies:
       - { id: in, type: listener }
       - id: cas
         type: cas-auth
-        config: { idp_uri: \${CAS_URL}, session_secret: \${SESSION_SECRET}, session_storage: cookie }
+        config:
+          idp_uri: \${CAS_URL}
+          session_secret: \${SESSION_SECRET}
+          session_storage: cookie
       - { id: show, type: echo, config: { body: 'hello {{message.user}}' } }
       - { id: out, type: client }
     edges:
