@@ -182,6 +182,7 @@ export async function startListener(
       logger.debug({ listener: spec.label, err: err.message }, 'TLS handshake failed'),
     );
     material.onDefaultChange = (opts) => tlsServer.setSecureContext(opts);
+    material.staple(tlsServer);
     material.watch();
     front = tlsServer;
   } else if (http2 !== undefined) {

@@ -5,10 +5,12 @@ import {
   type SecureContextOptions,
   type TlsOptions,
   type TLSSocket,
+  type Server as TlsServer,
 } from 'node:tls';
 import type { TlsConfig } from '../config/system.js';
 import type { Logger } from '../observability/logger.js';
 import { watchConfigFile, type ConfigWatcher } from '../config/watch.js';
+import { OcspStapler } from './ocsp-stapling.js';
 
 interface CertFiles {
   cert_path: string;
@@ -60,6 +62,7 @@ export class TlsMaterial {
   /** Called with the new default pair so the server can `setSecureContext`. */
   onDefaultChange: ((options: SecureContextOptions) => void) | undefined;
   readonly #managed: ManagedCertificates | undefined;
+  #stapler: OcspStapler | undefined;
   #unsubscribe: (() => void) | undefined;
 
   constructor(config: TlsConfig, logger: Logger, label: string, managed?: ManagedCertificates) {
@@ -242,7 +245,17 @@ export class TlsMaterial {
     }
   }
 
+  /** With `tls.ocsp_stapling.enabled`: staples OCSP responses to `server`'s handshakes (docs/tls.md#ocsp-stapling). */
+  staple(server: TlsServer): void {
+    const config = this.#config.ocsp_stapling;
+    if (config?.enabled !== true || this.#stapler !== undefined) return;
+    this.#stapler = new OcspStapler(config, this.#logger, this.#label);
+    this.#stapler.attach(server);
+  }
+
   close(): void {
+    this.#stapler?.close();
+    this.#stapler = undefined;
     this.#unsubscribe?.();
     this.#unsubscribe = undefined;
     for (const w of this.#watchers) w.close();

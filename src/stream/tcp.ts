@@ -81,6 +81,7 @@ export async function startTcpStream(
       logger.debug({ listener: `stream ${label}`, err: err.message }, 'stream tls handshake failed');
     });
     material.onDefaultChange = (secure) => tlsServer.setSecureContext(secure);
+    material.staple(tlsServer);
     material.watch();
     server = tlsServer;
   }
