@@ -5,7 +5,8 @@
  * gateway's whole process tree (primary and workers, from /proc) over a fixed
  * number of requests, divided by that number. Scenarios: a mocked answer, a
  * proxied one, and a local limit-count in front of a mocked answer (with
- * workers every count is a round trip to the primary; this is its price).
+ * workers the admissions are leased from the primary; this is its price).
+ * The primary's own share is printed per round (stderr).
  *
  * Environment: WORKERS_BENCH_REQUESTS (per run, default 20000),
  * WORKERS_BENCH_ROUNDS (default 3), WORKERS_BENCH_CONNECTIONS (default 20).
@@ -145,7 +146,10 @@ function ownCpuSeconds(pid: number): number {
 }
 
 /** `amount` requests by autocannon in its own process (its CPU is not the gateway's). */
-async function drive(url: string, amount: number): Promise<{ rps: number; non2xx: number; errors: number; codes: unknown }> {
+async function drive(
+  url: string,
+  amount: number,
+): Promise<{ rps: number; non2xx: number; errors: number; codes: unknown }> {
   const script = `import ac from 'autocannon';const r=await ac({url:${JSON.stringify(url)},connections:${connections},amount:${amount},timeout:30});process.stdout.write(JSON.stringify({rps:r.requests.average,non2xx:r.non2xx,errors:r.errors,codes:r.statusCodeStats}))`;
   const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
     cwd: root,
@@ -214,8 +218,8 @@ async function main(): Promise<void> {
   const lines = [
     `CPU per request, all gateway processes (median of ${rounds} rounds × ${requests} requests, ${connections} connections)`,
     '',
-    '| scenario | workers: 1 µs/req | workers: 2 µs/req | ratio (median of pairs) | rps w1 / w2 |',
-    '|---|---|---|---|---|',
+    '| scenario | workers: 1 µs/req | workers: 2 µs/req | ratio (median of pairs) | per-round ratios | rps w1 / w2 |',
+    '|---|---|---|---|---|---|',
   ];
   for (const scenario of scenarios) {
     const one = median(cpu.get(`${scenario}:1`));
@@ -223,7 +227,7 @@ async function main(): Promise<void> {
     const r1 = median(rps.get(`${scenario}:1`));
     const r2 = median(rps.get(`${scenario}:2`));
     lines.push(
-      `| ${scenario} | ${one.toFixed(1)} | ${two.toFixed(1)} | ${median(ratios.get(scenario)).toFixed(2)}× | ${r1.toFixed(0)} / ${r2.toFixed(0)} |`,
+      `| ${scenario} | ${one.toFixed(1)} | ${two.toFixed(1)} | ${median(ratios.get(scenario)).toFixed(2)}× | ${(ratios.get(scenario) ?? []).map((r) => r.toFixed(2)).join(', ')} | ${r1.toFixed(0)} / ${r2.toFixed(0)} |`,
     );
   }
   process.stdout.write(`${lines.join('\n')}\n`);
