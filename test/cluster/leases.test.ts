@@ -37,9 +37,7 @@ function cluster(n: number): { workers: SimWorker[]; service: SharedService } {
       if (message.t !== 'calls') return;
       worker.messages++;
       setImmediate(() => {
-        void Promise.resolve(service.run(id, message.c)).then((r) =>
-          setImmediate(() => channel.replies(r)),
-        );
+        void Promise.resolve(service.run(id, message.c)).then((r) => setImmediate(() => channel.replies(r)));
       });
     });
     worker.counter = workerSharedState(channel, leases)('limits.fixed-window', undefined) as WindowCounter;
