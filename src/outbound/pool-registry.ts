@@ -1,5 +1,5 @@
 import { Pool } from 'undici';
-import type { TlsMaterial } from './tls.js';
+import { undiciConnect, type TlsMaterial } from './tls.js';
 
 /** Identity of a shared pool: same origin, TLS material and connect timeout → same warm connections. */
 export interface PoolSpec {
@@ -123,17 +123,11 @@ function createPool(
     bodyTimeout: 0,
     // h2 is offered through ALPN to TLS targets; cleartext stays HTTP/1.1.
     allowH2: origin.startsWith('https:'),
-    connect: {
-      timeout: connectTimeoutMs,
-      ...(tls === null
-        ? {}
-        : {
-            rejectUnauthorized: tls.rejectUnauthorized,
-            ...(tls.ca === undefined ? {} : { ca: tls.ca }),
-            ...(tls.cert === undefined ? {} : { cert: tls.cert }),
-            ...(tls.key === undefined ? {} : { key: tls.key }),
-          }),
-    },
+    // With a client certificate, a connector that picks up a replaced pair (docs/tls.md#outbound-tls).
+    connect:
+      tls === null
+        ? { timeout: connectTimeoutMs }
+        : undiciConnect(tls, { timeout: connectTimeoutMs, allowH2: origin.startsWith('https:') }),
   });
 }
 

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { createSecureContext } from 'node:tls';
+import { buildConnector } from 'undici';
 
 /** TLS settings of an upstream, as configured (file paths). */
 export interface TlsSettings {
@@ -13,7 +14,12 @@ export interface TlsSettings {
   keyPath?: string | undefined;
 }
 
-/** Loaded, checked TLS material; `fingerprint` identifies it in the pool registry. */
+/**
+ * Loaded, checked TLS material; `fingerprint` identifies it in the pool
+ * registry. With a client certificate, `cert` and `key` read the pair as it
+ * is on disk now (docs/tls.md#outbound-tls): each read made when a new
+ * connection opens sees a replaced pair.
+ */
 export interface TlsMaterial {
   readonly rejectUnauthorized: boolean;
   readonly ca?: Buffer;
@@ -21,6 +27,9 @@ export interface TlsMaterial {
   readonly key?: Buffer;
   readonly fingerprint: string;
 }
+
+/** How often, at most, the client certificate files are checked for a change (on new connections only). */
+export const CLIENT_PAIR_CHECK_MS = 1000;
 
 export type TlsField = 'ca' | 'cert' | 'key';
 
@@ -50,12 +59,111 @@ export function loadTlsMaterial(settings: TlsSettings): TlsMaterial {
 
   const hash = createHash('sha256').update(settings.verify ? 'verify' : 'no-verify');
   for (const part of [ca, cert, key]) hash.update('\0').update(part ?? '');
+  const fingerprint = hash.digest('base64url').slice(0, 22);
+  if (
+    cert !== undefined &&
+    key !== undefined &&
+    settings.certPath !== undefined &&
+    settings.keyPath !== undefined
+  ) {
+    const pair = liveClientPair(settings.certPath, settings.keyPath, { cert, key });
+    return {
+      rejectUnauthorized: settings.verify,
+      ...(ca === undefined ? {} : { ca }),
+      // Only `cert` looks at the files: callers read cert then key, so the two always match.
+      get cert() {
+        return pair.check().cert;
+      },
+      get key() {
+        return pair.current().key;
+      },
+      fingerprint,
+    };
+  }
   return {
     rejectUnauthorized: settings.verify,
     ...(ca === undefined ? {} : { ca }),
     ...(cert === undefined ? {} : { cert }),
     ...(key === undefined ? {} : { key }),
-    fingerprint: hash.digest('base64url').slice(0, 22),
+    fingerprint,
+  };
+}
+
+interface Pair {
+  cert: Buffer;
+  key: Buffer;
+}
+
+/**
+ * The client pair, re-read when either file's size, mtime or inode changes
+ * (checked at most every CLIENT_PAIR_CHECK_MS). A new pair that does not load
+ * or whose key does not match is ignored and the previous pair stays until
+ * the files change again.
+ */
+function liveClientPair(
+  certPath: string,
+  keyPath: string,
+  initial: Pair,
+): { check(): Pair; current(): Pair } {
+  const stamp = () => {
+    const parts: string[] = [];
+    for (const path of [certPath, keyPath]) {
+      try {
+        const st = statSync(path);
+        parts.push(`${st.ino}:${st.size}:${st.mtimeMs}`);
+      } catch {
+        parts.push('missing');
+      }
+    }
+    return parts.join('|');
+  };
+  let current = initial;
+  let seen = stamp();
+  let checkedAt = Date.now();
+  const check = (): Pair => {
+    const now = Date.now();
+    if (now - checkedAt < CLIENT_PAIR_CHECK_MS) return current;
+    checkedAt = now;
+    const next = stamp();
+    if (next === seen) return current;
+    seen = next;
+    try {
+      const cert = readFileSync(certPath);
+      const key = readFileSync(keyPath);
+      createSecureContext({ cert, key });
+      current = { cert, key };
+    } catch {
+      // Half-written or mismatched pair: keep the previous one; the next change is tried again.
+    }
+    return current;
+  };
+  return { check, current: () => current };
+}
+
+/**
+ * The undici `connect` option of a pool to a TLS origin: plain options, or,
+ * with a client certificate, a connector that builds its TLS options again
+ * when the pair on disk changed, so new connections present the new pair.
+ */
+export function undiciConnect(
+  tls: TlsMaterial,
+  base: { timeout: number; allowH2: boolean },
+): buildConnector.BuildOptions | buildConnector.connector {
+  const options = (): buildConnector.BuildOptions => ({
+    timeout: base.timeout,
+    allowH2: base.allowH2,
+    rejectUnauthorized: tls.rejectUnauthorized,
+    ...(tls.ca === undefined ? {} : { ca: tls.ca }),
+    ...(tls.cert === undefined ? {} : { cert: tls.cert }),
+    ...(tls.key === undefined ? {} : { key: tls.key }),
+  });
+  if (tls.cert === undefined) return options();
+  let built: { cert: Buffer | undefined; connector: buildConnector.connector } | undefined;
+  return (opts, callback) => {
+    const cert = tls.cert;
+    if (built === undefined || built.cert !== cert) built = { cert, connector: buildConnector(options()) };
+    const { connector } = built;
+    return connector(opts, callback);
   };
 }
 
