@@ -295,10 +295,18 @@ export class TlsMaterial {
   }
 }
 
-/** Reads a PEM file of one or more CRLs and checks that OpenSSL parses it. */
+/**
+ * Reads a PEM file of one or more CRLs and checks that OpenSSL parses it.
+ * Errors carry `path`, so a failed start names the key holding it
+ * (describeStartupError in src/config/startup-errors.ts).
+ */
 function loadCrl(path: string): Buffer {
   const crl = readFileSync(path);
-  if (!crl.includes('-----BEGIN X509 CRL-----')) throw new Error(`'${path}' holds no PEM CRL`);
-  createSecureContext({ crl });
+  try {
+    if (!crl.includes('-----BEGIN X509 CRL-----')) throw new Error('not a PEM CRL file');
+    createSecureContext({ crl });
+  } catch (err) {
+    throw Object.assign(new Error((err as Error).message), { path });
+  }
   return crl;
 }

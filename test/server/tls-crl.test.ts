@@ -8,7 +8,7 @@ import { connect as tlsConnect } from 'node:tls';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { parseSystemConfig, type StreamListenerConfig } from '../../src/config/system.js';
-import { tlsFileIssues } from '../../src/config/startup-errors.js';
+import { describeStartupError, tlsFileIssues } from '../../src/config/startup-errors.js';
 import { startTcpStream } from '../../src/stream/tcp.js';
 import { silentLogger } from '../../src/observability/logger.js';
 import { startGateway } from '../support/in-process.js';
@@ -235,4 +235,22 @@ test('validate: an unreadable tls.crl_path is reported at its key', () => {
   assert.deepEqual(tlsFileIssues(system), [
     { path: 'tls.crl_path', message: `cannot read '${join(dir.path, 'missing.crl')}': no such file` },
   ]);
+});
+
+test('start: a crl_path that is not a CRL stops the listener with a line naming tls.crl_path', async () => {
+  const bad = join(dir.path, 'bad.crl');
+  writeFileSync(bad, 'not a CRL\n');
+  const yaml = systemYaml(bad);
+  const err = await startGateway(gatewayYaml, { systemYaml: yaml }).then(
+    async (gw) => {
+      await gw.stop();
+      return undefined;
+    },
+    (e: unknown) => e,
+  );
+  assert.ok(err !== undefined, 'the gateway must not start');
+  assert.equal(
+    describeStartupError(err, 'listener', parseSystemConfig(yaml)),
+    `tls.crl_path: cannot read '${bad}': not a PEM CRL file`,
+  );
 });
