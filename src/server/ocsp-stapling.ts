@@ -15,6 +15,8 @@ import type { Logger } from '../observability/logger.js';
 
 /** How long one responder request may take. */
 export const OCSP_FETCH_TIMEOUT_MS = 5000;
+/** Served certificates tracked at once (default + SNI, plus ones replaced on disk). */
+const MAX_CERTIFICATES = 1024;
 /** After a failed fetch, the next try waits this long (or `refresh_seconds` when shorter). */
 const RETRY_AFTER_FAILURE_MS = 60_000;
 
@@ -64,6 +66,8 @@ export class OcspStapler {
     let entry = this.#cache.get(key);
     if (entry === undefined) {
       entry = { response: undefined, expiresAt: 0, refreshAt: 0, inflight: undefined, warned: false };
+      // Replaced certificates leave their entries behind; drop the oldest past a bound.
+      if (this.#cache.size >= MAX_CERTIFICATES) this.#cache.delete(this.#cache.keys().next().value as string);
       this.#cache.set(key, entry);
     }
     const current = entry;
