@@ -33,7 +33,12 @@ function cli(args: string[], env: NodeJS.ProcessEnv = {}): Cli {
   let err = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  const exited = once(child, 'exit').then(([code]) => code as number | null);
+  // 'close', not 'exit': the exit can come before the last stderr/stdout bytes are read. A process
+  // that left a child holding the pipes (a killed cluster primary) still counts as exited 2 s later.
+  const exited = new Promise<number | null>((resolve) => {
+    child.once('close', (code: number | null) => resolve(code));
+    child.once('exit', (code: number | null) => setTimeout(() => resolve(code), 2000).unref());
+  });
   return {
     stdout: () => out,
     stderr: () => err,

@@ -1,5 +1,4 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { waitFor } from './wait.js';
 
@@ -23,7 +22,12 @@ export function spawnGateway(args: string[], env: NodeJS.ProcessEnv = {}): Gatew
   let out = '';
   child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = once(child, 'exit').then(([code]) => code as number | null);
+  // 'close', not 'exit': the exit can come before the last stderr/stdout bytes are read. A process
+  // that left a child holding the pipes (a killed cluster primary) still counts as exited 2 s later.
+  const exited = new Promise<number | null>((resolve) => {
+    child.once('close', (code: number | null) => resolve(code));
+    child.once('exit', (code: number | null) => setTimeout(() => resolve(code), 2000).unref());
+  });
   return {
     child,
     output: () => out,
