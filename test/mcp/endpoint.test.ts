@@ -34,6 +34,8 @@ const WRITE_TOOLS = [
   'delete_plugin_config',
   'put_store',
   'delete_store',
+  'put_global_rule',
+  'delete_global_rule',
   'reload_config',
   'purge_cache',
   // They compile or execute nodes: scripts, outbound calls, store writes (review H1).
@@ -60,6 +62,8 @@ const READ_TOOLS = [
   'get_store',
   'list_consumers',
   'get_consumer',
+  'list_global_rules',
+  'get_global_rule',
   'list_traces',
   'get_trace',
   'get_trace_step',
