@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { ConfigRejected, formatIssues, type ConfigIssue } from './config/schema-validate.js';
-import { loadSystemConfig } from './config/system.js';
+import { loadSystemConfig, type StreamListenerConfig } from './config/system.js';
 import { loadGatewayConfig } from './config/gateway.js';
 import { createLogger, silentLogger } from './observability/logger.js';
 import { Gateway, compileWith, type ApplySource } from './gateway.js';
@@ -251,10 +251,17 @@ async function run(args: CliArgs): Promise<number> {
   process.on('SIGHUP', () => {
     gateway.reload('signal').catch(() => undefined);
     const running = streams;
-    if (running !== undefined)
-      void reloadStreams(args.systemPath, current, running, logger).then((next) => {
-        current = next;
-      });
+    const workers = cluster;
+    const apply =
+      running !== undefined
+        ? (stream: StreamListenerConfig[]) => running.apply(stream)
+        : (stream: StreamListenerConfig[]) => {
+            workers?.applyStream(stream);
+            return Promise.resolve(undefined);
+          };
+    void reloadStreams(args.systemPath, current, apply, logger).then((next) => {
+      current = next;
+    });
   });
   // Workers write their own access-log lines; logrotate signals the primary only.
   if (cluster !== undefined) process.on('SIGUSR1', () => cluster?.signalWorkers('SIGUSR1'));

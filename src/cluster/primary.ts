@@ -3,6 +3,7 @@ import { deserialize } from 'node:v8';
 import type { Trace } from '../debug/trace-types.js';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { GatewayConfig } from '../config/gateway.js';
+import type { StreamListenerConfig } from '../config/system.js';
 import type { ApplySource, Gateway } from '../gateway.js';
 import type { Logger } from '../observability/logger.js';
 import { aggregateMetrics, type WorkerSample } from './metrics.js';
@@ -106,6 +107,8 @@ export class ClusterPrimary {
   readonly #service: SharedService;
   readonly #applyTimeoutMs: number;
   #config: GatewayConfig;
+  /** `stream:` as last reloaded by SIGHUP; undefined: as the process started. */
+  #stream: StreamListenerConfig[] | undefined;
   #version = 1;
   #restarts = 0;
   #scrapes = 0;
@@ -294,7 +297,7 @@ export class ClusterPrimary {
           t: 'init',
           worker: handle.index,
           v: this.#version,
-          system: this.#gateway.system,
+          system: { ...this.#gateway.system, stream: this.#stream ?? this.#gateway.system.stream },
           config: this.#config,
           gatewayPath: this.#gateway.gatewayPath,
         });
@@ -388,6 +391,15 @@ export class ClusterPrimary {
     handle.scrapes.delete(id);
     if (metrics === undefined || metrics === TIMEOUT) return undefined;
     return { worker: handle.index, pid: handle.worker.process.pid ?? 0, metrics };
+  }
+
+  /** Every worker, and every worker started later, runs these stream listeners (SIGHUP reload). */
+  applyStream(stream: StreamListenerConfig[]): void {
+    this.#stream = stream;
+    for (const slot of this.#slots) {
+      const handle = slot.handle;
+      if (handle !== undefined && !handle.gone) handle.send({ t: 'stream', stream });
+    }
   }
 
   /** Passes a signal on to every live worker (SIGUSR1: each reopens its access-log file). */

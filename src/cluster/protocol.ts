@@ -1,5 +1,5 @@
 import type { GatewayConfig } from '../config/gateway.js';
-import type { SystemConfig } from '../config/system.js';
+import type { StreamListenerConfig, SystemConfig } from '../config/system.js';
 import type { ApplySource } from '../gateway.js';
 import type { MetricObjectWithValues, MetricValue } from 'prom-client';
 
@@ -78,6 +78,8 @@ export type ToWorker =
   | { t: 'metrics?'; id: number }
   /** A TLS-ALPN-01 answer the primary created for an order (removed when `pair` is absent); answer `ack`. */
   | { t: 'challenge'; id: number; domain: string; pair?: { key: string; cert: string } }
+  /** SIGHUP re-read system.yaml: run these `stream:` listeners (docs/stream.md#reload). */
+  | { t: 'stream'; stream: StreamListenerConfig[] }
   /** Give back the unused leased admissions of window `key` (another worker needs them). */
   | { t: 'reclaim'; id: number; key: string }
   /** Drain and exit (SIGTERM of the gateway). */

@@ -1,9 +1,10 @@
 import { serialize } from 'node:v8';
+import type { StreamListenerConfig } from '../config/system.js';
 import { Gateway } from '../gateway.js';
-import { createLogger } from '../observability/logger.js';
+import { createLogger, type Logger } from '../observability/logger.js';
 import { registerStreamMetrics } from '../observability/stream-metrics.js';
 import { closeAllPools } from '../outbound/pool-registry.js';
-import { closeStreamListeners, startStreamListeners, type StreamListener } from '../stream/index.js';
+import { StreamListeners } from '../stream/index.js';
 import { PrimaryChannel } from './primary-channel.js';
 import type { ToPrimary, ToWorker } from './protocol.js';
 import { WindowLeases, workerSharedState } from './worker-shared.js';
@@ -43,6 +44,18 @@ export async function runClusterWorker(): Promise<number> {
   const slot = Number(process.env.SWITCHYARD_WORKER);
   const leases = new WindowLeases();
   let gateway: Gateway | undefined;
+  let streams: StreamListeners | undefined;
+  /** Set once `init` arrives; a stream reload before that only logs nothing. */
+  const log: { to?: Logger } = {};
+  /** A `stream` message that came before the listeners were up: applied once they are. */
+  let pendingStream: StreamListenerConfig[] | undefined;
+  const applyStream = (running: StreamListeners, stream: StreamListenerConfig[]) =>
+    void running.apply(stream).then((changes) => {
+      const { started, updated, restarted, removed, failed } = changes;
+      if (failed.length > 0) log.to?.error({ failed }, 'stream listeners reloaded with failures');
+      else if (started.length + updated.length + restarted.length + removed.length > 0)
+        log.to?.info({ started, updated, restarted, removed }, 'stream listeners reloaded');
+    });
   let onStop: () => void = () => undefined;
   const stopped = new Promise<void>((resolve) => (onStop = resolve));
   const init = new Promise<Init>((resolve) => {
@@ -62,6 +75,10 @@ export async function runClusterWorker(): Promise<number> {
           );
           return;
         }
+        case 'stream':
+          if (streams === undefined) pendingStream = message.stream;
+          else applyStream(streams, message.stream);
+          return;
         case 'reclaim':
           return send({ t: 'returned', id: message.id, n: leases.reclaim(message.key) });
         case 'challenge':
@@ -89,9 +106,9 @@ export async function runClusterWorker(): Promise<number> {
 
   const { system, config, gatewayPath, worker } = await init;
   const logger = createLogger(system.logging).child({ worker });
+  log.to = logger;
   // The worker's copy never persists, watches or orders certificates; the primary does.
   const workerSystem = { ...system, config: { ...system.config, persist: false, watch: false } };
-  let streams: StreamListener[] = [];
   try {
     gateway = Gateway.create(
       {
@@ -106,8 +123,10 @@ export async function runClusterWorker(): Promise<number> {
     const debugStore = gateway.debug.store;
     debugStore.forward = (trace) => send({ t: 'trace', v8: serialize(trace).toString('base64') });
     await gateway.listen();
-    streams = await startStreamListeners(system, logger);
-    if (streams.length > 0) registerStreamMetrics(gateway.metrics.registry, () => streams);
+    const running = await StreamListeners.start(system, logger);
+    streams = running;
+    registerStreamMetrics(gateway.metrics.registry, () => running.list);
+    if (pendingStream !== undefined) applyStream(running, pendingStream);
   } catch (err) {
     logger.error({ err }, 'worker cannot start');
     return 1;
@@ -115,7 +134,7 @@ export async function runClusterWorker(): Promise<number> {
   send({ t: 'ready' });
   await stopped;
   const graceMs = system.timeouts.shutdown_timeout_seconds * 1000;
-  const drained = Promise.all([gateway.shutdown(), closeStreamListeners(streams, graceMs)]);
+  const drained = Promise.all([gateway.shutdown(), streams?.close(graceMs)]);
   // Both started by closing their listeners (node:cluster tells the primary on this same channel,
   // ahead of this message): a primary replacing this worker may now acknowledge a write.
   setImmediate(() => send({ t: 'draining' }));

@@ -1,7 +1,8 @@
 import { ConfigRejected, formatIssues } from '../config/schema-validate.js';
 import { loadSystemConfig, type SystemConfig } from '../config/system.js';
 import type { Logger } from '../observability/logger.js';
-import type { StreamListeners } from './index.js';
+import type { StreamListenerConfig } from '../config/system.js';
+import type { StreamChanges } from './index.js';
 
 /**
  * SIGHUP for system.yaml: re-reads the file and applies its `stream:` section
@@ -13,7 +14,8 @@ import type { StreamListeners } from './index.js';
 export async function reloadStreams(
   systemPath: string,
   running: SystemConfig,
-  streams: StreamListeners,
+  /** Runs the new listeners here (answering what changed), or hands them to the workers (undefined). */
+  apply: (stream: StreamListenerConfig[]) => Promise<StreamChanges | undefined>,
   logger: Logger,
 ): Promise<SystemConfig> {
   let next: SystemConfig;
@@ -27,14 +29,11 @@ export async function reloadStreams(
     );
     return running;
   }
-  const changes = await streams.apply(next.stream);
-  const moved =
-    changes.started.length + changes.updated.length + changes.restarted.length + changes.removed.length;
-  if (moved > 0 || changes.failed.length > 0) {
-    const { started, updated, restarted, removed, failed } = changes;
-    const log = failed.length > 0 ? logger.error.bind(logger) : logger.info.bind(logger);
-    log({ started, updated, restarted, removed, failed }, 'stream listeners reloaded');
-  }
+  const changes = await apply(next.stream);
+  if (changes === undefined) {
+    if (JSON.stringify(next.stream) !== JSON.stringify(running.stream))
+      logger.info({ listeners: next.stream.length }, 'stream listeners sent to every worker');
+  } else logChanges(changes, logger);
   const restartNeeded = Object.keys({ ...running, ...next }).filter(
     (key) =>
       key !== 'stream' &&
@@ -47,4 +46,11 @@ export async function reloadStreams(
     );
   // Only `stream:` took effect; the rest stays what the process started with.
   return { ...running, stream: next.stream };
+}
+
+function logChanges(changes: StreamChanges, logger: Logger): void {
+  const { started, updated, restarted, removed, failed } = changes;
+  if (started.length + updated.length + restarted.length + removed.length + failed.length === 0) return;
+  const log = failed.length > 0 ? logger.error.bind(logger) : logger.info.bind(logger);
+  log({ started, updated, restarted, removed, failed }, 'stream listeners reloaded');
 }
