@@ -118,11 +118,12 @@ export function sendGrpcResponse(res: Reply, ctx: Context, done: () => void): vo
     const value = r.headers[name];
     if (value !== undefined) extra[name] = value;
   }
-  sendGrpcError(res, status, messageOf(r.body, status), extra);
+  sendGrpcError(res, status, errorMessage(r.body, status), extra);
   done();
 }
 
-function messageOf(body: Buffer | null, status: number): string {
+/** The `message` (or `error_msg`, `error`) of a JSON error body; the text itself otherwise. */
+export function errorMessage(body: Buffer | null, status: number): string {
   if (body !== null && body.length > 0) {
     try {
       const parsed = JSON.parse(body.toString('utf8')) as unknown;

@@ -1,5 +1,5 @@
 import type { Context, HeaderMap } from '../engine/context.js';
-import { encodeGrpcMessage, grpcStatusFor } from './grpc-error.js';
+import { encodeGrpcMessage, errorMessage, grpcStatusFor } from './grpc-error.js';
 import type { Reply } from './respond.js';
 import { sendResponse } from './respond.js';
 
@@ -150,22 +150,4 @@ export function sendGrpcWebResponse(res: Reply, ctx: Context, done: () => void):
     res.destroy();
   }
   done();
-}
-
-/** The `message` (or `error_msg`, `error`) of a JSON error body; the text itself otherwise. */
-export function errorMessage(body: Buffer | null, status: number): string {
-  if (body !== null && body.length > 0) {
-    try {
-      const parsed = JSON.parse(body.toString('utf8')) as unknown;
-      if (typeof parsed === 'object' && parsed !== null) {
-        const { message, error_msg: errorMsg, error } = parsed as Record<string, unknown>;
-        if (typeof message === 'string') return message;
-        if (typeof errorMsg === 'string') return errorMsg;
-        if (typeof error === 'string') return error;
-      }
-    } catch {
-      return body.subarray(0, 512).toString('utf8');
-    }
-  }
-  return `gateway answered HTTP ${status}`;
 }

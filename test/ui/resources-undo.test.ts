@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { Browser, Page } from 'playwright-core';
-import { mockPolicyYaml } from '../admin/harness.js';
+import type { Browser } from 'playwright-core';
 import { chromiumSkipReason } from '../support/chromium.js';
 import {
   addFromPalette,
@@ -14,39 +13,7 @@ import {
   withEditor,
 } from './harness.js';
 
-const GATEWAY_YAML = `routes:
-  - name: hello
-    match: { path: /hello }
-    policy: hello-policy
-consumers:
-  - name: bob
-    credentials: { key-auth: { key: bobs-key } }
-plugin_configs:
-  - name: teapot
-    type: mocking
-    config: { response_status: 418 }
-supernodes:
-  - name: guard
-    nodes:
-      - { id: input, type: input }
-      - { id: output, type: output }
-    edges:
-      - { from: input.out, to: output.in }
-policies:${mockPolicyYaml('hello-policy', 'hello')}`;
-
-const key = (page: Page, combo: string) => page.keyboard.press(combo);
-
-/** Clicks a link and answers the unsaved-changes question with `accept`; returns the question. */
-async function leave(page: Page, link: string, accept: boolean): Promise<string> {
-  const asked: string[] = [];
-  page.once('dialog', (dialog) => {
-    asked.push(dialog.message());
-    void (accept ? dialog.accept() : dialog.dismiss());
-  });
-  await page.getByRole('link', { name: link, exact: true }).click();
-  await page.waitForFunction(() => true);
-  return asked[0] ?? '';
-}
+import { GATEWAY_YAML, key, leave } from './undo-fixture.js';
 
 describe(
   'undo, redo and the unsaved guard in the shared config form and the supernode graph',
