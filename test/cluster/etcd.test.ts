@@ -6,46 +6,15 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { skipWithoutEtcd, startEtcd, type EtcdServer } from '../support/etcd.js';
-import { waitFor } from '../support/wait.js';
 import {
   everyWorkerServes,
-  many,
-  mockPolicy,
+  helloGateway as gatewayYaml,
+  mockPolicyJson as policy,
+  converge,
   startClusterGateway,
   waitForWorkers,
   type ClusterGateway,
 } from './harness.js';
-
-const gatewayYaml = (body: string) => `
-routes:
-  - { name: hello, match: { path: /hello }, policy: hello }
-policies:${mockPolicy('hello', body)}
-`;
-
-const policy = (body: string) => ({
-  nodes: [
-    { id: 'listener', type: 'listener' },
-    {
-      id: 'm',
-      type: 'mocking',
-      config: { response_status: 200, content_type: 'text/plain', response_example: body },
-    },
-    { id: 'client', type: 'client' },
-  ],
-  edges: [
-    { from: 'listener.out', to: 'm.in' },
-    { from: 'm.success', to: 'client.in' },
-  ],
-});
-
-/** Polls until `count` fresh connections all answer `body`. */
-async function converge(gw: ClusterGateway, body: string, what: string): Promise<void> {
-  await waitFor(async () => (await many(gw, 12, '/hello')).every((a) => a.body === body), {
-    timeoutMs: 60_000,
-    intervalMs: 200,
-    what,
-  });
-}
 
 describe('workers: etcd source', { skip: skipWithoutEtcd() }, () => {
   let etcd: EtcdServer;

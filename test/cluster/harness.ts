@@ -166,3 +166,36 @@ export async function waitForWorkers(gateway: ClusterGateway, count: number): Pr
     what: `${count} serving workers`,
   });
 }
+
+/** One route answering `body` from a mocking node. */
+export const helloGateway = (body: string): string => `
+routes:
+  - { name: hello, match: { path: /hello }, policy: hello }
+policies:${mockPolicy('hello', body)}
+`;
+
+/** The same policy as the Admin API takes it (JSON). */
+export const mockPolicyJson = (body: string) => ({
+  nodes: [
+    { id: 'listener', type: 'listener' },
+    {
+      id: 'm',
+      type: 'mocking',
+      config: { response_status: 200, content_type: 'text/plain', response_example: body },
+    },
+    { id: 'client', type: 'client' },
+  ],
+  edges: [
+    { from: 'listener.out', to: 'm.in' },
+    { from: 'm.success', to: 'client.in' },
+  ],
+});
+
+/** Polls until 12 fresh connections (spread over the workers) all answer `body`. */
+export async function converge(gw: ClusterGateway, body: string, what: string): Promise<void> {
+  await waitFor(async () => (await many(gw, 12, '/hello')).every((a) => a.body === body), {
+    timeoutMs: 60_000,
+    intervalMs: 200,
+    what,
+  });
+}
