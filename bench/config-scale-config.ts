@@ -1,6 +1,6 @@
 /**
- * A gateway configuration with `count` routes and `count` policies, for bench/config-scale.ts and
- * test/engine/config-scale.test.ts. Routes mix exact paths with methods, `/*` prefixes and host
+ * A gateway configuration with `count` routes and `count` policies, for bench/config-scale.ts,
+ * test/engine/config-scale.test.ts and test/config/scale.test.ts. Routes mix exact paths with methods, `/*` prefixes and host
  * routes; policies alternate between a templated mocking answer and the shipped
  * rewrite → upstream → error-handler chain, so compile exercises templates, schemas and pools.
  * `version` changes every mocking answer, so a reload is visible in responses.
@@ -8,6 +8,8 @@
 export interface ScaleOptions {
   upstreamPort: number;
   version?: string;
+  /** The version of policy `i`'s answer, when it is not `version` for all (a reload changing a few). */
+  versionOf?: (i: number) => string;
 }
 
 interface ScaleConfig {
@@ -25,8 +27,12 @@ function route(i: number): Record<string, unknown> {
   return { name: `r${i}`, match, policy: `p${i}` };
 }
 
-function policy(i: number, { upstreamPort, version = 'v1' }: ScaleOptions): Record<string, unknown> {
+function policy(
+  i: number,
+  { upstreamPort, version = 'v1', versionOf }: ScaleOptions,
+): Record<string, unknown> {
   if (i % 2 === 0) {
+    const answer = versionOf?.(i) ?? version;
     return {
       name: `p${i}`,
       nodes: [
@@ -37,7 +43,7 @@ function policy(i: number, { upstreamPort, version = 'v1' }: ScaleOptions): Reco
           config: {
             response_status: 200,
             content_type: 'text/plain',
-            response_example: `${version} p${i} {{request.path}}`,
+            response_example: `${answer} p${i} {{request.path}}`,
           },
         },
         { id: 'client', type: 'client' },

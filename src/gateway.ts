@@ -190,7 +190,15 @@ export class Gateway {
         if (next === UNCHANGED) return this.runtime;
         candidate = next;
         // In slices: requests on the running configuration keep being served meanwhile.
-        runtime = await compileWithAsync(candidate, this.logger, this.env, this.gatewayPath, this.scope);
+        // Unchanged policies keep their compiled form (src/engine/compile.ts, `reusable`).
+        runtime = await compileWithAsync(
+          candidate,
+          this.logger,
+          this.env,
+          this.gatewayPath,
+          this.scope,
+          this.runtime,
+        );
       } catch (err) {
         if (err instanceof ConfigRejected) {
           this.metrics.configRejected(source);
@@ -226,7 +234,7 @@ export class Gateway {
       this.swap(runtime);
       this.metrics.configApplied(source);
       this.logger.info(
-        { source, routes: runtime.router.size, policies: runtime.policies.size },
+        { source, routes: runtime.router.size, policies: runtime.policies.size, compiled: runtime.compiled },
         'configuration applied',
       );
       await this.#onApplied?.(runtime, source);
@@ -266,7 +274,13 @@ export class Gateway {
     // Read inside the serialized section: an admin write in flight finishes (renames) first.
     let runtime: Runtime;
     try {
-      runtime = await this.apply(() => parseGatewayConfigOffThread((text = readGatewayText(path))), source);
+      runtime = await this.apply(() => {
+        text = readGatewayText(path);
+        // A watcher event for a text a SIGHUP (or an earlier event) has applied meanwhile: nothing to do.
+        return source === 'file' && text === this.#lastAppliedText
+          ? UNCHANGED
+          : parseGatewayConfigOffThread(text);
+      }, source);
     } catch (err) {
       if (err instanceof ConfigRejected) this.#fileBroken = true;
       throw err;
@@ -451,6 +465,7 @@ export function compileWithAsync(
   env: NodeJS.ProcessEnv,
   gatewayPath?: string,
   scope?: GatewayScope,
+  previous?: Runtime,
 ): Promise<Runtime> {
   const configDir = gatewayPath === undefined ? undefined : dirname(resolve(gatewayPath));
   return compileGatewayAsync(config, {
@@ -460,6 +475,7 @@ export function compileWithAsync(
     templateFactory: templateFactory(env),
     configDir,
     scope,
+    previous,
   });
 }
 

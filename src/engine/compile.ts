@@ -1,6 +1,7 @@
 import { buildConsumerIndex } from '../config/consumers.js';
-import type { GatewayConfig, PluginConfigEntry, SupernodeConfig } from '../config/gateway.js';
+import type { GatewayConfig, PluginConfigEntry, PolicyConfig, SupernodeConfig } from '../config/gateway.js';
 import { interpolateLeaves } from '../config/interpolate.js';
+import { sameData } from '../config/same-data.js';
 import { ConfigRejected, didYouMean, type ConfigIssue } from '../config/schema-validate.js';
 import type { Logger } from '../observability/logger.js';
 import type { GatewayScope, PluginDefinition } from '../plugins/define.js';
@@ -24,6 +25,8 @@ export interface Runtime {
   readonly router: Router<RouteTarget>;
   readonly policies: ReadonlyMap<string, CompiledPolicy>;
   readonly warnings: readonly string[];
+  /** Policies this compile built; the others were taken over unchanged from the running runtime. */
+  readonly compiled: number;
   /** The `stores:` of this configuration; connections are shared with other runtimes by resolved config. */
   readonly stores: StoreSet;
   /** Releases node resources (timers, health checkers) once no request uses this runtime. */
@@ -39,6 +42,57 @@ export interface CompileOptions {
   configDir?: string | undefined;
   /** The gateway's lifetime scope; a fresh one (defaults, own metrics) when absent. */
   scope?: GatewayScope | undefined;
+  /**
+   * The running runtime of a reload: a policy it compiled whose stored form, and every shared
+   * section it can depend on, are unchanged keeps its compiled form (see `reusable`).
+   */
+  previous?: Runtime | undefined;
+}
+
+/** What a later compile needs from a runtime to take over its unchanged policies. */
+interface ReuseSource {
+  env: NodeJS.ProcessEnv;
+  configDir: string | undefined;
+  scope: GatewayScope;
+  registry: CompileOptions['registry'];
+  /** Policy name → its stored form, its compiled form and the warnings its compile gave. */
+  byName: ReadonlyMap<string, Compiled>;
+}
+
+/** One policy of a runtime: its stored form, compiled form, compile warnings; `files`: see FILE_KEY. */
+interface Compiled {
+  item: PolicyConfig;
+  compiled: CompiledPolicy;
+  warnings: string[];
+  files?: boolean;
+}
+const reuseSources = new WeakMap<Runtime, ReuseSource>();
+
+/**
+ * Runtimes holding each compiled policy: a policy carried into the next runtime on reload has
+ * its nodes closed only when the last runtime holding it is closed.
+ */
+const holders = new WeakMap<CompiledPolicy, number>();
+
+/** Sections every policy may depend on: a change in any of them recompiles every policy. */
+const SHARED_SECTIONS = ['plugin_configs', 'supernodes', 'global_rules', 'consumers', 'stores'] as const;
+
+/**
+ * Config keys naming a file a node reads when it is created (TLS material, casbin models, proto
+ * and script files, credentials): a policy with one is recompiled on every reload, so an edited
+ * file is read again.
+ */
+const FILE_KEY = /(?:_path|_paths|_file|_files)$|^(?:path|paths|file|files|source|proto|protos)$/;
+
+/** Whether `value` (config data) has a string or list under a file-naming key anywhere in it. */
+function mentionsFiles(value: unknown): boolean {
+  if (Array.isArray(value)) return value.some(mentionsFiles);
+  if (typeof value !== 'object' || value === null) return false;
+  for (const [key, inner] of Object.entries(value)) {
+    if (FILE_KEY.test(key) && (typeof inner === 'string' || Array.isArray(inner))) return true;
+    if (mentionsFiles(inner)) return true;
+  }
+  return false;
 }
 
 function uniqueByName<T extends { name: string }>(
@@ -140,10 +194,26 @@ function* compileSteps(config: GatewayConfig, options: CompileOptions): Generato
     scope: options.scope ?? createGatewayScope(),
   };
   const policies = new Map<string, CompiledPolicy>();
+  const byName = new Map<string, Compiled>();
+  /** Policies this compile created (not taken over): closed here when the config is rejected. */
+  const fresh: CompiledPolicy[] = [];
+  const reuse = reusable(config, options, cc, globalRules.length > 0);
   for (const [name, { item, index }] of uniqueByName(config.policies, 'policies', issues)) {
+    const kept = reuse?.(item);
+    if (kept !== undefined) {
+      policies.set(name, kept.compiled);
+      warnings.push(...kept.warnings);
+      byName.set(name, kept);
+      continue;
+    }
     const path = `policies[${index}]`;
+    const warned = warnings.length;
     const compiled = compilePolicy(withGlobalRules(item, path, globalRules, issues), path, cc, issues);
-    if (compiled !== undefined) policies.set(name, compiled);
+    if (compiled !== undefined) {
+      policies.set(name, compiled);
+      fresh.push(compiled);
+      byName.set(name, { item, compiled, warnings: warnings.slice(warned) });
+    }
     yield;
   }
 
@@ -169,9 +239,9 @@ function* compileSteps(config: GatewayConfig, options: CompileOptions): Generato
     if (index % 256 === 255) yield;
   }
 
-  const closeAll = async () => {
+  const closePolicies = async (list: Iterable<CompiledPolicy>) => {
     const closing: Promise<void>[] = [];
-    for (const p of policies.values()) {
+    for (const p of list) {
       for (const n of p.nodes.values()) {
         const r = n.instance.close?.();
         if (r instanceof Promise) closing.push(r);
@@ -181,8 +251,78 @@ function* compileSteps(config: GatewayConfig, options: CompileOptions): Generato
     stores.release();
   };
   if (issues.length > 0) {
-    void closeAll();
+    // Policies taken over from the running runtime stay its own.
+    void closePolicies(fresh);
     throw new ConfigRejected(issues);
   }
-  return { config, router: router.finish(), policies, warnings, stores, close: closeAll };
+  for (const p of policies.values()) holders.set(p, (holders.get(p) ?? 0) + 1);
+  let closed = false;
+  const close = async () => {
+    if (closed) return;
+    closed = true;
+    const last: CompiledPolicy[] = [];
+    for (const p of policies.values()) {
+      const left = (holders.get(p) ?? 1) - 1;
+      holders.set(p, left);
+      if (left === 0) last.push(p);
+    }
+    await closePolicies(last);
+  };
+  const runtime: Runtime = {
+    config,
+    router: router.finish(),
+    policies,
+    warnings,
+    compiled: fresh.length,
+    stores,
+    close,
+  };
+  reuseSources.set(runtime, {
+    env,
+    configDir: options.configDir,
+    scope: cc.scope,
+    registry: options.registry,
+    byName,
+  });
+  return runtime;
+}
+
+/**
+ * On a reload, the test a policy passes to keep the running runtime's compiled form (undefined:
+ * compile every policy): same gateway (scope, environment, directory, plugin registry), the same
+ * shared sections (`plugin_configs`, `supernodes`, `global_rules`, `consumers`, `stores`), a
+ * policy of that name with an equal stored form, and no file the policy's nodes read (those
+ * files may have changed; see FILE_KEY). docs/benchmarks.md, "Config scale".
+ */
+function reusable(
+  config: GatewayConfig,
+  options: CompileOptions,
+  cc: CompileContext,
+  globalRules: boolean,
+): ((item: PolicyConfig) => Compiled | undefined) | undefined {
+  const source = options.previous === undefined ? undefined : reuseSources.get(options.previous);
+  if (
+    source === undefined ||
+    source.scope !== cc.scope ||
+    source.env !== cc.env ||
+    source.configDir !== options.configDir ||
+    source.registry !== options.registry
+  )
+    return undefined;
+  const before = options.previous!.config;
+  for (const section of SHARED_SECTIONS) {
+    if (!sameData(before[section], config[section])) return undefined;
+  }
+  const supernodeFiles = mentionsFiles(config.supernodes) || mentionsFiles(config.global_rules);
+  return (item) => {
+    const kept = source.byName.get(item.name);
+    if (kept === undefined || !sameData(kept.item, item)) return undefined;
+    if ((kept.files ??= mentionsFiles(item))) return undefined;
+    if (supernodeFiles && (globalRules || item.nodes.some((n) => n.type === 'supernode'))) return undefined;
+    for (const node of item.nodes) {
+      const ref = node.config_ref === undefined ? undefined : cc.sharedConfigs.get(node.config_ref);
+      if (ref !== undefined && mentionsFiles(ref.config)) return undefined;
+    }
+    return kept;
+  };
 }
