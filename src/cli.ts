@@ -181,17 +181,20 @@ async function run(args: CliArgs): Promise<number> {
   const onApplied = (runtime: Runtime, source: ApplySource): Promise<void> =>
     cluster?.broadcast(runtime.config, source) ?? Promise.resolve();
   let gateway: Gateway;
+  // The primary of `workers: N` serves no requests: nothing periodic runs in it (docs/workers.md).
+  const controlPlaneOnly = workers > 1;
   try {
     const etcd = system.config.etcd;
     gateway =
       system.config.source === 'file' || etcd === undefined
-        ? Gateway.create({ system, gatewayPath: args.gatewayPath, logger, onApplied })
+        ? Gateway.create({ system, gatewayPath: args.gatewayPath, logger, onApplied, controlPlaneOnly })
         : await Gateway.createFromEtcd({
             system,
             gatewayPath: args.gatewayPath,
             logger,
             etcd: new EtcdConfigSource(etcd, logger),
             onApplied,
+            controlPlaneOnly,
           });
   } catch (err) {
     if (err instanceof EtcdUnavailable) {

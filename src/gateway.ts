@@ -39,6 +39,8 @@ export interface GatewayOptions {
   wrapShared?: (key: string, local: unknown) => unknown;
   /** A `workers` worker: serve only; the primary watches, reloads and renews certificates. */
   dataPlaneOnly?: boolean;
+  /** The primary of `workers: N`: serves no requests, so it runs no event-loop lag monitor (docs/workers.md). */
+  controlPlaneOnly?: boolean;
   /** `workers`: runs inside the serialized apply, after the swap; an apply resolves once it does. */
   onApplied?: (runtime: Runtime, source: ApplySource) => Promise<void>;
 }
@@ -107,7 +109,8 @@ export class Gateway {
     const manager = this.acme;
     if (manager !== undefined) registerAcmeMetrics(this.metrics.registry, () => manager.samples());
     const series = { runtime: () => this.#slot.runtime, inflight: () => this.inflight };
-    registerGatewaySeries(this.metrics.registry, { ...series, tls: options.system.tls });
+    const eventLoopLag = options.controlPlaneOnly !== true;
+    registerGatewaySeries(this.metrics.registry, { ...series, tls: options.system.tls, eventLoopLag });
   }
 
   /**

@@ -1,5 +1,6 @@
 import { readFileSync, statSync } from 'node:fs';
 import { X509Certificate } from 'node:crypto';
+import { createRequire } from 'node:module';
 import { collectDefaultMetrics, Gauge, type Registry } from 'prom-client';
 import type { Runtime } from '../engine/compile.js';
 import type { TlsConfig } from '../config/system.js';
@@ -13,6 +14,33 @@ export interface GatewaySource {
   inflight(): number;
   /** system.yaml `tls`: its certificate files are watched for expiry. */
   tls: TlsConfig | undefined;
+  /**
+   * False in the primary of `workers: N`, which serves no requests: it then reports the Node and
+   * process defaults without the event-loop lag series, whose monitor wakes the process every 10 ms
+   * (docs/workers.md#what-it-costs). Default true.
+   */
+  eventLoopLag?: boolean;
+}
+
+const require = createRequire(import.meta.url);
+/** prom-client's default metric that samples the event loop on a 10 ms timer. */
+const EVENT_LOOP_LAG = 'eventLoopLag';
+
+/**
+ * prom-client's default metrics; without the event-loop lag ones when `lag` is false. prom-client
+ * has no switch for that, so each default is registered from its own module (the same modules
+ * `collectDefaultMetrics` runs, named by its `metricsList`).
+ */
+function registerDefaultMetrics(registry: Registry, lag: boolean): void {
+  if (lag) {
+    collectDefaultMetrics({ register: registry });
+    return;
+  }
+  const config = { eventLoopMonitoringPrecision: 10 };
+  for (const name of collectDefaultMetrics.metricsList) {
+    if (name === EVENT_LOOP_LAG) continue;
+    (require(`prom-client/lib/metrics/${name}`) as (r: Registry, c: object) => void)(registry, config);
+  }
 }
 
 const VERSION = (
@@ -27,7 +55,7 @@ const VERSION = (
  */
 export function registerGatewaySeries(registry: Registry, source: GatewaySource): void {
   const registers = [registry];
-  collectDefaultMetrics({ register: registry });
+  registerDefaultMetrics(registry, source.eventLoopLag !== false);
   new Gauge({
     name: 'gateway_build_info',
     help: 'Always 1; the labels name the Switchyard and Node.js versions serving.',
