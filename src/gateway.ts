@@ -22,6 +22,7 @@ import type { GatewayScope } from './plugins/define.js';
 import { createGatewayScope } from './engine/gateway-scope.js';
 import { AcmeManager, acmeConfigOf, acmeStoreIssues } from './acme/index.js';
 import { registerAcmeMetrics } from './observability/acme-metrics.js';
+import { answerHttp01 } from './acme/http01-responder.js';
 import { registerGatewaySeries } from './observability/gateway-series.js';
 import { observeRequests, type RequestObserver } from './observability/access-log.js';
 import { configurePools } from './outbound/pool-registry.js';
@@ -103,6 +104,7 @@ export class Gateway {
         : new AcmeManager({
             config: acme,
             tls: options.system.tls,
+            adminTls: options.system.admin?.tls,
             logger: options.logger,
             stores: () => this.#slot.runtime.stores,
           });
@@ -326,7 +328,10 @@ export class Gateway {
         beforeCut: closeTunnels,
         managedCertificates: this.acme,
       },
-      dataPlane.handle,
+      // HTTP-01 validations are answered before routing (docs/acme.md#http-01).
+      this.acme === undefined
+        ? dataPlane.handle
+        : (req, res) => answerHttp01(this.acme, req, res) || dataPlane.handle(req, res),
       dataPlane.handleUpgrade,
     );
     this.#listener = listener;

@@ -28,9 +28,13 @@ export interface CertFacts {
   serial: string;
 }
 
-/** A fresh ECDSA private key (PKCS#8 PEM) of the configured curve. */
+/** A fresh private key (PEM) of the configured type: ECDSA P-256/P-384 or RSA 2048/4096 bits. */
 export async function newPrivateKey(keyType: AcmeConfig['key_type']): Promise<string> {
-  const key = await acmeClient().crypto.createPrivateEcdsaKey(keyType === 'ecdsa-p384' ? 'P-384' : 'P-256');
+  const crypto = acmeClient().crypto;
+  const key =
+    keyType === 'rsa-2048' || keyType === 'rsa-4096'
+      ? await crypto.createPrivateRsaKey(keyType === 'rsa-4096' ? 4096 : 2048)
+      : await crypto.createPrivateEcdsaKey(keyType === 'ecdsa-p384' ? 'P-384' : 'P-256');
   return key.toString();
 }
 
@@ -87,9 +91,18 @@ export function verifyIssued(pair: PemPair, domains: readonly string[], now = Da
   const ours = createPublicKey(pair.key).export({ format: 'der', type: 'spki' });
   const theirs = leaf.publicKey.export({ format: 'der', type: 'spki' });
   if (!ours.equals(theirs)) throw new Error('the certificate does not match its private key');
+  // A wildcard domain must be listed as such; checkHost would take any name it matches.
+  const sans = new Set(
+    (leaf.subjectAltName ?? '')
+      .split(', ')
+      .filter((san) => san.startsWith('DNS:'))
+      .map((san) => san.slice(4).toLowerCase()),
+  );
   for (const d of domains) {
-    if (leaf.checkHost(d, { wildcards: false }) === undefined)
-      throw new Error(`the certificate does not cover ${d}`);
+    const covered = d.startsWith('*.')
+      ? sans.has(d.toLowerCase())
+      : leaf.checkHost(d, { wildcards: false }) !== undefined;
+    if (!covered) throw new Error(`the certificate does not cover ${d}`);
   }
   const facts = certFacts(pair.cert);
   if (facts.notAfter.getTime() <= now) throw new Error('the certificate has expired');

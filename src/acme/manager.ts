@@ -5,6 +5,7 @@ import { hostname } from 'node:os';
 import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
 import type * as acme from 'acme-client';
 import type { TlsConfig } from '../config/system.js';
+import type { ManagedCertificates } from '../server/tls-material.js';
 import type { Logger } from '../observability/logger.js';
 import type { StoreLookup } from '../stores/index.js';
 import {
@@ -24,7 +25,9 @@ import {
   type AcmeSlotRef,
   type ManagedCertSpec,
 } from './config.js';
+import { runDnsHook, type DnsRecord } from './dns-hook.js';
 import { FilesystemStorage } from './fs-storage.js';
+import type { Http01Tokens } from './http01-responder.js';
 import type { AcmeStorage } from './storage.js';
 import { StoreStorage } from './store-storage.js';
 
@@ -50,6 +53,8 @@ export type RenewAnswer = 'scheduled' | 'not_due' | 'in_progress' | 'unknown';
 export interface AcmeManagerOptions {
   config: AcmeConfig;
   tls: TlsConfig | undefined;
+  /** `admin.tls`: its `acme` slots are managed too (docs/acme.md#the-admin-listener). */
+  adminTls?: TlsConfig | undefined;
   logger: Logger;
   /** The stores of the running configuration, for `storage.type: store`. */
   stores: () => StoreLookup;
@@ -89,17 +94,19 @@ export const CERT_STATES: readonly CertState[] = ['placeholder', 'issued', 'rene
 const PLACEHOLDER_VALIDITY_MS = 24 * 3_600_000;
 const LEASE_TTL_MS = 5 * 60_000;
 /** A peer holds the lease: look at the storage again this much later. */
-const PEER_POLL_MS = 60_000;
+const PEER_POLL_MS = 5_000;
+/** `workers`: relayed HTTP-01 answers travel as challenges named with this prefix. */
+const HTTP01_RELAY_PREFIX = 'http-01/';
 const BACKOFF_MIN_MS = 60_000;
 const BACKOFF_MAX_MS = 3_600_000;
 
 /**
- * Obtains and renews the data-plane certificates that `tls` asks ACME for
- * (TLS-ALPN-01, RFC 8737), and hands them to the listener: a self-signed
- * placeholder until the CA has issued, then the real chain, swapped in for
- * new connections without a restart.
+ * Obtains and renews the certificates that `tls` and `admin.tls` ask ACME
+ * for (TLS-ALPN-01, HTTP-01 or DNS-01 through a hook), and hands them to the
+ * listeners: a self-signed placeholder until the CA has issued, then the real
+ * chain, swapped in for new connections without a restart.
  */
-export class AcmeManager {
+export class AcmeManager implements ManagedCertificates, Http01Tokens {
   readonly #config: AcmeConfig;
   readonly #logger: Logger;
   readonly #storage: AcmeStorage;
@@ -110,6 +117,8 @@ export class AcmeManager {
   readonly #listeners = new Set<() => void>();
   /** Pending TLS-ALPN-01 answers by domain (lowercase). */
   readonly #challenges = new Map<string, SecureContext>();
+  /** Pending HTTP-01 key authorizations by token. */
+  readonly #http01 = new Map<string, string>();
   readonly #checkIntervalMs: number;
   #timer: NodeJS.Timeout | undefined;
   #client: acme.Client | undefined;
@@ -125,7 +134,7 @@ export class AcmeManager {
       storage.type === 'store'
         ? new StoreStorage(storage.store ?? '', storage.encryption_key ?? '', options.stores)
         : new FilesystemStorage(storage.dir ?? DEFAULT_ACME_DIR);
-    for (const spec of managedCerts(options.tls)) {
+    for (const spec of managedCerts(options.tls, options.adminTls, options.config.challenge)) {
       // Filled by prepare(); nothing is served before it.
       const entry: Entry = {
         spec,
@@ -215,6 +224,20 @@ export class AcmeManager {
     return entry.pair;
   }
 
+  /** The certificates of the admin listener: its `admin.tls` slots, same swaps and challenges. */
+  forAdmin(): ManagedCertificates {
+    return {
+      pair: (slot) => this.pair(`admin:${slot}`),
+      onChange: (listener) => this.onChange(listener),
+      challengeContext: (servername) => this.challengeContext(servername),
+    };
+  }
+
+  /** The key authorization of a pending HTTP-01 challenge (answered before routing). */
+  http01KeyAuthorization(token: string): string | undefined {
+    return this.#http01.get(token);
+  }
+
   /** Registers a listener for certificate swaps; returns the unsubscribe function. */
   onChange(listener: () => void): () => void {
     this.#listeners.add(listener);
@@ -230,7 +253,12 @@ export class AcmeManager {
 
   /** `workers`: a worker installs (or drops) the answer the primary created. */
   setChallenge(domain: string, pair: PemPair | undefined): void {
-    if (pair === undefined) this.#challenges.delete(domain);
+    if (domain.startsWith(HTTP01_RELAY_PREFIX)) {
+      // An HTTP-01 answer: the token after the prefix, the key authorization as `cert`.
+      const token = domain.slice(HTTP01_RELAY_PREFIX.length);
+      if (pair === undefined) this.#http01.delete(token);
+      else this.#http01.set(token, pair.cert);
+    } else if (pair === undefined) this.#challenges.delete(domain);
     else this.#challenges.set(domain, createSecureContext({ key: pair.key, cert: pair.cert }));
   }
 
@@ -311,7 +339,9 @@ export class AcmeManager {
       leased = await this.#storage.acquireLease(id, this.#owner, LEASE_TTL_MS);
       if (!leased) {
         await this.#adoptStored(entry);
-        entry.nextRenewalAt = Math.max(entry.nextRenewalAt, Date.now() + PEER_POLL_MS);
+        // Look again soon: the peer's order usually completes within seconds.
+        entry.nextRenewalAt = Date.now() + PEER_POLL_MS;
+        this.#wake(PEER_POLL_MS);
         this.#logger.info({ acme: id }, 'another instance is renewing this ACME certificate');
         return;
       }
@@ -325,32 +355,23 @@ export class AcmeManager {
         { commonName: domains[0] as string, altNames: domains },
         key,
       );
-      const cert = await client.auto({
-        csr,
-        termsOfServiceAgreed: true,
-        skipChallengeVerification: true,
-        challengePriority: ['tls-alpn-01'],
-        challengeCreateFn: async (authz, _challenge, keyAuthorization) => {
-          // EC like every managed certificate: OpenSSL keeps one certificate per key type on a
-          // connection, so an RSA challenge certificate would lose to the EC one already there.
-          const [challengeKey, challengeCert] = await acmeClient().crypto.createAlpnCertificate(
-            authz,
-            keyAuthorization,
-            await newPrivateKey('ecdsa-p256'),
-          );
-          const domain = authz.identifier.value.toLowerCase();
-          this.#challenges.set(domain, createSecureContext({ key: challengeKey, cert: challengeCert }));
-          await this.challengeRelay?.(domain, {
-            key: challengeKey.toString(),
-            cert: challengeCert.toString(),
-          });
-        },
-        challengeRemoveFn: (authz) => {
-          const domain = authz.identifier.value.toLowerCase();
-          this.#challenges.delete(domain);
-          return this.challengeRelay?.(domain, undefined) ?? Promise.resolve();
-        },
-      });
+      const cleanups: DnsRecord[] = [];
+      let cert: string;
+      try {
+        cert = await client.auto({
+          csr,
+          termsOfServiceAgreed: true,
+          skipChallengeVerification: true,
+          challengePriority: [entry.spec.challenge],
+          challengeCreateFn: (authz, challenge, keyAuthorization) =>
+            this.#present(authz, challenge, keyAuthorization, cleanups),
+          challengeRemoveFn: (authz, challenge) => this.#remove(authz, challenge),
+        });
+      } finally {
+        // DNS-01: records are removed once the whole order is done, not per authorization: a
+        // wildcard and its base domain share one record name, and a hook may replace by name.
+        await this.#cleanupDns(cleanups);
+      }
       const pair = { cert, key };
       const facts = verifyIssued(pair, domains);
       await this.#storage.saveCert(id, { ...pair, issued_at: new Date().toISOString() });
@@ -389,6 +410,84 @@ export class AcmeManager {
     } finally {
       if (leased) await this.#storage.releaseLease(id, this.#owner).catch(() => undefined);
     }
+  }
+
+  /** Sets up the answer to one challenge of an order, relayed to workers where they answer. */
+  async #present(
+    authz: acme.Authorization,
+    challenge: { readonly type: string; readonly token: string },
+    keyAuthorization: string,
+    cleanups: DnsRecord[],
+  ): Promise<void> {
+    const domain = authz.identifier.value.toLowerCase();
+    if (challenge.type === 'tls-alpn-01') {
+      // EC like every managed certificate: OpenSSL keeps one certificate per key type on a
+      // connection, so an RSA challenge certificate would lose to the EC one already there.
+      const [challengeKey, challengeCert] = await acmeClient().crypto.createAlpnCertificate(
+        authz,
+        keyAuthorization,
+        await newPrivateKey('ecdsa-p256'),
+      );
+      this.#challenges.set(domain, createSecureContext({ key: challengeKey, cert: challengeCert }));
+      await this.challengeRelay?.(domain, { key: challengeKey.toString(), cert: challengeCert.toString() });
+    } else if (challenge.type === 'http-01') {
+      this.#http01.set(challenge.token, keyAuthorization);
+      await this.challengeRelay?.(`${HTTP01_RELAY_PREFIX}${challenge.token}`, {
+        cert: keyAuthorization,
+        key: '',
+      });
+    } else if (challenge.type === 'dns-01') {
+      const hook = this.#config.dns_hook;
+      if (hook === undefined) throw new Error('dns-01 needs acme.dns_hook');
+      const record: DnsRecord = {
+        action: 'present',
+        domain,
+        record_name: `_acme-challenge.${domain}`,
+        value: keyAuthorization,
+      };
+      cleanups.push({ ...record, action: 'cleanup' });
+      await runDnsHook(hook, record);
+      this.#logger.info({ record: record.record_name }, 'ACME DNS-01 record presented');
+      if (hook.propagation_seconds > 0)
+        await new Promise((resolve) => setTimeout(resolve, hook.propagation_seconds * 1000));
+    } else {
+      throw new Error(`the CA offered no ${this.#config.challenge} challenge (got ${challenge.type})`);
+    }
+  }
+
+  async #remove(
+    authz: acme.Authorization,
+    challenge: { readonly type: string; readonly token: string },
+  ): Promise<void> {
+    if (challenge.type === 'tls-alpn-01') {
+      const domain = authz.identifier.value.toLowerCase();
+      this.#challenges.delete(domain);
+      await this.challengeRelay?.(domain, undefined);
+    } else if (challenge.type === 'http-01') {
+      this.#http01.delete(challenge.token);
+      await this.challengeRelay?.(`${HTTP01_RELAY_PREFIX}${challenge.token}`, undefined);
+    }
+  }
+
+  /** Runs the cleanup of every DNS-01 record the order presented; a failure is logged, not fatal. */
+  async #cleanupDns(records: readonly DnsRecord[]): Promise<void> {
+    const hook = this.#config.dns_hook;
+    if (hook === undefined) return;
+    for (const record of records) {
+      try {
+        await runDnsHook(hook, record);
+      } catch (err) {
+        this.#logger.warn(
+          { record: record.record_name, err: (err as Error).message },
+          'ACME DNS-01 record cleanup failed; remove it by hand',
+        );
+      }
+    }
+  }
+
+  /** Looks for due certificates after `delayMs` (not keeping the process alive). */
+  #wake(delayMs: number): void {
+    setTimeout(() => this.#tick(), delayMs).unref();
   }
 
   /** Publishes a stored certificate that is newer than the one held; true when it is not due. */

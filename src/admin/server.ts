@@ -181,6 +181,8 @@ export async function startAdminServer(
       maxConnections: admin.max_connections,
       timeouts: gateway.system.timeouts,
       logger,
+      // `admin.tls.acme` (docs/acme.md#the-admin-listener).
+      ...(gateway.acme === undefined ? {} : { managedCertificates: gateway.acme.forAdmin() }),
     },
     handle as RequestHandler,
   );

@@ -12,7 +12,14 @@ const port = (d?: number) =>
 const acmeSlot = {
   type: 'object',
   additionalProperties: false,
-  properties: { domains: { type: 'array', items: str } },
+  properties: {
+    domains: { type: 'array', items: str },
+    challenge: {
+      type: 'string',
+      enum: ['tls-alpn-01', 'http-01', 'dns-01'],
+      description: 'How the CA validates this certificate; unset = acme.challenge (docs/acme.md#challenges).',
+    },
+  },
 } as const;
 
 const tlsSchema = {
@@ -390,7 +397,55 @@ export const systemSchema = {
           required: ['key_id', 'hmac_key'],
           properties: { key_id: str, hmac_key: str },
         },
-        key_type: { type: 'string', enum: ['ecdsa-p256', 'ecdsa-p384'], default: 'ecdsa-p256' },
+        key_type: {
+          type: 'string',
+          enum: ['ecdsa-p256', 'ecdsa-p384', 'rsa-2048', 'rsa-4096'],
+          default: 'ecdsa-p256',
+          description: 'Key of every ACME certificate: ECDSA P-256/P-384 or RSA 2048/4096 bits.',
+        },
+        challenge: {
+          type: 'string',
+          enum: ['tls-alpn-01', 'http-01', 'dns-01'],
+          default: 'tls-alpn-01',
+          description:
+            'Challenge of every acme slot without its own `challenge`: tls-alpn-01 on the TLS listener, http-01 on the plain-HTTP data plane, dns-01 through acme.dns_hook.',
+        },
+        dns_hook: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['type'],
+          description: 'Publishes and removes the DNS-01 TXT records (docs/acme.md#dns-01-through-a-hook).',
+          properties: {
+            type: { type: 'string', enum: ['exec', 'webhook'] },
+            command: {
+              type: 'array',
+              items: str,
+              description:
+                'exec: program and arguments; run with present|cleanup, domain, record name and value appended (and as SWITCHYARD_ACME_* env).',
+            },
+            url: {
+              type: 'string',
+              description: 'webhook: https:// URL receiving a POST of JSON per record.',
+            },
+            headers: {
+              type: 'object',
+              additionalProperties: str,
+              description: 'webhook: extra request headers (e.g. authorization).',
+            },
+            ca_path: {
+              type: 'string',
+              description: 'webhook: PEM bundle trusted on top of the system roots.',
+            },
+            timeout_seconds: {
+              ...int(30, 1),
+              description: 'A hook run or webhook call taking longer fails the order.',
+            },
+            propagation_seconds: {
+              ...int(0, 0),
+              description: 'Wait after every record is presented before the CA is asked to validate.',
+            },
+          },
+        },
         renew_before: { type: ['string', 'integer'], default: '30d' },
         storage: {
           type: 'object',

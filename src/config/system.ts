@@ -244,8 +244,9 @@ function tlsIssues(label: string, tls: TlsConfig, acmeAllowed: boolean, hasAcme:
       issues.push({ path: l, message: `${l}: set cert_path + key_path${acmeAllowed ? ', or acme' : ''}` });
   };
   slot(label, tls, true);
-  if (tls.acme !== undefined && (tls.acme.domains ?? []).length === 0 && label === 'tls') {
-    issues.push({ path: 'tls.acme.domains', message: 'tls.acme.domains must list at least one domain' });
+  if (tls.acme !== undefined && (tls.acme.domains ?? []).length === 0 && acmeAllowed) {
+    const at = `${label}.acme.domains`;
+    issues.push({ path: at, message: `${at} must list at least one domain` });
   }
   tls.sni_certs.forEach((s, i) => slot(`${label}.sni_certs[${i}] (${s.server_name})`, s, true));
   return issues;
@@ -310,7 +311,7 @@ function crossFieldIssues(config: SystemConfig): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
   const hasAcme = config.acme !== undefined;
   if (config.tls) issues.push(...tlsIssues('tls', config.tls, true, hasAcme));
-  if (config.admin?.tls) issues.push(...tlsIssues('admin.tls', config.admin.tls, false, hasAcme));
+  if (config.admin?.tls) issues.push(...tlsIssues('admin.tls', config.admin.tls, true, hasAcme));
   issues.push(...acmeConfigIssues(config));
   const src = config.config;
   if ((src.source === 'etcd' || src.source === 'kvcluster') && src.etcd === undefined) {

@@ -31,6 +31,31 @@ describe('acme: configuration', () => {
     assert.deepEqual(issuesOf(ACME), []);
   });
 
+  test('wildcards with dns-01, RSA keys, http-01 and an admin.tls slot are accepted', () => {
+    const yaml = `${ACME.replace('[gw.test]', '[gw.test, "*.gw.test"]')}  key_type: rsa-4096
+  challenge: dns-01
+  dns_hook: { type: exec, command: [/usr/local/bin/dns-hook] }
+admin:
+  port: 0
+  username: a
+  password: b
+  tls: { acme: { domains: [admin.gw.test], challenge: http-01 } }
+`;
+    assert.deepEqual(issuesOf(yaml), []);
+    const system = parseSystemConfig(yaml, {});
+    const acme = system.acme as Record<string, unknown>;
+    assert.deepEqual(acme.dns_hook, {
+      type: 'exec',
+      command: ['/usr/local/bin/dns-hook'],
+      timeout_seconds: 30,
+      propagation_seconds: 0,
+    });
+  });
+
+  test('the challenge defaults to tls-alpn-01', () => {
+    assert.equal((parseSystemConfig(ACME, {}).acme as Record<string, unknown>).challenge, 'tls-alpn-01');
+  });
+
   const rejected: [string, string, string][] = [
     [
       'a plain-http directory_url',
@@ -45,7 +70,47 @@ describe('acme: configuration', () => {
     ['a wildcard domain', ACME.replace('[gw.test]', '["*.gw.test"]'), 'tls.acme.domains[0]'],
     ['an IP address domain', ACME.replace('[gw.test]', '[10.0.0.1]'), 'tls.acme.domains[0]'],
     ['a malformed renew_before', `${ACME}  renew_before: soon\n`, 'acme.renew_before'],
-    ['an RSA key type', `${ACME}  key_type: rsa-2048\n`, 'acme.key_type'],
+    ['an unknown key type', `${ACME}  key_type: rsa-1024\n`, 'acme.key_type'],
+    [
+      'a wildcard with the default tls-alpn-01 challenge',
+      ACME.replace('[gw.test]', '["*.gw.test"]'),
+      'tls.acme.domains[0]',
+    ],
+    ['dns-01 without a dns_hook', `${ACME}  challenge: dns-01\n`, 'acme.challenge'],
+    [
+      'a slot asking for dns-01 without a dns_hook',
+      ACME.replace('{ domains: [gw.test] }', '{ domains: [gw.test], challenge: dns-01 }'),
+      'tls.acme.challenge',
+    ],
+    ['an unknown challenge', `${ACME}  challenge: dns-02\n`, 'acme.challenge'],
+    [
+      'a webhook that is not https',
+      `${ACME}  challenge: dns-01\n  dns_hook: { type: webhook, url: "http://dns.test/hook" }\n`,
+      'acme.dns_hook.url',
+    ],
+    [
+      'an exec hook without a command',
+      `${ACME}  challenge: dns-01\n  dns_hook: { type: exec }\n`,
+      'acme.dns_hook.command',
+    ],
+    [
+      'an exec hook with a zero timeout',
+      `${ACME}  challenge: dns-01\n  dns_hook: { type: exec, command: [x], timeout_seconds: 0 }\n`,
+      'acme.dns_hook.timeout_seconds',
+    ],
+    [
+      'one domain set asked with two challenges',
+      ACME.replace(
+        '  acme: { domains: [gw.test] }',
+        '  acme: { domains: [gw.test] }\n  sni_certs: [{ server_name: gw.test, acme: { challenge: http-01 } }]',
+      ),
+      'tls.sni_certs[0].acme.challenge',
+    ],
+    [
+      'an admin.tls acme slot without domains',
+      `${ACME}admin: { port: 0, username: a, password: b, tls: { acme: {} } }\n`,
+      'admin.tls.acme.domains',
+    ],
     [
       'store storage without encryption_key',
       `${ACME}  storage: { type: store, store: r }\n`,

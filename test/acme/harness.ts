@@ -31,17 +31,21 @@ export interface AcmeGateway {
   stop(): Promise<void>;
 }
 
-/** An in-process gateway on `port` with its admin listener; `system` is the rest of system.yaml. */
+/**
+ * An in-process gateway on `port` with its admin listener; `system` is the rest of system.yaml,
+ * `adminExtra` more keys of the `admin:` block (`tls: {...}`).
+ */
 export async function startAcmeGateway(
   port: number,
   system: string,
   gatewayYaml = HELLO_YAML,
+  adminExtra = '',
 ): Promise<AcmeGateway> {
   const running = await startGateway(gatewayYaml, {
     systemYaml: [
       `listener: { bind: 127.0.0.1, port: ${port} }`,
       'timeouts: { shutdown_timeout_seconds: 2 }',
-      `admin: { bind: 127.0.0.1, port: 0, username: ${USER}, password: "${PASSWORD}" }`,
+      `admin: { bind: 127.0.0.1, port: 0, username: ${USER}, password: "${PASSWORD}"${adminExtra === '' ? '' : `, ${adminExtra}`} }`,
       system,
     ].join('\n'),
   });

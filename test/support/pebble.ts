@@ -24,6 +24,10 @@ export interface PebbleServer {
   readonly directoryCaPath: string;
   /** The port Pebble dials for TLS-ALPN-01: start the gateway's data plane on it. */
   readonly tlsPort: number;
+  /** The port Pebble dials for HTTP-01 (plain HTTP). */
+  readonly httpPort: number;
+  /** Serials of the certificates Pebble issued so far (from its log), lowercase hex. */
+  issuedSerials(): string[];
   /** The root that signs issued certificates (from the management interface; new on every start). */
   rootPem(): Promise<string>;
   stop(): Promise<void>;
@@ -92,13 +96,23 @@ function fetchText(url: string, ca: string): Promise<{ status: number; body: str
  * rejected and validation does not sleep. `eab: true` requires external
  * account binding with PEBBLE_EAB. Always `stop()` it.
  */
-export async function startPebble(options: { eab?: boolean; tlsPort?: number } = {}): Promise<PebbleServer> {
+export async function startPebble(
+  options: {
+    eab?: boolean;
+    tlsPort?: number;
+    httpPort?: number;
+    /** `host:port` of the DNS server Pebble resolves with (pebble-challtestsrv for DNS-01); default an in-test A-only responder. */
+    dnsServer?: string;
+  } = {},
+): Promise<PebbleServer> {
   if (!binaryAvailable()) throw new Error(`${BINARY} is required for this test and was not found`);
   const dir = tempDir('switchyard-pebble-');
   const authority = createAuthority(dir.path, 'pebble-ca');
   const leaf = authority.issue('pebble', { dns: ['localhost'], ips: ['127.0.0.1'] });
-  const dns = await startLoopbackDns();
+  const dns = options.dnsServer === undefined ? await startLoopbackDns() : undefined;
+  const dnsServer = options.dnsServer ?? `127.0.0.1:${dns?.port ?? 0}`;
   const tlsPort = options.tlsPort ?? (await freePort());
+  const httpPort = options.httpPort ?? (await freePort());
   let child: ChildProcess | undefined;
   let output = '';
   let acmePort = 0;
@@ -113,7 +127,7 @@ export async function startPebble(options: { eab?: boolean; tlsPort?: number } =
           managementListenAddress: `127.0.0.1:${mgmtPort}`,
           certificate: leaf.cert,
           privateKey: leaf.key,
-          httpPort: await freePort(),
+          httpPort,
           tlsPort,
           ocspResponderURL: '',
           externalAccountBindingRequired: options.eab === true,
@@ -124,7 +138,7 @@ export async function startPebble(options: { eab?: boolean; tlsPort?: number } =
       };
       const configPath = join(dir.path, 'pebble-config.json');
       writeFileSync(configPath, JSON.stringify(config));
-      const proc = spawn(BINARY, ['-config', configPath, '-dnsserver', `127.0.0.1:${dns.port}`], {
+      const proc = spawn(BINARY, ['-config', configPath, '-dnsserver', dnsServer], {
         stdio: ['ignore', 'pipe', 'pipe'],
         env: { ...process.env, PEBBLE_VA_NOSLEEP: '1', PEBBLE_WFE_NONCEREJECT: '0' },
       });
@@ -151,7 +165,7 @@ export async function startPebble(options: { eab?: boolean; tlsPort?: number } =
       }
     }
   } catch (err) {
-    dns.close();
+    dns?.close();
     dir.remove();
     throw err;
   }
@@ -160,6 +174,12 @@ export async function startPebble(options: { eab?: boolean; tlsPort?: number } =
     directoryUrl: `https://127.0.0.1:${acmePort}/dir`,
     directoryCaPath: authority.cert,
     tlsPort,
+    httpPort,
+    issuedSerials() {
+      return [...output.matchAll(/Issued certificate serial ([0-9a-f]+) for order/gi)].map((m) =>
+        (m[1] as string).toLowerCase(),
+      );
+    },
     async rootPem() {
       const res = await fetchText(`https://127.0.0.1:${mgmtPort}/roots/0`, authority.certPem);
       if (res.status !== 200) throw new Error(`pebble /roots/0 answered ${res.status}`);
@@ -171,7 +191,7 @@ export async function startPebble(options: { eab?: boolean; tlsPort?: number } =
         proc.kill('SIGTERM');
         await exited;
       }
-      dns.close();
+      dns?.close();
       dir.remove();
     },
   };
