@@ -84,10 +84,13 @@ export class FilesystemStorage implements AcmeStorage {
   }
 }
 
-/** Cert ids are DNS names and commas; anything else would be a bug, never a path component. */
+/**
+ * Cert ids are DNS names (a wildcard's `*` stored as `_`, which no DNS name holds) and commas;
+ * anything else would be a bug, never a path component.
+ */
 function safeName(id: string): string {
-  if (!/^[a-z0-9.,-]+$/.test(id)) throw new Error(`invalid certificate id '${id}'`);
-  return id;
+  if (!/^[a-z0-9.,*-]+$/.test(id)) throw new Error(`invalid certificate id '${id}'`);
+  return id.replaceAll('*', '_');
 }
 
 async function readLease(path: string): Promise<{ owner: string; expires_at: number } | undefined> {
