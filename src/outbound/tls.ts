@@ -12,6 +12,8 @@ export interface TlsSettings {
   /** PEM client certificate and key for outbound mutual TLS; both or neither. */
   certPath?: string | undefined;
   keyPath?: string | undefined;
+  /** Name sent as SNI and checked against the certificate instead of the target's host. */
+  serverName?: string | undefined;
 }
 
 /**
@@ -25,6 +27,7 @@ export interface TlsMaterial {
   readonly ca?: Buffer;
   readonly cert?: Buffer;
   readonly key?: Buffer;
+  readonly servername?: string;
   readonly fingerprint: string;
 }
 
@@ -59,6 +62,8 @@ export function loadTlsMaterial(settings: TlsSettings): TlsMaterial {
 
   const hash = createHash('sha256').update(settings.verify ? 'verify' : 'no-verify');
   for (const part of [ca, cert, key]) hash.update('\0').update(part ?? '');
+  if (settings.serverName !== undefined) hash.update('\0sni\0').update(settings.serverName);
+  const servername = settings.serverName === undefined ? {} : { servername: settings.serverName };
   const fingerprint = hash.digest('base64url').slice(0, 22);
   if (
     cert !== undefined &&
@@ -77,6 +82,7 @@ export function loadTlsMaterial(settings: TlsSettings): TlsMaterial {
       get key() {
         return pair.current().key;
       },
+      ...servername,
       fingerprint,
     };
   }
@@ -85,6 +91,7 @@ export function loadTlsMaterial(settings: TlsSettings): TlsMaterial {
     ...(ca === undefined ? {} : { ca }),
     ...(cert === undefined ? {} : { cert }),
     ...(key === undefined ? {} : { key }),
+    ...servername,
     fingerprint,
   };
 }
@@ -157,13 +164,15 @@ export function undiciConnect(
     ...(tls.cert === undefined ? {} : { cert: tls.cert }),
     ...(tls.key === undefined ? {} : { key: tls.key }),
   });
-  if (tls.cert === undefined) return options();
+  const servername = tls.servername;
+  if (tls.cert === undefined && servername === undefined) return options();
   let built: { cert: Buffer | undefined; connector: buildConnector.connector } | undefined;
   return (opts, callback) => {
     const cert = tls.cert;
     if (built === undefined || built.cert !== cert) built = { cert, connector: buildConnector(options()) };
     const { connector } = built;
-    return connector(opts, callback);
+    // A configured server name wins over the one undici derives from the origin or Host header.
+    return connector(servername === undefined ? opts : { ...opts, servername }, callback);
   };
 }
 

@@ -19,6 +19,7 @@ import {
   type ProviderEndpoint,
 } from './provider-client.js';
 import { redirectTo } from './shared.js';
+import { calloutTlsSchema, type CalloutTlsConfig } from '../callout-tls.js';
 
 interface AuthzCasdoorConfig extends SessionConfig {
   endpoint_addr: string;
@@ -26,6 +27,7 @@ interface AuthzCasdoorConfig extends SessionConfig {
   client_secret: string;
   callback_url?: string;
   ssl_verify: boolean;
+  tls?: CalloutTlsConfig;
   timeout: number;
   scope: string;
   logout_path?: string;
@@ -81,6 +83,7 @@ export const authzCasdoor = definePlugin({
         description: 'OAuth redirect_uri; its path is the callback. Required with a session secret.',
       },
       ssl_verify: { type: 'boolean', default: true },
+      tls: calloutTlsSchema,
       timeout: { type: 'integer', minimum: 1, default: 3000, description: 'Deadline per callout (ms).' },
       scope: { type: 'string', minLength: 1, default: 'read', description: 'OAuth scope asked at login.' },
       logout_path: { type: 'string', minLength: 1, description: 'Path that ends the session, then /.' },
@@ -101,6 +104,7 @@ export const authzCasdoor = definePlugin({
       name: 'Casdoor',
       timeoutMs: config.timeout,
       sslVerify: config.ssl_verify,
+      tls: config.tls,
     });
     const base = config.endpoint_addr.trim().replace(/\/+$/, '');
     const introspection = client.endpoint(`${base}/api/login/oauth/introspect`, 'endpoint_addr');

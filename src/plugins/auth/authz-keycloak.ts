@@ -2,6 +2,7 @@ import type { Context } from '../../engine/context.js';
 import { definePlugin } from '../define.js';
 import { asObject, bearerToken, parseJson, ProviderClient, stringField } from './provider-client.js';
 import { AUTH_OUTPUTS } from './shared.js';
+import { calloutTlsSchema, type CalloutTlsConfig } from '../callout-tls.js';
 
 interface AuthzKeycloakConfig {
   token_endpoint: string;
@@ -10,6 +11,7 @@ interface AuthzKeycloakConfig {
   policy_enforcement_mode: 'ENFORCING' | 'PERMISSIVE';
   http_method_as_scope: boolean;
   ssl_verify: boolean;
+  tls?: CalloutTlsConfig;
   timeout: number;
 }
 
@@ -57,6 +59,7 @@ export const authzKeycloak = definePlugin({
       policy_enforcement_mode: { type: 'string', enum: ['ENFORCING', 'PERMISSIVE'], default: 'ENFORCING' },
       http_method_as_scope: { type: 'boolean', default: false, description: 'Use the method as scope.' },
       ssl_verify: { type: 'boolean', default: true },
+      tls: calloutTlsSchema,
       timeout: { type: 'integer', minimum: 1, default: 3000, description: 'Whole-call deadline (ms).' },
     },
   },
@@ -68,6 +71,7 @@ export const authzKeycloak = definePlugin({
       name: 'Keycloak',
       timeoutMs: config.timeout,
       sslVerify: config.ssl_verify,
+      tls: config.tls,
     });
     const endpoint = client.endpoint(config.token_endpoint, 'token_endpoint');
     const permissive = config.policy_enforcement_mode === 'PERMISSIVE';

@@ -3,7 +3,6 @@ import { NodeError } from '../../engine/errors.js';
 import { classifyFailure } from '../../outbound/classify.js';
 import { exchange, type ExchangeLimits } from '../../outbound/exchange.js';
 import { acquirePool } from '../../outbound/pool-registry.js';
-import { loadTlsMaterial, TlsMaterialError } from '../../outbound/tls.js';
 import {
   resolveSessionSettings,
   sessionSchemaProperties,
@@ -14,12 +13,14 @@ import {
 import { ConfigError, definePlugin, type PortSpec, type Template } from '../define.js';
 import { readCasReply, type CasVerdict } from './cas-reply.js';
 import { unauthorized } from './shared.js';
+import { calloutTls, calloutTlsSchema, type CalloutTlsConfig } from '../callout-tls.js';
 
 interface CasAuthConfig extends SessionConfig {
   idp_uri: string;
   service?: string;
   ticket_param: string;
   ssl_verify: boolean;
+  tls?: CalloutTlsConfig;
   timeout_ms: number;
   logout_path?: string;
 }
@@ -75,6 +76,7 @@ export const casAuth = definePlugin({
       },
       ticket_param: { type: 'string', minLength: 1, default: 'ticket' },
       ssl_verify: { type: 'boolean', default: true },
+      tls: calloutTlsSchema,
       timeout_ms: { type: 'number', exclusiveMinimum: 0, default: 3000 },
       logout_path: {
         type: 'string',
@@ -91,13 +93,7 @@ export const casAuth = definePlugin({
     const base = `${idp.origin}${idp.pathname.replace(/\/+$/, '')}`;
     const validatePath = `${idp.pathname.replace(/\/+$/, '')}/serviceValidate`;
     const loginUrl = `${base}/login`;
-    let tls;
-    try {
-      tls = idp.protocol === 'https:' ? loadTlsMaterial({ verify: config.ssl_verify }) : null;
-    } catch (err) {
-      if (err instanceof TlsMaterialError) throw new ConfigError('ssl_verify', err.message);
-      throw err;
-    }
+    const tls = idp.protocol === 'https:' ? calloutTls(config.ssl_verify, config.tls) : null;
     if (config.logout_path !== undefined && !config.logout_path.startsWith('/')) {
       throw new ConfigError('logout_path', 'must be a path starting with /');
     }

@@ -10,6 +10,7 @@ import { ConfigError, type JsonSchema, type NodeInstance, type PluginEnv } from 
 import type { INTERACTIVE_OUTPUTS } from './cas-auth.js';
 import { asObject, attachIdentity } from './provider-client.js';
 import { redirectTo, unauthorized } from './shared.js';
+import { calloutTlsSchema, type CalloutTlsConfig } from '../callout-tls.js';
 
 /** Keys shared by the messaging-platform logins (dingtalk-auth, feishu-auth). */
 export interface CodeExchangeConfig extends SessionConfig {
@@ -20,6 +21,7 @@ export interface CodeExchangeConfig extends SessionConfig {
   set_userinfo_header: boolean;
   timeout: number;
   ssl_verify: boolean;
+  tls?: CalloutTlsConfig;
   redirect_uri?: string;
 }
 
@@ -42,6 +44,7 @@ export function codeExchangeProperties(defaults: {
     set_userinfo_header: { type: 'boolean', default: true, description: 'Send X-Userinfo upstream.' },
     timeout: { type: 'integer', minimum: 1, default: 6000, description: 'Deadline per callout (ms).' },
     ssl_verify: { type: 'boolean', default: true },
+    tls: calloutTlsSchema,
     redirect_uri: {
       type: 'string',
       minLength: 1,

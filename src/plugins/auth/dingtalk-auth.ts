@@ -70,6 +70,7 @@ export const dingtalkAuth = definePlugin({
       name: 'DingTalk',
       timeoutMs: config.timeout,
       sslVerify: config.ssl_verify,
+      tls: config.tls,
     });
     const tokenEndpoint = client.endpoint(config.access_token_url, 'access_token_url');
     const userinfoEndpoint = client.endpoint(config.userinfo_url, 'userinfo_url');

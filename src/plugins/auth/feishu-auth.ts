@@ -63,6 +63,7 @@ export const feishuAuth = definePlugin({
       name: 'Feishu',
       timeoutMs: config.timeout,
       sslVerify: config.ssl_verify,
+      tls: config.tls,
     });
     const tokenEndpoint = client.endpoint(config.access_token_url, 'access_token_url');
     const userinfoEndpoint = client.endpoint(config.userinfo_url, 'userinfo_url');

@@ -4,10 +4,10 @@ import { NodeError } from '../../engine/errors.js';
 import { classifyFailure } from '../../outbound/classify.js';
 import { exchange, type ExchangeLimits } from '../../outbound/exchange.js';
 import { acquirePool } from '../../outbound/pool-registry.js';
-import { loadTlsMaterial, TlsMaterialError } from '../../outbound/tls.js';
 import { ConfigError, definePlugin, type Template } from '../define.js';
 import { headerListSchema, headerPairs, type HeaderListConfig } from '../shared-schemas.js';
 import { AUTH_OUTPUTS } from './shared.js';
+import { calloutTls, calloutTlsSchema, type CalloutTlsConfig } from '../callout-tls.js';
 
 interface ForwardAuthConfig {
   uri: string;
@@ -17,6 +17,7 @@ interface ForwardAuthConfig {
   client_headers: string[];
   extra_headers?: HeaderListConfig;
   ssl_verify: boolean;
+  tls?: CalloutTlsConfig;
   timeout: number;
   status_on_error?: number;
   allow_degradation: boolean;
@@ -70,6 +71,7 @@ export const forwardAuth = definePlugin({
       client_headers: headerNames,
       extra_headers: headerListSchema,
       ssl_verify: { type: 'boolean', default: true },
+      tls: calloutTlsSchema,
       timeout: { type: 'integer', minimum: 1, default: 3000 },
       status_on_error: { type: 'integer', minimum: 400, maximum: 599 },
       allow_degradation: { type: 'boolean', default: false },
@@ -87,13 +89,7 @@ export const forwardAuth = definePlugin({
     if (url.protocol !== 'http:' && url.protocol !== 'https:') {
       throw new ConfigError('uri', `must be an http:// or https:// URL (got ${url.protocol})`);
     }
-    let tls;
-    try {
-      tls = url.protocol === 'https:' ? loadTlsMaterial({ verify: config.ssl_verify }) : null;
-    } catch (err) {
-      if (err instanceof TlsMaterialError) throw new ConfigError('ssl_verify', err.message);
-      throw err;
-    }
+    const tls = url.protocol === 'https:' ? calloutTls(config.ssl_verify, config.tls) : null;
     const post = config.request_method.toUpperCase() === 'POST';
     const method = post ? 'POST' : 'GET';
     const path = `${url.pathname}${url.search}`;

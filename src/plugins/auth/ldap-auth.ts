@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import type { Context } from '../../engine/context.js';
 import { NodeError } from '../../engine/errors.js';
+import { calloutTls, calloutTlsSchema, type CalloutTlsConfig } from '../callout-tls.js';
 import { ConfigError, definePlugin } from '../define.js';
 import { escapeDnValue, simpleBind, type LdapTarget } from './ldap-bind.js';
 import { AUTH_OUTPUTS, quoteRealm, requestHeader, unauthorized } from './shared.js';
@@ -11,6 +12,7 @@ interface LdapAuthConfig {
   uid: string;
   use_tls: boolean;
   tls_verify: boolean;
+  tls?: CalloutTlsConfig;
   realm: string;
   timeout_ms: number;
 }
@@ -48,6 +50,7 @@ export const ldapAuth = definePlugin({
       uid: { type: 'string', default: 'cn', description: 'RDN attribute that carries the username.' },
       use_tls: { type: 'boolean', default: false, description: 'StartTLS before binding (ldap:// only).' },
       tls_verify: { type: 'boolean', default: true, description: "Verify the directory's certificate." },
+      tls: calloutTlsSchema,
       realm: { type: 'string', default: 'ldap', description: 'Realm of the Basic challenge.' },
       timeout_ms: {
         type: 'number',
@@ -69,14 +72,23 @@ export const ldapAuth = definePlugin({
     if (secure && config.use_tls) {
       env.warn('use_tls', 'ignored: an ldaps:// connection is already TLS (StartTLS is for ldap://)');
     }
+    const material = calloutTls(config.tls_verify, config.tls, 'tls', 'tls_verify');
+    // SNI carries host names only; an IP literal is checked against the certificate's IP SANs.
+    const servername =
+      material.servername ?? (isIP(url.hostname.replace(/^\[|\]$/g, '')) === 0 ? url.hostname : undefined);
     const target: LdapTarget = {
       url: `${url.protocol}//${url.host}`,
       startTls: config.use_tls && !secure,
-      // SNI carries host names only; an IP literal is checked against the certificate's IP SANs.
-      tls:
-        isIP(url.hostname.replace(/^\[|\]$/g, '')) === 0
-          ? { rejectUnauthorized: config.tls_verify, servername: url.hostname }
-          : { rejectUnauthorized: config.tls_verify },
+      // Built per connection: a replaced client pair is presented by the next bind (docs/outbound-tls.md).
+      get tls() {
+        const cert = material.cert;
+        return {
+          rejectUnauthorized: material.rejectUnauthorized,
+          ...(servername === undefined ? {} : { servername }),
+          ...(material.ca === undefined ? {} : { ca: material.ca }),
+          ...(cert === undefined ? {} : { cert, key: material.key }),
+        };
+      },
       timeoutMs: config.timeout_ms,
     };
     const challenge = `Basic realm=${quoteRealm(config.realm)}`;

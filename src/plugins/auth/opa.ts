@@ -2,11 +2,13 @@ import type { Context } from '../../engine/context.js';
 import { ConfigError, definePlugin } from '../define.js';
 import { asObject, parseJson, ProviderClient } from './provider-client.js';
 import { AUTH_OUTPUTS } from './shared.js';
+import { calloutTlsSchema, type CalloutTlsConfig } from '../callout-tls.js';
 
 interface OpaConfig {
   host: string;
   policy: string;
   ssl_verify: boolean;
+  tls?: CalloutTlsConfig;
   timeout: number;
   with_consumer: boolean;
   with_route: boolean;
@@ -54,6 +56,7 @@ export const opa = definePlugin({
       host: { type: 'string', minLength: 1, description: 'OPA base URL, e.g. http://opa:8181.' },
       policy: { type: 'string', minLength: 1, description: 'Decision path: POST <host>/v1/data/<policy>.' },
       ssl_verify: { type: 'boolean', default: true },
+      tls: calloutTlsSchema,
       timeout: { type: 'integer', minimum: 1, default: 3000, description: 'Whole-call deadline (ms).' },
       with_consumer: { type: 'boolean', default: false, description: 'Add the attached consumer to input.' },
       with_route: {
@@ -84,6 +87,7 @@ export const opa = definePlugin({
       name: 'OPA',
       timeoutMs: config.timeout,
       sslVerify: config.ssl_verify,
+      tls: config.tls,
     });
     const base = config.host.trim().replace(/\/+$/, '');
     const endpoint = client.endpoint(`${base}/v1/data/${policy}`, 'host');

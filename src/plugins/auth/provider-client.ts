@@ -4,7 +4,8 @@ import { NodeError, type KnownErrorCode } from '../../engine/errors.js';
 import { classifyFailure } from '../../outbound/classify.js';
 import { exchange, type ExchangeLimits } from '../../outbound/exchange.js';
 import { acquirePool, type PoolLease } from '../../outbound/pool-registry.js';
-import { loadTlsMaterial, TlsMaterialError, type TlsMaterial } from '../../outbound/tls.js';
+import type { TlsMaterial } from '../../outbound/tls.js';
+import { calloutTls, type CalloutTlsConfig } from '../callout-tls.js';
 import { ConfigError } from '../define.js';
 
 /** One URL of an identity or authorization provider, resolved at compile time. */
@@ -40,6 +41,8 @@ export interface ProviderClientOptions {
   /** Whole-call deadline in ms: connect, request, headers and body. */
   timeoutMs: number;
   sslVerify: boolean;
+  /** The plugin's `tls` key (docs/outbound-tls.md). */
+  tls?: CalloutTlsConfig | undefined;
 }
 
 /**
@@ -150,12 +153,7 @@ export class ProviderClient {
   }
 
   #tlsMaterial(): TlsMaterial {
-    try {
-      this.#tls ??= loadTlsMaterial({ verify: this.#options.sslVerify });
-    } catch (err) {
-      if (err instanceof TlsMaterialError) throw new ConfigError('ssl_verify', err.message);
-      throw err;
-    }
+    this.#tls ??= calloutTls(this.#options.sslVerify, this.#options.tls);
     return this.#tls;
   }
 }

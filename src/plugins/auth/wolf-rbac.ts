@@ -2,12 +2,14 @@ import type { Context } from '../../engine/context.js';
 import { definePlugin } from '../define.js';
 import { asObject, attachIdentity, parseJson, ProviderClient, stringField } from './provider-client.js';
 import { AUTH_OUTPUTS } from './shared.js';
+import { calloutTlsSchema, type CalloutTlsConfig } from '../callout-tls.js';
 
 interface WolfRbacConfig {
   server: string;
   appid?: string;
   header_prefix: string;
   ssl_verify: boolean;
+  tls?: CalloutTlsConfig;
   timeout_ms: number;
 }
 
@@ -52,6 +54,7 @@ export const wolfRbac = definePlugin({
       appid: { type: 'string', minLength: 1, description: 'appID for tokens that carry none.' },
       header_prefix: { type: 'string', default: 'X-', description: 'Prefix of the identity headers.' },
       ssl_verify: { type: 'boolean', default: true },
+      tls: calloutTlsSchema,
       timeout_ms: {
         type: 'number',
         exclusiveMinimum: 0,
@@ -68,6 +71,7 @@ export const wolfRbac = definePlugin({
       name: 'wolf-server',
       timeoutMs: config.timeout_ms,
       sslVerify: config.ssl_verify,
+      tls: config.tls,
     });
     const endpoint = client.endpoint(
       `${config.server.trim().replace(/\/+$/, '')}/wolf/rbac/access_check`,

@@ -10,6 +10,7 @@ import {
   type BatchConfig,
 } from './shared/logger-node.js';
 import { endpointRing } from './shared/transport.js';
+import { calloutTlsSchema, type CalloutTlsConfig } from '../callout-tls.js';
 
 interface ClickhouseLoggerConfig extends EntryConfig, BatchConfig {
   endpoint_addr?: string;
@@ -19,6 +20,7 @@ interface ClickhouseLoggerConfig extends EntryConfig, BatchConfig {
   user: string;
   password: string;
   ssl_verify: boolean;
+  tls?: CalloutTlsConfig;
   timeout: number;
 }
 
@@ -39,6 +41,7 @@ export const clickhouseLogger = definePlugin({
       user: { type: 'string', default: '' },
       password: { type: 'string', default: '' },
       ssl_verify: { type: 'boolean', default: true },
+      tls: calloutTlsSchema,
       timeout: { type: 'number', exclusiveMinimum: 0, default: 3, description: 'Seconds per shipment.' },
       ...entryProperties,
       ...batchProperties(),
@@ -63,7 +66,7 @@ export const clickhouseLogger = definePlugin({
         listKey: 'endpoint_addrs',
       },
       '',
-      { sslVerify: config.ssl_verify, timeoutMs: config.timeout * 1000 },
+      { sslVerify: config.ssl_verify, tls: config.tls, timeoutMs: config.timeout * 1000 },
     );
     const headers = [
       'content-type', 'text/plain; charset=utf-8',

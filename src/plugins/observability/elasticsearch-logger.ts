@@ -11,6 +11,7 @@ import {
   type BatchConfig,
 } from './shared/logger-node.js';
 import { endpointRing } from './shared/transport.js';
+import { calloutTlsSchema, type CalloutTlsConfig } from '../callout-tls.js';
 
 interface ElasticsearchLoggerConfig extends EntryConfig, BatchConfig {
   endpoint_addr?: string;
@@ -18,6 +19,7 @@ interface ElasticsearchLoggerConfig extends EntryConfig, BatchConfig {
   field: { index: string; type?: string };
   auth?: { username: string; password: string };
   ssl_verify: boolean;
+  tls?: CalloutTlsConfig;
   timeout: number;
 }
 
@@ -55,6 +57,7 @@ export const elasticsearchLogger = definePlugin({
         properties: { username: { type: 'string' }, password: { type: 'string' } },
       },
       ssl_verify: { type: 'boolean', default: true },
+      tls: calloutTlsSchema,
       timeout: { type: 'number', exclusiveMinimum: 0, default: 10, description: 'Seconds per shipment.' },
       ...entryProperties,
       ...batchProperties(),
@@ -73,7 +76,7 @@ export const elasticsearchLogger = definePlugin({
         listKey: 'endpoint_addrs',
       },
       '_bulk',
-      { sslVerify: config.ssl_verify, timeoutMs: config.timeout * 1000 },
+      { sslVerify: config.ssl_verify, tls: config.tls, timeoutMs: config.timeout * 1000 },
     );
     const action = JSON.stringify({ index: { _index: config.field.index } });
     const headers = ['content-type', 'application/x-ndjson'];

@@ -14,6 +14,7 @@ import {
   type BatchConfig,
 } from './shared/logger-node.js';
 import { HttpEndpoint } from './shared/transport.js';
+import { calloutTlsSchema, type CalloutTlsConfig } from '../callout-tls.js';
 
 interface AuthConfig {
   client_email: string;
@@ -31,6 +32,7 @@ interface GoogleCloudLoggingConfig extends EntryConfig, BatchConfig {
   resource: Record<string, unknown>;
   log_id: string;
   ssl_verify: boolean;
+  tls?: CalloutTlsConfig;
   timeout: number;
 }
 
@@ -77,6 +79,7 @@ export const googleCloudLogging = definePlugin({
     },
     log_id: { type: 'string', minLength: 1, default: 'featherbit%2Flogs' },
     ssl_verify: { type: 'boolean', default: true },
+    tls: calloutTlsSchema,
     timeout: { type: 'number', exclusiveMinimum: 0, default: 10, description: 'Seconds per call.' },
     ...entryProperties,
     ...batchProperties(),
@@ -95,7 +98,7 @@ export const googleCloudLogging = definePlugin({
         `not a PEM private key: ${(err as Error).message}`,
       );
     }
-    const options = { sslVerify: config.ssl_verify, timeoutMs: config.timeout * 1000 };
+    const options = { sslVerify: config.ssl_verify, tls: config.tls, timeoutMs: config.timeout * 1000 };
     const tokenEndpoint = new HttpEndpoint(
       account.token_uri ?? TOKEN_URI,
       `${account.from}.token_uri`,

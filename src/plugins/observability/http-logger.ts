@@ -10,6 +10,7 @@ import {
   type BatchConfig,
 } from './shared/logger-node.js';
 import { HttpEndpoint, ndjson } from './shared/transport.js';
+import { calloutTlsSchema, type CalloutTlsConfig } from '../callout-tls.js';
 
 interface HttpLoggerConfig extends EntryConfig, BatchConfig {
   uri: string;
@@ -18,6 +19,7 @@ interface HttpLoggerConfig extends EntryConfig, BatchConfig {
   auth_header?: string;
   concat_method: 'json' | 'new_line';
   ssl_verify: boolean;
+  tls?: CalloutTlsConfig;
   timeout: number;
 }
 
@@ -39,6 +41,7 @@ export const httpLogger = definePlugin({
       auth_header: { type: 'string', description: 'Value of the Authorization header.' },
       concat_method: { type: 'string', enum: ['json', 'new_line'], default: 'json' },
       ssl_verify: { type: 'boolean', default: true },
+      tls: calloutTlsSchema,
       timeout: { type: 'number', exclusiveMinimum: 0, default: 3, description: 'Seconds per shipment.' },
       ...entryProperties,
       ...batchProperties(),
@@ -51,6 +54,7 @@ export const httpLogger = definePlugin({
   create(config: HttpLoggerConfig, env) {
     const endpoint = new HttpEndpoint(config.uri, 'uri', {
       sslVerify: config.ssl_verify,
+      tls: config.tls,
       timeoutMs: config.timeout * 1000,
     });
     const json = config.concat_method === 'json';

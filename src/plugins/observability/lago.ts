@@ -10,6 +10,7 @@ import {
   type BatchConfig,
 } from './shared/logger-node.js';
 import { HttpEndpoint, joinUrl } from './shared/transport.js';
+import { calloutTlsSchema, type CalloutTlsConfig } from '../callout-tls.js';
 
 interface LagoConfig extends EntryConfig, BatchConfig {
   endpoint: string;
@@ -19,6 +20,7 @@ interface LagoConfig extends EntryConfig, BatchConfig {
   event_code: string;
   endpoint_uri: string;
   ssl_verify: boolean;
+  tls?: CalloutTlsConfig;
   timeout: number;
 }
 
@@ -59,6 +61,7 @@ export const lago = definePlugin({
       event_code: { type: 'string', minLength: 1, description: 'Billable metric code.' },
       endpoint_uri: { type: 'string', default: '/api/v1/events/batch' },
       ssl_verify: { type: 'boolean', default: true },
+      tls: calloutTlsSchema,
       timeout: { type: 'integer', minimum: 1, default: 3000, description: 'Milliseconds per shipment.' },
       ...entryProperties,
       ...batchProperties(LAGO_BATCH_LIMIT, LAGO_BATCH_LIMIT),
@@ -72,6 +75,7 @@ export const lago = definePlugin({
   create(config: LagoConfig, env) {
     const endpoint = new HttpEndpoint(joinUrl(config.endpoint, config.endpoint_uri), 'endpoint', {
       sslVerify: config.ssl_verify,
+      tls: config.tls,
       timeoutMs: config.timeout,
     });
     const legacy = { legacy: true, phase: 'response' } as const;

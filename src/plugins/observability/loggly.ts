@@ -10,6 +10,7 @@ import {
   type BatchConfig,
 } from './shared/logger-node.js';
 import { HttpEndpoint, ndjson } from './shared/transport.js';
+import { calloutTlsSchema, type CalloutTlsConfig } from '../callout-tls.js';
 
 interface LogglyConfig extends EntryConfig, BatchConfig {
   customer_token: string;
@@ -17,6 +18,7 @@ interface LogglyConfig extends EntryConfig, BatchConfig {
   host: string;
   severity: string;
   ssl_verify: boolean;
+  tls?: CalloutTlsConfig;
   timeout: number;
 }
 
@@ -48,6 +50,7 @@ export const loggly = definePlugin({
         enum: [...SEVERITIES, ...SEVERITIES.map((s) => s.toLowerCase())],
       },
       ssl_verify: { type: 'boolean', default: true },
+      tls: calloutTlsSchema,
       timeout: { type: 'integer', minimum: 1, default: 5000, description: 'Milliseconds per shipment.' },
       ...entryProperties,
       ...batchProperties(),
@@ -63,6 +66,7 @@ export const loggly = definePlugin({
     const url = `${base.replace(/\/+$/, '')}/bulk/${encodeURIComponent(config.customer_token)}/tag/${tags}/`;
     const endpoint = new HttpEndpoint(url, 'host', {
       sslVerify: config.ssl_verify,
+      tls: config.tls,
       timeoutMs: config.timeout,
     });
     const headers = ['content-type', 'text/plain'];

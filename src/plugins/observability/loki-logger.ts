@@ -10,6 +10,7 @@ import {
   type BatchConfig,
 } from './shared/logger-node.js';
 import { endpointRing } from './shared/transport.js';
+import { calloutTlsSchema, type CalloutTlsConfig } from '../callout-tls.js';
 
 type Labels = Record<string, string>;
 
@@ -21,6 +22,7 @@ interface LokiLoggerConfig extends EntryConfig, BatchConfig {
   labels?: Labels;
   headers: Record<string, string | number | boolean>;
   ssl_verify: boolean;
+  tls?: CalloutTlsConfig;
   timeout: number;
 }
 
@@ -50,6 +52,7 @@ export const lokiLogger = definePlugin({
         default: {},
       },
       ssl_verify: { type: 'boolean', default: true },
+      tls: calloutTlsSchema,
       timeout: { type: 'integer', minimum: 1, default: 3000, description: 'Milliseconds per shipment.' },
       ...entryProperties,
       ...batchProperties(),
@@ -64,7 +67,7 @@ export const lokiLogger = definePlugin({
     const ring = endpointRing(
       { single: undefined, list, singleKey: 'endpoint_addrs', listKey: 'endpoint_addrs' },
       config.endpoint_uri,
-      { sslVerify: config.ssl_verify, timeoutMs: config.timeout },
+      { sslVerify: config.ssl_verify, tls: config.tls, timeoutMs: config.timeout },
     );
     const stream = config.log_labels ?? config.labels ?? { job: 'featherbit' };
     const headers = ['content-type', 'application/json', 'x-scope-orgid', config.tenant_id];

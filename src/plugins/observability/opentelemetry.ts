@@ -13,6 +13,7 @@ import {
   type FinishedSpan,
   type Incoming,
 } from './shared/tracing.js';
+import { calloutTlsSchema, type CalloutTlsConfig } from '../callout-tls.js';
 
 interface OpenTelemetryConfig {
   phase: 'start' | 'end';
@@ -21,6 +22,7 @@ interface OpenTelemetryConfig {
   service_name: string;
   sampler: { name: 'always_on' | 'always_off' | 'trace_id_ratio'; options: { fraction: number } };
   ssl_verify: boolean;
+  tls?: CalloutTlsConfig;
   timeout: number;
 }
 
@@ -59,6 +61,7 @@ export const opentelemetry = definePlugin({
         },
       },
       ssl_verify: { type: 'boolean', default: true },
+      tls: calloutTlsSchema,
       timeout: { type: 'number', exclusiveMinimum: 0, default: 3, description: 'Seconds per export.' },
     },
     ['phase'],
@@ -77,6 +80,7 @@ export const opentelemetry = definePlugin({
     }
     const endpoint = new HttpEndpoint(joinUrl(base, 'v1/traces'), key, {
       sslVerify: config.ssl_verify,
+      tls: config.tls,
       timeoutMs: config.timeout * 1000,
     });
     const resource = { attributes: [attribute('service.name', config.service_name)] };

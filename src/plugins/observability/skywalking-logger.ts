@@ -12,12 +12,14 @@ import {
 } from './shared/logger-node.js';
 import { openSpans } from './shared/tracing.js';
 import { HttpEndpoint, joinUrl } from './shared/transport.js';
+import { calloutTlsSchema, type CalloutTlsConfig } from '../callout-tls.js';
 
 interface SkywalkingLoggerConfig extends EntryConfig, BatchConfig {
   endpoint_addr: string;
   service_name: string;
   service_instance_name: string;
   ssl_verify: boolean;
+  tls?: CalloutTlsConfig;
   timeout: number;
 }
 
@@ -41,6 +43,7 @@ export const skywalkingLogger = definePlugin({
         description: '`$hostname` is replaced by the host name.',
       },
       ssl_verify: { type: 'boolean', default: true },
+      tls: calloutTlsSchema,
       timeout: { type: 'number', exclusiveMinimum: 0, default: 3, description: 'Seconds per shipment.' },
       ...entryProperties,
       ...batchProperties(),
@@ -53,6 +56,7 @@ export const skywalkingLogger = definePlugin({
   create(config: SkywalkingLoggerConfig, env) {
     const endpoint = new HttpEndpoint(joinUrl(config.endpoint_addr, 'v3/logs'), 'endpoint_addr', {
       sslVerify: config.ssl_verify,
+      tls: config.tls,
       timeoutMs: config.timeout * 1000,
     });
     const service = config.service_name;

@@ -14,6 +14,7 @@ import {
   type Incoming,
   type Span,
 } from './shared/tracing.js';
+import { calloutTlsSchema, type CalloutTlsConfig } from '../callout-tls.js';
 
 interface SkywalkingConfig {
   phase: 'start' | 'end';
@@ -22,6 +23,7 @@ interface SkywalkingConfig {
   service_instance_name: string;
   sample_ratio: number;
   ssl_verify: boolean;
+  tls?: CalloutTlsConfig;
   timeout: number;
 }
 
@@ -63,6 +65,7 @@ export const skywalking = definePlugin({
       },
       sample_ratio: { type: 'number', minimum: 0, maximum: 1, default: 1 },
       ssl_verify: { type: 'boolean', default: true },
+      tls: calloutTlsSchema,
       timeout: { type: 'number', exclusiveMinimum: 0, default: 3, description: 'Seconds per export.' },
     },
     ['phase'],
@@ -84,6 +87,7 @@ export const skywalking = definePlugin({
     }
     const endpoint = new HttpEndpoint(joinUrl(config.endpoint_addr, 'v3/segments'), 'endpoint_addr', {
       sslVerify: config.ssl_verify,
+      tls: config.tls,
       timeoutMs: config.timeout * 1000,
     });
     return endNode(store, env, {

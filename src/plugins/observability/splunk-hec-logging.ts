@@ -11,12 +11,14 @@ import {
   type BatchConfig,
 } from './shared/logger-node.js';
 import { HttpEndpoint } from './shared/transport.js';
+import { calloutTlsSchema, type CalloutTlsConfig } from '../callout-tls.js';
 
 interface SplunkHecConfig extends EntryConfig, BatchConfig {
   endpoint: { uri?: string; token: string; channel?: string; timeout: number };
   uri?: string;
   source: string;
   ssl_verify: boolean;
+  tls?: CalloutTlsConfig;
 }
 
 interface HecEvent {
@@ -52,6 +54,7 @@ export const splunkHecLogging = definePlugin({
       uri: { type: 'string', minLength: 1, description: 'Alias of `endpoint.uri`.' },
       source: { type: 'string', default: 'featherbit-splunk-hec-logging' },
       ssl_verify: { type: 'boolean', default: true },
+      tls: calloutTlsSchema,
       ...entryProperties,
       ...batchProperties(),
     },
@@ -65,6 +68,7 @@ export const splunkHecLogging = definePlugin({
     if (uri === undefined) throw new ConfigError('endpoint.uri', 'is required');
     const endpoint = new HttpEndpoint(uri, config.endpoint.uri === undefined ? 'uri' : 'endpoint.uri', {
       sslVerify: config.ssl_verify,
+      tls: config.tls,
       timeoutMs: config.endpoint.timeout * 1000,
     });
     const headers = ['content-type', 'application/json', 'authorization', `Splunk ${config.endpoint.token}`];

@@ -13,6 +13,7 @@ import {
 } from './shared/logger-node.js';
 import { contents, encodeMessage, message } from './shared/protobuf.js';
 import { HttpEndpoint } from './shared/transport.js';
+import { calloutTlsSchema, type CalloutTlsConfig } from '../callout-tls.js';
 
 interface ClsConfig extends EntryConfig, BatchConfig {
   cls_host?: string;
@@ -23,6 +24,7 @@ interface ClsConfig extends EntryConfig, BatchConfig {
   secret_key: string;
   scheme: 'http' | 'https';
   ssl_verify: boolean;
+  tls?: CalloutTlsConfig;
   timeout: number;
   global_tag?: Record<string, string | number | boolean>;
 }
@@ -54,6 +56,7 @@ export const tencentCloudCls = definePlugin({
       secret_key: { type: 'string', minLength: 1 },
       scheme: { type: 'string', enum: ['http', 'https'], default: 'https' },
       ssl_verify: { type: 'boolean', default: true },
+      tls: calloutTlsSchema,
       timeout: { type: 'integer', minimum: 1, default: 10000, description: 'Milliseconds per shipment.' },
       global_tag: {
         type: 'object',
@@ -77,7 +80,7 @@ export const tencentCloudCls = definePlugin({
     const endpoint = new HttpEndpoint(
       `${config.scheme}://${host}/structuredlog?${query}`,
       config.cls_host === undefined ? 'endpoint' : 'cls_host',
-      { sslVerify: config.ssl_verify, timeoutMs: config.timeout },
+      { sslVerify: config.ssl_verify, tls: config.tls, timeoutMs: config.timeout },
     );
     const tags = Object.entries(config.global_tag ?? {}).map(
       ([k, v]) =>

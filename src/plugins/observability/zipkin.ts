@@ -15,6 +15,7 @@ import {
   type Incoming,
   type Span,
 } from './shared/tracing.js';
+import { calloutTlsSchema, type CalloutTlsConfig } from '../callout-tls.js';
 
 interface ZipkinConfig {
   phase: 'start' | 'end';
@@ -23,6 +24,7 @@ interface ZipkinConfig {
   server_addr?: string;
   sample_ratio: number;
   ssl_verify: boolean;
+  tls?: CalloutTlsConfig;
   timeout: number;
 }
 
@@ -49,6 +51,7 @@ export const zipkin = definePlugin({
       server_addr: { type: 'string', description: 'IPv4 address reported as localEndpoint.ipv4.' },
       sample_ratio: { type: 'number', minimum: 0, maximum: 1, default: 1 },
       ssl_verify: { type: 'boolean', default: true },
+      tls: calloutTlsSchema,
       timeout: { type: 'number', exclusiveMinimum: 0, default: 3, description: 'Seconds per export.' },
     },
     ['phase', 'endpoint'],
@@ -66,6 +69,7 @@ export const zipkin = definePlugin({
     }
     const endpoint = new HttpEndpoint(config.endpoint, 'endpoint', {
       sslVerify: config.ssl_verify,
+      tls: config.tls,
       timeoutMs: config.timeout * 1000,
     });
     const local = {

@@ -1,6 +1,7 @@
 import type { JWSAlgorithm } from 'jose';
 import { sessionSchemaProperties, type SessionConfig } from '../../../sessions/index.js';
 import { ConfigError } from '../../define.js';
+import { calloutTlsSchema, type CalloutTlsConfig } from '../../callout-tls.js';
 
 /** The node config after schema defaults (docs/plugins/openid-connect.md). */
 export interface OidcConfig extends Omit<SessionConfig, 'session'> {
@@ -19,6 +20,7 @@ export interface OidcConfig extends Omit<SessionConfig, 'session'> {
   set_access_token_header: boolean;
   access_token_in_authorization_header: boolean;
   ssl_verify: boolean;
+  tls?: CalloutTlsConfig;
   timeout: number;
   jwk_expires_in: number;
   redirect_uri?: string;
@@ -100,6 +102,7 @@ export const oidcSchema = {
       description: 'Forward it as Authorization: Bearer instead of X-Access-Token.',
     },
     ssl_verify: { type: 'boolean', default: true },
+    tls: calloutTlsSchema,
     timeout: { type: 'number', exclusiveMinimum: 0, default: 3, description: 'Seconds, per provider call.' },
     jwk_expires_in: {
       type: 'number',

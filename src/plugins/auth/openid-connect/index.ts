@@ -1,6 +1,6 @@
 import type { Context } from '../../../engine/context.js';
 import { hasPlaceholder } from '../../../config/interpolate.js';
-import { loadTlsMaterial } from '../../../outbound/tls.js';
+import { calloutTls } from '../../callout-tls.js';
 import { resolveSessionSettings, type SessionSettings } from '../../../sessions/index.js';
 import { ConfigError, definePlugin, type PluginEnv } from '../../define.js';
 import { INTERACTIVE_OUTPUTS } from '../cas-auth.js';
@@ -80,7 +80,7 @@ export const openidConnect = definePlugin({
     const claimRules = claimRulesOf(config, clientId);
     const timeoutMs = config.timeout * 1000;
     // Discovery may name https endpoints even when the configured ones are http.
-    const http = new ProviderFetch(loadTlsMaterial({ verify: config.ssl_verify }), timeoutMs);
+    const http = new ProviderFetch(calloutTls(config.ssl_verify, config.tls), timeoutMs);
     const provider = new OidcProvider(
       {
         endpoints,

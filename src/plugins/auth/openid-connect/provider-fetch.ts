@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Agent, fetch as undiciFetch, Response as UndiciResponse } from 'undici';
 import { NodeError } from '../../../engine/errors.js';
-import type { TlsMaterial } from '../../../outbound/tls.js';
+import { undiciConnect, type TlsMaterial } from '../../../outbound/tls.js';
 
 /** docs/plugins/openid-connect.md: 502 `provider_error` on the error port, no challenge header. */
 export function providerError(message: string, endpoint: URL | string, cause?: unknown): NodeError {
@@ -42,8 +42,8 @@ export function clientGone(): boolean {
 /**
  * The identity provider as openid-client and jose reach it: their `customFetch`
  * hooks go through one undici Agent carrying this node's TLS material
- * (`ssl_verify`, and a CA, client certificate and key when given; verification
- * stays on by default) and a connect timeout, and every call is bounded by
+ * (`ssl_verify` and `tls`: a CA, client certificate and key, server name;
+ * verification stays on by default) and a connect timeout, and every call is bounded by
  * `timeoutMs` and by the client's signal. The agent is closed with the node.
  */
 export class ProviderFetch {
@@ -53,17 +53,9 @@ export class ProviderFetch {
   constructor(tls: TlsMaterial | null, timeoutMs: number) {
     this.timeoutMs = timeoutMs;
     this.#agent = new Agent({
-      connect: {
-        timeout: timeoutMs,
-        ...(tls === null
-          ? {}
-          : {
-              rejectUnauthorized: tls.rejectUnauthorized,
-              ...(tls.ca === undefined ? {} : { ca: tls.ca }),
-              ...(tls.cert === undefined ? {} : { cert: tls.cert }),
-              ...(tls.key === undefined ? {} : { key: tls.key }),
-            }),
-      },
+      // The shared connector: a replaced client pair is presented on new connections (docs/outbound-tls.md).
+      connect:
+        tls === null ? { timeout: timeoutMs } : undiciConnect(tls, { timeout: timeoutMs, allowH2: false }),
       headersTimeout: timeoutMs,
       bodyTimeout: timeoutMs,
     });

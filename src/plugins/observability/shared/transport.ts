@@ -4,7 +4,7 @@ import { appendFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { exchange, type ExchangeLimits } from '../../../outbound/exchange.js';
 import { acquirePool, type PoolLease } from '../../../outbound/pool-registry.js';
-import { loadTlsMaterial } from '../../../outbound/tls.js';
+import { calloutTls, type CalloutTlsConfig } from '../../callout-tls.js';
 import { ConfigError } from '../../define.js';
 import { Undeliverable } from './batch.js';
 
@@ -22,6 +22,13 @@ export interface HttpSend {
   body: Buffer | string;
 }
 
+export interface HttpEndpointOptions {
+  sslVerify: boolean;
+  /** The logger's `tls` key: CA, client certificate, server name (docs/outbound-tls.md). */
+  tls?: CalloutTlsConfig | undefined;
+  timeoutMs: number;
+}
+
 /**
  * One collector URL on the shared outbound pools. The URL is configuration
  * only (docs/templates.md#fields-that-are-never-templated: logger endpoints), checked here at load.
@@ -31,12 +38,12 @@ export class HttpEndpoint {
   readonly #lease: PoolLease;
   readonly #limits: ExchangeLimits;
 
-  constructor(raw: string, key: string, options: { sslVerify: boolean; timeoutMs: number }) {
+  constructor(raw: string, key: string, options: HttpEndpointOptions) {
     this.url = parseHttpUrl(raw, key);
     const https = this.url.protocol === 'https:';
     this.#lease = acquirePool({
       origin: this.url.origin,
-      tls: https ? loadTlsMaterial({ verify: options.sslVerify }) : null,
+      tls: https ? calloutTls(options.sslVerify, options.tls) : null,
       connectTimeoutMs: options.timeoutMs,
     });
     this.#limits = { deadlineMs: options.timeoutMs, idleMs: options.timeoutMs, streaming: false };
@@ -102,7 +109,7 @@ export class EndpointRing {
 export function endpointRing(
   addrs: { single: string | undefined; list: string[] | undefined; singleKey: string; listKey: string },
   path: string,
-  options: { sslVerify: boolean; timeoutMs: number },
+  options: HttpEndpointOptions,
 ): EndpointRing {
   if (addrs.list !== undefined) {
     return new EndpointRing(
