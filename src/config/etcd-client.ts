@@ -3,14 +3,32 @@
  * `/v3/auth/authenticate`): keys and values travel base64-encoded in JSON.
  * Endpoints come from system.yaml only. A request goes to the endpoint that
  * last answered and falls over to the next on a network error or a 5xx.
+ * `https://` endpoints use `tls` (docs/etcd.md#tls): a private CA, a client
+ * certificate for `--client-cert-auth`, re-read when replaced on disk.
  */
+import { Agent, fetch, type Response } from 'undici';
+import { loadTlsMaterial, TlsMaterialError, undiciConnect, type TlsMaterial } from '../outbound/tls.js';
+import { ConfigRejected } from './schema-validate.js';
+
+/** `config.etcd.tls` of system.yaml. */
+export interface EtcdTlsConfig {
+  ca_file?: string;
+  cert_file?: string;
+  key_file?: string;
+  server_name?: string;
+  verify: boolean;
+}
 
 export interface EtcdSettings {
   endpoints: string[];
   user?: string;
   password?: string;
   timeout_ms: number;
+  tls?: EtcdTlsConfig;
 }
+
+/** Key path of the settings in system.yaml, for errors. */
+const TLS_KEY = 'config.etcd.tls';
 
 export interface KeyValue {
   key: string;
@@ -45,9 +63,31 @@ export class EtcdClient {
   #current = 0;
   #token: string | undefined;
 
+  /** Carries the TLS material to `https://` endpoints; undefined when every endpoint is plain http. */
+  readonly #dispatcher: Agent | undefined;
+
   constructor(settings: EtcdSettings) {
     this.#settings = settings;
     this.#endpoints = settings.endpoints.map((e) => e.replace(/\/+$/, ''));
+    this.#endpoints.forEach((endpoint, i) => {
+      if (!/^https?:\/\//i.test(endpoint))
+        throw new ConfigRejected([
+          {
+            path: `config.etcd.endpoints[${i}]`,
+            message: `'${endpoint}' must start with http:// or https://`,
+          },
+        ]);
+    });
+    const tls = this.#endpoints.some((e) => /^https:/i.test(e)) ? etcdTlsMaterial(settings.tls) : undefined;
+    this.#dispatcher =
+      tls === undefined
+        ? undefined
+        : new Agent({ connect: undiciConnect(tls, { timeout: settings.timeout_ms, allowH2: false }) });
+  }
+
+  /** Closes the connections to etcd (watches are closed by their own handles). */
+  async close(): Promise<void> {
+    await this.#dispatcher?.close();
   }
 
   /** Every key under `prefix`, in key order. */
@@ -196,6 +236,7 @@ export class EtcdClient {
           headers,
           body: JSON.stringify(body),
           signal,
+          ...(this.#dispatcher === undefined ? {} : { dispatcher: this.#dispatcher }),
         });
         if (response.status >= 500 && !isAuthFailure(response.status, '')) {
           failures.push(`${endpoint}: ${response.status}`);
@@ -206,7 +247,8 @@ export class EtcdClient {
         return response;
       } catch (err) {
         if (signal.aborted && (signal.reason as Error | undefined)?.name !== 'TimeoutError') throw err;
-        failures.push(`${endpoint}: ${describe(err)}`);
+        const hasCert = this.#settings.tls?.cert_file !== undefined;
+        failures.push(`${endpoint}: ${describe(err)}${tlsHint(endpoint, err, hasCert)}`);
       }
     }
     throw new EtcdUnavailable(`no etcd endpoint answered ${path} (${failures.join('; ')})`);
@@ -220,4 +262,60 @@ function isAuthFailure(status: number, text: string): boolean {
 function describe(err: unknown): string {
   const cause = (err as { cause?: { code?: string; message?: string } }).cause;
   return cause?.code ?? cause?.message ?? (err as Error).message ?? String(err);
+}
+
+/** Loads `config.etcd.tls`; a bad file is a ConfigRejected naming its key. */
+function etcdTlsMaterial(tls: EtcdTlsConfig | undefined): TlsMaterial {
+  const t = tls ?? { verify: true };
+  if ((t.cert_file === undefined) !== (t.key_file === undefined)) {
+    const missing = t.cert_file === undefined ? 'cert_file' : 'key_file';
+    throw new ConfigRejected([
+      {
+        path: `${TLS_KEY}.${missing}`,
+        message: `is required with ${TLS_KEY}.${missing === 'cert_file' ? 'key_file' : 'cert_file'}`,
+      },
+    ]);
+  }
+  try {
+    return loadTlsMaterial({
+      verify: t.verify,
+      caPath: t.ca_file,
+      certPath: t.cert_file,
+      keyPath: t.key_file,
+      serverName: t.server_name,
+    });
+  } catch (err) {
+    if (!(err instanceof TlsMaterialError)) throw err;
+    const key = err.field === 'ca' ? 'ca_file' : err.field === 'cert' ? 'cert_file' : 'key_file';
+    throw new ConfigRejected([{ path: `${TLS_KEY}.${key}`, message: err.message }]);
+  }
+}
+
+/**
+ * Names the key to look at when a TLS handshake with etcd failed: its
+ * certificate was not trusted (`ca_file`), did not carry the expected name
+ * (`server_name`), or etcd refused the client certificate (`cert_file`).
+ */
+function tlsHint(endpoint: string, err: unknown, hasCert: boolean): string {
+  if (!/^https:/i.test(endpoint)) return '';
+  const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+  const text = `${cause?.code ?? ''} ${cause?.message ?? ''}`;
+  if (/CERT_ALTNAME|Hostname\/IP does not match/i.test(text))
+    return ` — etcd's certificate does not name this host: check ${TLS_KEY}.server_name`;
+  if (
+    /UNABLE_TO_VERIFY|SELF_SIGNED|UNABLE_TO_GET_ISSUER|CERT_UNTRUSTED|CERT_NOT_YET|CERT_HAS_EXPIRED/i.test(
+      text,
+    )
+  )
+    return ` — etcd's certificate is not trusted: check ${TLS_KEY}.ca_file`;
+  if (/CERTIFICATE_REQUIRED|certificate required|HANDSHAKE_FAILURE/i.test(text))
+    return ` — etcd requires a client certificate: set ${TLS_KEY}.cert_file and ${TLS_KEY}.key_file`;
+  if (/BAD_CERTIFICATE|UNKNOWN_CA|bad certificate|unknown ca/i.test(text))
+    return ` — etcd refused the client certificate: check ${TLS_KEY}.cert_file`;
+  // TLS 1.3: etcd checks the client certificate after the handshake and just closes the connection.
+  if (/UND_ERR_SOCKET|ECONNRESET|other side closed/i.test(text))
+    return hasCert
+      ? ` — etcd closed the connection after the TLS handshake, as it does when it does not accept the client certificate: check ${TLS_KEY}.cert_file`
+      : ` — etcd closed the connection after the TLS handshake, as it does when it requires a client certificate (--client-cert-auth): set ${TLS_KEY}.cert_file and ${TLS_KEY}.key_file`;
+  return '';
 }

@@ -310,6 +310,25 @@ export const systemSchema = {
             user: str,
             password: str,
             timeout_ms: int(3000, 1),
+            // docs/etcd.md#tls: for https:// endpoints.
+            tls: {
+              type: 'object',
+              additionalProperties: false,
+              default: {},
+              properties: {
+                ca_file: {
+                  ...str,
+                  description: "PEM CA bundle that signed etcd's certificate; default the system roots.",
+                },
+                cert_file: { ...str, description: 'PEM client certificate (etcd --client-cert-auth).' },
+                key_file: { ...str, description: 'PEM key of cert_file.' },
+                server_name: {
+                  ...str,
+                  description: "Name checked in etcd's certificate; default the endpoint's host.",
+                },
+                verify: { ...bool(true), description: "Verify etcd's certificate chain and name." },
+              },
+            },
           },
         },
       },

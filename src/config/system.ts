@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parseYamlData as parseYaml } from './yaml-data.js';
 import { interpolateEnv } from './interpolate.js';
 import { systemSchema } from './system-schema.js';
+import type { EtcdTlsConfig } from './etcd-client.js';
 import {
   ConfigRejected,
   didYouMean,
@@ -123,7 +124,15 @@ export interface SystemConfig {
     source: 'file' | 'etcd' | 'kvcluster';
     persist: boolean;
     watch: boolean;
-    etcd?: { endpoints: string[]; prefix: string; user?: string; password?: string; timeout_ms: number };
+    etcd?: {
+      endpoints: string[];
+      prefix: string;
+      user?: string;
+      password?: string;
+      timeout_ms: number;
+      /** docs/etcd.md#tls */
+      tls: EtcdTlsConfig;
+    };
   };
   stream: StreamListenerConfig[];
   debug: DebugConfig;

@@ -11,7 +11,10 @@ export interface CertPair {
 
 export interface Authority extends CertPair {
   /** Issues a leaf certificate signed by this CA. */
-  issue(name: string, options?: { cn?: string; dns?: string[]; ips?: string[]; client?: boolean }): CertPair;
+  issue(
+    name: string,
+    options?: { cn?: string; dns?: string[]; ips?: string[]; client?: boolean; alsoClient?: boolean },
+  ): CertPair;
 }
 
 function openssl(args: string[], cwd: string): void {
@@ -62,7 +65,7 @@ export function createAuthority(dir: string, name = 'ca'): Authority {
       const ext = join(dir, `${leaf}.ext`);
       writeFileSync(
         ext,
-        `subjectAltName=${san.join(',')}\nextendedKeyUsage=${options.client ? 'clientAuth' : 'serverAuth'}\n`,
+        `subjectAltName=${san.join(',')}\nextendedKeyUsage=${options.client ? 'clientAuth' : options.alsoClient ? 'serverAuth,clientAuth' : 'serverAuth'}\n`,
       );
       openssl(
         [
