@@ -9,23 +9,8 @@ import { createAuthority } from '../support/certs.js';
 import { skipWithoutPebble, startPebble, type PebbleServer } from '../support/pebble.js';
 import { tempDir } from '../support/temp-dir.js';
 import { waitFor } from '../support/wait.js';
+import { writeChalltestHook } from './challtest-hook.js';
 import { handshake, startAcmeGateway, type AcmeGateway } from './harness.js';
-
-/**
- * The exec hook of these tests: publishes the TXT record through
- * pebble-challtestsrv's management API (record name and value from the
- * SWITCHYARD_ACME_* environment) and logs its argv, so the test sees both ways
- * the record reaches a hook.
- */
-const HOOK = `#!/bin/sh
-mgmt="$1"; log="$2"; shift 2
-echo "$*" >> "$log"
-case "$SWITCHYARD_ACME_ACTION" in
-  present) exec curl -fsS -X POST -d "{\\"host\\":\\"$SWITCHYARD_ACME_RECORD_NAME.\\",\\"value\\":\\"$SWITCHYARD_ACME_VALUE\\"}" "$mgmt/set-txt" ;;
-  cleanup) exec curl -fsS -X POST -d "{\\"host\\":\\"$SWITCHYARD_ACME_RECORD_NAME.\\"}" "$mgmt/clear-txt" ;;
-esac
-exit 9
-`;
 
 /** Waits for `/readyz` 200; on timeout the error carries the certificates' states and last errors. */
 async function waitReady(gw: AcmeGateway, what: string): Promise<void> {
@@ -48,8 +33,8 @@ describe('acme: DNS-01 through a hook (Pebble resolving with pebble-challtestsrv
   let pebble: PebbleServer;
   let root = '';
   const dir = tempDir('switchyard-acme-dns01-');
-  const hookPath = join(dir.path, 'dns-hook.sh');
   const hookLog = join(dir.path, 'hook.log');
+  let hookCommand = '';
 
   const systemYaml = (state: string, slots: string, hook: string, extra = '') => `
 tls:
@@ -66,9 +51,8 @@ ${extra}`;
     (await gw.call('GET', '/api/acme/certs')).body.certs as Record<string, unknown>[];
 
   before(async () => {
-    writeFileSync(hookPath, HOOK);
-    chmodSync(hookPath, 0o755);
     dns = await startChallTestSrv();
+    hookCommand = writeChalltestHook(dir.path, dns.managementUrl, hookLog).join(', ');
     pebble = await startPebble({ dnsServer: dns.dnsAddress });
     root = await pebble.rootPem();
   });
@@ -84,7 +68,7 @@ ${extra}`;
       systemYaml(
         'exec',
         `  acme: { domains: [wild.test, "*.wild.test"] }`,
-        `{ type: exec, command: [${hookPath}, ${dns.managementUrl}, ${hookLog}], timeout_seconds: 20 }`,
+        `{ type: exec, command: [${hookCommand}], timeout_seconds: 20 }`,
         '  key_type: rsa-2048',
       ),
     );
