@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { copyFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { EtcdConfigSource } from '../../src/config/etcd-source.js';
@@ -131,6 +131,36 @@ describe('etcd over TLS: https endpoints, a private CA and client certificates',
     assert.deepEqual(
       loaded.routes.map((r) => r.name),
       ['r'],
+    );
+  });
+
+  test('etcd TLS: a client pair replaced on disk is presented by the next connection, no restart needed', async () => {
+    const cert = join(dir.path, 'live.crt');
+    const key = join(dir.path, 'live.key');
+    const stranger = strangerCa.issue('stranger', { client: true });
+    copyFileSync(stranger.cert, cert);
+    copyFileSync(stranger.key, key);
+    const source = new EtcdConfigSource(
+      {
+        endpoints: [etcd.url],
+        prefix: '/tls',
+        timeout_ms: 3000,
+        tls: { verify: true, ca_file: serverCa.cert, cert_file: cert, key_file: key },
+      },
+      silentLogger,
+    );
+    await assert.rejects(source.load(), /config\.etcd\.tls\.cert_file/);
+    writeFileSync(key, client.keyPem);
+    writeFileSync(cert, client.certPem);
+    await waitFor(
+      async () => {
+        try {
+          return (await source.load()).routes.length === 1;
+        } catch {
+          return false;
+        }
+      },
+      { timeoutMs: 15000, what: 'etcd accepting the replaced pair' },
     );
   });
 
