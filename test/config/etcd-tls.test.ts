@@ -71,7 +71,7 @@ describe('etcd over TLS: https endpoints, a private CA and client certificates',
       [
         `listener: { bind: 127.0.0.1, port: ${port} }`,
         'timeouts: { shutdown_timeout_seconds: 5 }',
-        `config: { source: etcd, etcd: { endpoints: ["${etcd.url}"], prefix: /tls, timeout_ms: 3000, tls: ${tls} } }`,
+        `config: { source: etcd, etcd: { endpoints: ["${etcd.url}"], prefix: /tls, timeout_ms: 10000, tls: ${tls} } }`,
         '',
       ].join('\n'),
     );
@@ -83,14 +83,16 @@ describe('etcd over TLS: https endpoints, a private CA and client certificates',
       `{ ca_file: '${serverCa.cert}', cert_file: '${client.cert}', key_file: '${client.key}' }`,
     );
     try {
-      await waitForHttp(`http://127.0.0.1:${port}/hello`, 30000);
+      await waitForHttp(`http://127.0.0.1:${port}/hello`, 60000).catch((err: Error) => {
+        throw new Error(`${err.message}\n${gw.output()}`);
+      });
       const first = await fetch(`http://127.0.0.1:${port}/hello`);
       assert.equal(`${first.status} ${await first.text()}`, '200 hello over tls', gw.output());
       await etcd.put('/tls/policies/p', JSON.stringify(policy('updated through the watch')));
       await waitFor(
         async () =>
           (await (await fetch(`http://127.0.0.1:${port}/hello`)).text()) === 'updated through the watch',
-        { timeoutMs: 15000, what: 'the watched update being applied' },
+        { timeoutMs: 30000, what: 'the watched update being applied' },
       );
     } finally {
       await etcd.put('/tls/policies/p', JSON.stringify(policy('hello over tls')));
@@ -160,7 +162,7 @@ describe('etcd over TLS: https endpoints, a private CA and client certificates',
           return false;
         }
       },
-      { timeoutMs: 15000, what: 'etcd accepting the replaced pair' },
+      { timeoutMs: 30000, what: 'etcd accepting the replaced pair' },
     );
   });
 

@@ -145,7 +145,7 @@ describe('callout client certificates: mutual TLS to auth services, authorizatio
         const res = await fetch(`${gw.url}/${kind}`);
         assert.equal(res.status, 200, `${kind}: ${await res.text()}`);
         await waitFor(() => (seen.get(PATHS[kind])?.length ?? 0) > 0, {
-          timeoutMs: 10000,
+          timeoutMs: 20000,
           what: `${kind} reaching the server`,
         });
         assert.deepEqual(seen.get(PATHS[kind]), ['gateway'], `${kind} presented the gateway certificate`);
@@ -172,7 +172,7 @@ describe('callout client certificates: mutual TLS to auth services, authorizatio
       const logged = await fetch(`${gw.url}/http-logger`);
       assert.equal(logged.status, 200, 'a logger never fails the request');
       await waitFor(() => lines.some((l) => l.includes('logger shipment failed')), {
-        timeoutMs: 10000,
+        timeoutMs: 20000,
         what: 'the failed shipment warning',
       });
       assert.equal(seen.size, 0, 'no request got past the handshake');
@@ -201,7 +201,7 @@ describe('callout client certificates: mutual TLS to auth services, authorizatio
           await res.arrayBuffer();
           return res.status === 200;
         },
-        { timeoutMs: 15000, what: 'the callout passing with the new pair' },
+        { timeoutMs: 30000, what: 'the callout passing with the new pair' },
       );
       assert.deepEqual(seen.get(PATHS['forward-auth']), ['gateway']);
     } finally {
@@ -227,7 +227,7 @@ describe('callout client certificates: mutual TLS to auth services, authorizatio
         assert.equal(res.status, 200, `${kind}: ${await res.text()}`);
       }
       await waitFor(() => (seen.get(PATHS['http-logger'])?.length ?? 0) > 0, {
-        timeoutMs: 10000,
+        timeoutMs: 20000,
         what: 'the log shipment',
       });
     } finally {
