@@ -2,6 +2,8 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { copyFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
+import { connect as netConnect } from 'node:net';
+import { createServer as createTlsServer, type Server as TlsServer } from 'node:tls';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { TLSSocket } from 'node:tls';
@@ -11,6 +13,7 @@ import { pluginImplementation } from '../../src/plugins/index.js';
 import { createAuthority, type CertPair } from '../support/certs.js';
 import { startGateway } from '../support/in-process.js';
 import { instantiate } from '../support/plugin-env.js';
+import { skipWithoutSlapd, SLAPD_PEOPLE, startSlapd } from '../support/slapd.js';
 import { tempDir } from '../support/temp-dir.js';
 import { waitFor } from '../support/wait.js';
 
@@ -234,6 +237,70 @@ describe('callout client certificates: mutual TLS to auth services, authorizatio
       await right.stop();
     }
   });
+
+  test(
+    'callout mTLS: ldap-auth over ldaps binds through a directory front that requires a client certificate',
+    { skip: skipWithoutSlapd() },
+    async () => {
+      const slapd = await startSlapd();
+      // TLS in front of the real directory: the handshake demands a certificate from client-ca.
+      const front: TlsServer = createTlsServer(
+        {
+          cert: leaf.certPem,
+          key: leaf.keyPem,
+          ca: clientCa.certPem,
+          requestCert: true,
+          rejectUnauthorized: true,
+        },
+        (socket) => {
+          const upstream = netConnect(slapd.port, '127.0.0.1');
+          socket.pipe(upstream).pipe(socket);
+          socket.on('error', () => upstream.destroy());
+          upstream.on('error', () => socket.destroy());
+        },
+      );
+      front.listen(0, '127.0.0.1');
+      await once(front, 'listening');
+      const port = (front.address() as { port: number }).port;
+      const yaml = (tls: string) => `routes:
+  - { name: l, match: { path: /l }, policy: l }
+policies:
+  - name: l
+    nodes:
+      - { id: in, type: listener }
+      - { id: dir, type: ldap-auth, config: { ldap_uri: 'ldaps://127.0.0.1:${port}', base_dn: '${SLAPD_PEOPLE}', uid: uid, tls: ${tls} } }
+      - { id: ok, type: mocking, config: { response_example: bound, content_type: text/plain } }
+      - { id: client, type: client }
+    edges:
+      - { from: in.out, to: dir.in }
+      - { from: dir.success, to: ok.in }
+      - { from: dir.denied, to: client.in }
+      - { from: dir.error, to: client.in }
+      - { from: ok.success, to: client.in }
+`;
+      const authorization = `Basic ${Buffer.from('alice:alice-pw').toString('base64')}`;
+      try {
+        const presenting = await startGateway(yaml(withCert(gatewayCert)));
+        try {
+          const res = await fetch(`${presenting.url}/l`, { headers: { authorization } });
+          assert.equal(`${res.status} ${await res.text()}`, '200 bound');
+        } finally {
+          await presenting.stop();
+        }
+        const without = await startGateway(yaml(`{ ca_file: '${serverCa.cert}' }`));
+        try {
+          const res = await fetch(`${without.url}/l`, { headers: { authorization } });
+          assert.equal(res.status, 502, 'no client certificate: the directory cannot be asked');
+          assert.equal(((await res.json()) as { error: string }).error, 'provider_error');
+        } finally {
+          await without.stop();
+        }
+      } finally {
+        front.close();
+        await slapd.stop();
+      }
+    },
+  );
 
   test('callout mTLS: a bad tls file is refused at load, naming the key (tls.cert_file, tls.key_file, tls.ca_file)', () => {
     const forwardAuth = pluginImplementation('forward-auth')!;
