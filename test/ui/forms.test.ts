@@ -143,7 +143,7 @@ describe('editor config forms', { skip: chromiumSkipReason() }, () => {
       const example = form(page).getByRole('textbox', { name: 'response_example' });
       const preview = form(page).getByRole('status', { name: 'Preview of response_example' });
       const shows = (expected: (text: string) => boolean, what: string) =>
-        waitFor(async () => expected(await preview.innerText()), { what, timeoutMs: 5000 });
+        waitFor(async () => expected(await preview.innerText()), { what, timeoutMs: 5000, intervalMs: 100 });
       await example.fill(
         'path {{request.path}} tenant {{request.headers.X-Tenant-Id}} ip $remote_addr {{request.nope}}',
       );

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Browser, Page } from 'playwright-core';
 import {
   basic,
@@ -12,7 +13,6 @@ import {
 } from '../admin/harness.js';
 import { launchChromium } from '../support/chromium.js';
 import { request, type SimpleResponse } from '../support/http.js';
-import { waitFor } from '../support/wait.js';
 
 // The real editor (ui/dist, built by the same script as `npm start`) in headless Chromium.
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -99,12 +99,25 @@ export const edgesOf = (page: Page) => page.locator('.react-flow__edge');
 export const selectNode = (page: Page, id: string) =>
   page.locator(`[data-node-id="${id}"] .pnode-head`).click();
 
+/**
+ * Waits until `count()` (a locator's count: one round trip to Chromium, ≈ 10 ms of CPU across the
+ * test, the browser and the page) returns `expected`. The interval starts at 20 ms and doubles up
+ * to 250 ms, so a page that takes seconds to render under load is asked a few dozen times rather
+ * than hundreds.
+ */
 export async function expectCount(
   what: string,
   count: () => Promise<number>,
   expected: number,
 ): Promise<void> {
-  await waitFor(async () => (await count()) === expected, { what: `${expected} ${what}`, timeoutMs: 20_000 });
+  const deadline = Date.now() + 20_000;
+  for (let interval = 20; ; interval = Math.min(250, interval * 2)) {
+    const last = await count();
+    if (last === expected) return;
+    if (Date.now() > deadline)
+      throw new Error(`timed out after 20000 ms waiting for ${expected} ${what} (last saw ${last})`);
+    await sleep(interval);
+  }
 }
 
 export async function centre(page: Page, selector: string): Promise<{ x: number; y: number }> {

@@ -12,7 +12,7 @@ import { skipWithoutPebble, startPebble, type PebbleServer } from '../support/pe
 import { skipWithoutRedis, startRedis, type RedisServer } from '../support/redis.js';
 import { tempDir } from '../support/temp-dir.js';
 import { waitFor } from '../support/wait.js';
-import { adminJson, buildUiAndLaunch, UI_DIR, withEditor } from './harness.js';
+import { adminJson, buildUiAndLaunch, expectCount, UI_DIR, withEditor } from './harness.js';
 
 // The Sessions and Certificates pages (docs/editor.md) with real state behind them: sessions a
 // CAS login stored in a real Redis, and a certificate a real Pebble issued.
@@ -114,13 +114,11 @@ describe('editor: sessions of a real login', { skip: chromiumSkipReason() || ski
         // A subject filter narrows the list.
         await page.getByLabel('Subject').fill('bob');
         await page.getByRole('button', { name: 'List sessions' }).click();
-        await waitFor(async () => (await table.locator('tbody tr').count()) === 1, {
-          what: 'only bob listed',
-        });
+        await expectCount('listed session (only bob)', () => table.locator('tbody tr').count(), 1);
         assert.match(await table.locator('tbody tr').innerText(), /bob/);
         await page.getByLabel('Subject').fill('');
         await page.getByRole('button', { name: 'List sessions' }).click();
-        await waitFor(async () => (await table.locator('tbody tr').count()) === 2, { what: 'both listed' });
+        await expectCount('listed sessions (both)', () => table.locator('tbody tr').count(), 2);
 
         let asked = '';
         page.once('dialog', (dialog) => {
@@ -133,9 +131,7 @@ describe('editor: sessions of a real login', { skip: chromiumSkipReason() || ski
         await page.getByText(`Session ${alice.id.slice(0, 8)}… revoked.`).waitFor();
         assert.match(asked, /stops working on the next request/);
         assert.ok(!asked.includes(alice.id), 'the confirmation does not show the whole id');
-        await waitFor(async () => (await table.locator('tbody tr').count()) === 1, {
-          what: 'alice gone from the list',
-        });
+        await expectCount('listed session (alice gone)', () => table.locator('tbody tr').count(), 1);
         assert.match(await table.locator('tbody tr').innerText(), /bob/);
 
         // Gone from the store as the Admin API sees it; bob's session untouched.
