@@ -10,6 +10,8 @@ export interface PolicyValidation {
   warnings: string[];
   cache_pairs: CachePairReport[];
   buffering: BufferingReport[];
+  /** Upstreams whose request body is buffered, and the node that reads it (docs/routing.md#request-bodies). */
+  request_buffering: BufferingReport[];
   /** Our addition: the same problems located by config path. */
   details: ConfigIssue[];
 }
@@ -51,6 +53,7 @@ export function validatePolicy(gateway: Gateway, body: Record<string, unknown>):
     warnings: runtime.warnings.filter((w) => w.startsWith(prefix)),
     cache_pairs: lonePairs(runtime, typed.name),
     buffering: [...(runtime.policies.get(typed.name)?.buffering ?? [])],
+    request_buffering: [...(runtime.policies.get(typed.name)?.requestBuffering ?? [])],
     details: [],
   };
 }
@@ -79,6 +82,7 @@ function invalid(issues: ConfigIssue[], errors = issues.map((i) => i.message)): 
     warnings: [],
     cache_pairs: [],
     buffering: [],
+    request_buffering: [],
     details: issues,
   };
 }

@@ -101,6 +101,7 @@ export function compilePolicy(
   if (issues.length > before) return undefined;
 
   const { streaming, buffering } = inferStreaming(graph, prepared);
+  const requestBuffering = inferRequestStreaming(prepared);
   const instances = new Map<string, CompiledNode>();
   for (const { flat, def, config } of prepared.values()) {
     const nodeWhere = { policy: policy.name, node: flat.id };
@@ -164,6 +165,8 @@ export function compilePolicy(
     buffering,
     cachePairs,
     streaming: [...streaming],
+    streamsRequestBody: requestBuffering === null,
+    requestBuffering: requestBuffering ?? [],
   };
 }
 
@@ -397,4 +400,27 @@ function inferStreaming(
     else buffering.push({ upstream: flat.id, blocked_by: blocker });
   }
   return { streaming, buffering };
+}
+
+/**
+ * docs/routing.md#request-bodies: the body is read from the client before the graph runs, so one
+ * node anywhere in the policy that may read it (its type does not declare `readsRequestBody:
+ * false`) buffers it for every upstream. Returns null when the body streams, else one report per
+ * upstream naming the first such node in the policy's order.
+ */
+function inferRequestStreaming(prepared: ReadonlyMap<string, Prepared>): BufferingReport[] | null {
+  let reader: string | undefined;
+  for (const { flat, def } of prepared.values()) {
+    if (def.readsRequestBody !== false) {
+      reader = flat.id;
+      break;
+    }
+  }
+  if (reader === undefined) return null;
+  const blocked_by = reader;
+  const reports: BufferingReport[] = [];
+  for (const { flat, def } of prepared.values()) {
+    if (def.relaysResponse === true) reports.push({ upstream: flat.id, blocked_by });
+  }
+  return reports;
 }

@@ -57,6 +57,11 @@ export function recordNodeRun(stats: NodeStats, ms: number): void {
   stats.buckets[i]!++;
 }
 
+/**
+ * An upstream whose body is buffered, and the node that forces it: in `buffering`, a node reading
+ * its response body (docs/configuration.md#streaming); in `request_buffering`, a node reading the
+ * request body (docs/routing.md#request-bodies).
+ */
 export interface BufferingReport {
   upstream: string;
   blocked_by: string;
@@ -78,6 +83,10 @@ export interface CompiledPolicy {
   readonly cachePairs?: readonly CachePairReport[];
   /** Upstream node ids that relay their response as it arrives. */
   readonly streaming: readonly string[];
+  /** True when no node reads the request body: it is streamed to the upstream (docs/routing.md#request-bodies). */
+  readonly streamsRequestBody?: boolean;
+  /** Upstreams that get a buffered request body, each with the first node of the policy that reads it. */
+  readonly requestBuffering?: readonly BufferingReport[];
 }
 
 /** Optional observer of the run loop; absent on untraced requests, costing nothing. */

@@ -4,6 +4,7 @@ import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { ClientAbortedError, DeadlineExceededError, ExchangeError, type ExchangePhase } from './errors.js';
 import { UpstreamBody, type BodySource } from './upstream-body.js';
+import { RequestBodyStream } from './request-stream.js';
 import { deadlineQueue, type DeadlineQueue, type Deadlined } from './deadlines.js';
 import { parseResponseHeaders } from './proxy-headers.js';
 
@@ -13,7 +14,11 @@ export interface ExchangeRequest {
   /** Path plus `?query`, as it goes on the request line. */
   path: string;
   headers: string[];
-  body: Buffer | null;
+  /**
+   * Buffered, or streamed from the client (docs/routing.md#request-bodies): then sent with the
+   * client's Content-Length when it announced one, chunked otherwise.
+   */
+  body: Buffer | RequestBodyStream | null;
 }
 
 /** Per-upstream limits, built once at configuration time. */
@@ -104,6 +109,8 @@ class Exchange implements Dispatcher.DispatchHandler, BodySource, Deadlined {
   #length = 0;
   #stream: UpstreamBody | null = null;
   #method = '';
+  /** A request body streamed from the client: the deadline is suspended while it is sent. */
+  #streamedBody: RequestBodyStream | null = null;
 
   constructor(limits: ExchangeLimits, signal: AbortLike | null, observer: ExchangeObserver | null) {
     this.#limits = limits;
@@ -124,12 +131,20 @@ class Exchange implements Dispatcher.DispatchHandler, BodySource, Deadlined {
       this.#deadlines.add(this);
     }
     this.#signal?.addEventListener('abort', this);
+    let headers = request.headers;
+    const body = request.body;
+    if (body instanceof RequestBodyStream) {
+      this.#streamedBody = body;
+      if (body.announced !== undefined) headers = [...headers, 'content-length', String(body.announced)];
+      // The deadline counts again from the last body byte: an upload may take longer than timeout_ms.
+      if (this.#limits.deadlineMs > 0) body.once('end', () => this.#bodySent());
+    }
     dispatcher.dispatch(
       {
         method: request.method,
         path: request.path,
-        headers: request.headers,
-        body: request.body,
+        headers,
+        body,
         headersTimeout: 0,
         bodyTimeout: this.#limits.idleMs,
       },
@@ -143,7 +158,17 @@ class Exchange implements Dispatcher.DispatchHandler, BodySource, Deadlined {
   onConnect(abort: (err?: Error) => void): void {
     this.#abortRequest = abort;
     if (this.#abortReason !== null) abort(this.#abortReason);
-    else this.#phase = 'request';
+    else {
+      this.#phase = 'request';
+      if (this.#streamedBody !== null && !this.#streamedBody.readableEnded) this.#clearTimer();
+    }
+  }
+
+  /** A streamed request body was sent whole: the deadline now covers the wait for the headers. */
+  #bodySent(): void {
+    if (this.#ended || this.#phase !== 'request' || this.#deadlines !== null) return;
+    this.#deadlines = deadlineQueue(this.#limits.deadlineMs);
+    this.#deadlines.add(this);
   }
 
   onHeaders(status: number, raw: Buffer[], resume: () => void): boolean {

@@ -14,6 +14,7 @@ import { ActiveHealthChecker, type ActivePolicy } from './health/active.js';
 import type { PassivePolicy } from './health/passive.js';
 import { acquirePool, type PoolLease } from './pool-registry.js';
 import { buildRequestHeaders, HOST_VALUE_INDEX } from './proxy-headers.js';
+import { BodyAlreadySent, requestStreamOf } from './request-stream.js';
 import { formatAddress, Target, type HealthListener, type TargetSpec } from './target.js';
 import type { TlsMaterial } from './tls.js';
 
@@ -113,11 +114,21 @@ export class UpstreamPool {
   async forward<R>(ctx: Context, result: R): Promise<R> {
     const request = ctx.request;
     const headers = buildRequestHeaders(request, '');
+    // docs/routing.md#request-bodies: a streamed body goes once; after its first byte, no retry.
+    const streamed = requestStreamOf(ctx);
+    if (streamed !== undefined && !streamed.replayable)
+      throw new NodeError('UPSTREAM_REQUEST_BUILD_ERROR', new BodyAlreadySent().message);
+    if (streamed?.announced === undefined) await streamed?.primed();
+    if (streamed?.destroyed === true)
+      throw new NodeError(
+        'UPSTREAM_CLIENT_ABORTED',
+        'the request body failed before it reached the upstream',
+      );
     const outbound: ExchangeRequest = {
       method: request.method,
       path: request.url,
       headers,
-      body: request.body,
+      body: streamed ?? request.body,
     };
     const signal = ctx.clientGone;
     let tried: Target[] | null = null;
@@ -139,7 +150,12 @@ export class UpstreamPool {
         return result;
       } catch (err) {
         const failure = classifyFailure(err);
-        if (failure.retryable && attempt < this.#retries && !signal.aborted) {
+        if (
+          failure.retryable &&
+          attempt < this.#retries &&
+          !signal.aborted &&
+          (streamed === undefined || streamed.replayable)
+        ) {
           this.#logger.warn(
             { ...this.#where, target: target.address, reason: failure.reason, attempt: attempt + 1 },
             'upstream connect failed; retrying on another target',

@@ -96,6 +96,12 @@ export interface PluginDefinition<C = Record<string, unknown>, P extends string 
   relaysResponse?: boolean;
   /** Whether this instance reads the response body; drives streaming inference. */
   readsResponseBody?: (config: C) => boolean;
+  /**
+   * `false` declares that the node never reads (nor replaces) `ctx.request.body`, so a policy made
+   * only of such nodes streams request bodies to the upstream (docs/routing.md#request-bodies).
+   * Absent means it may: the body is buffered.
+   */
+  readsRequestBody?: boolean;
   create(config: C, env: PluginEnv): NodeInstance<P>;
 }
 

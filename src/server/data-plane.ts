@@ -6,7 +6,15 @@ import { NO_ROUTE_BODY, PROXY_LOOP_BODY } from '../engine/errors.js';
 import { timesSeen } from '../outbound/via.js';
 import { runPolicy, type RunHooks } from '../engine/run.js';
 import type { RouteTarget } from '../engine/compile.js';
-import { BodyTooLarge, hasBody, readBody } from './request-body.js';
+import {
+  announcedLength,
+  BodyTooLarge,
+  hasBody,
+  readBody,
+  releaseRequestStream,
+  streamBody,
+} from './request-body.js';
+import { attachRequestStream, type RequestBodyStream } from '../outbound/request-stream.js';
 import { normaliseTarget, PathRejected } from './request-path.js';
 import { clientCertIdentity } from './client-cert.js';
 import { peerOf } from './listener.js';
@@ -210,10 +218,12 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
     prepared: Prepared,
     body: Buffer | null,
     startedAt: number,
+    stream?: RequestBodyStream,
   ) => {
     const { slot, target } = prepared;
     const websocket = isExtendedConnect(req);
     const ctx = buildContext(req, prepared, body, websocket);
+    if (stream !== undefined) attachRequestStream(ctx, stream);
     if (res instanceof LeanResponse) res.clientGone = ctx.clientGone;
     else
       res.once('close', () => {
@@ -233,6 +243,7 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
       ctx,
       target,
       () => {
+        if (stream !== undefined) releaseRequestStream(ctx);
         if (isRelayed(ctx)) finish();
         else if (grpc) sendGrpcResponse(res, ctx, finish);
         else if (grpcWeb) sendGrpcWebResponse(res, ctx, finish);
@@ -241,6 +252,7 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
       (err) => {
         hooks.logger.error({ err, route: target.route }, 'policy run failed unexpectedly');
         ctx.response.discardStream();
+        if (stream !== undefined) releaseRequestStream(ctx);
         if (!res.headersSent) sendJson(res, 500, UNHANDLED);
         else res.destroy();
         finish();
@@ -304,20 +316,24 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
       execute(req, res, prepared, null, startedAt);
       return;
     }
-    readBody(req, maxBodyBytes).then(
-      (body) => execute(req, res, prepared, body, startedAt),
-      (err: unknown) => {
-        prepared.slot.release();
-        if (err instanceof BodyTooLarge) {
-          // HTTP/1.1 cannot skip the unread rest of the body; HTTP/2 just ends the stream.
-          const extra = req.httpVersionMajor === 2 ? undefined : { connection: 'close' };
-          sendJson(res, 413, { error: 'payload_too_large', message: err.message }, extra);
-          onFinished?.(prepared.target.route, 413, startedAt, undefined, req);
-        } else {
-          res.destroy();
-        }
-      },
-    );
+    const refuse = (err: unknown) => {
+      prepared.slot.release();
+      if (err instanceof BodyTooLarge) {
+        // HTTP/1.1 cannot skip the unread rest of the body; HTTP/2 just ends the stream.
+        const extra = req.httpVersionMajor === 2 ? undefined : { connection: 'close' };
+        sendJson(res, 413, { error: 'payload_too_large', message: err.message }, extra);
+        onFinished?.(prepared.target.route, 413, startedAt, undefined, req);
+      } else {
+        res.destroy();
+      }
+    };
+    // docs/routing.md#request-bodies: streamed unless a node of the policy reads the body.
+    if (prepared.target.policy.streamsRequestBody === true) {
+      if ((announcedLength(req) ?? 0) > maxBodyBytes) refuse(new BodyTooLarge(maxBodyBytes));
+      else execute(req, res, prepared, null, startedAt, streamBody(req, maxBodyBytes));
+      return;
+    }
+    readBody(req, maxBodyBytes).then((body) => execute(req, res, prepared, body, startedAt), refuse);
   }
 
   /**

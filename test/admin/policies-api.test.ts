@@ -163,6 +163,7 @@ test('admin validate: a valid policy → valid true, nothing committed', async (
       warnings: [],
       cache_pairs: [],
       buffering: [],
+      request_buffering: [],
       details: [],
     });
     assert.equal((await h.call('GET', '/api/policies/draft')).status, 404);

@@ -198,6 +198,7 @@ export const upstream = definePlugin({
     },
   },
   relaysResponse: true,
+  readsRequestBody: false,
   readsResponseBody: () => false,
   create(config: UpstreamConfig, env: PluginEnv): UpstreamNode {
     const settings = resolveSettings(config, env);

@@ -31,6 +31,7 @@ const escapeJson = (value: string): string => JSON.stringify(value).slice(1, -1)
 export const errorHandler = definePlugin({
   type: 'error-handler',
   category: 'errors-and-mocking',
+  readsRequestBody: false,
   description: 'Render the last recorded error as a JSON response; contexts without errors pass untouched.',
   schema: {
     type: 'object',

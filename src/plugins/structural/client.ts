@@ -7,6 +7,7 @@ export const client = definePlugin({
   description: 'Exit of the policy graph; the prepared response is sent to the caller.',
   schema: { type: 'object', additionalProperties: false, properties: {} },
   noErrorPort: true,
+  readsRequestBody: false,
   outputs: {},
   create() {
     return { run: () => 'success' as never };

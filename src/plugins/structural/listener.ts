@@ -8,6 +8,7 @@ export const listener = definePlugin({
   schema: { type: 'object', additionalProperties: false, properties: {} },
   input: null,
   noErrorPort: true,
+  readsRequestBody: false,
   outputs: { success: { kind: 'success', description: 'Entry into the policy pipeline.' } },
   create() {
     return { run: () => 'success' as const };

@@ -3,7 +3,7 @@ import { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { BAD_REQUEST, REQUEST_TIMEOUT } from '../client-errors.js';
-import { LeanRequest } from './lean-request.js';
+import { LeanRequest, type BodyFlow } from './lean-request.js';
 import { LeanResponse, type ResponseSink } from './lean-response.js';
 import { HTTPParser, METHODS, type NativeParser } from './native-parser.js';
 
@@ -90,7 +90,7 @@ export class LeanHttp1Front {
 }
 
 /** One client connection of the lean front. */
-class Connection implements ResponseSink {
+class Connection implements ResponseSink, BodyFlow {
   readonly #front: LeanHttp1Front;
   readonly #socket: Socket;
   readonly #parser: NativeParser;
@@ -108,6 +108,8 @@ class Connection implements ResponseSink {
   #since = Date.now();
   #inExecute = false;
   #paused = false;
+  /** Paused by a streamed request body whose upstream is not draining (docs/routing.md#request-bodies). */
+  #bodyPaused = false;
   /** Stop after what is in flight: an answer said close, or the client half-closed. */
   #closeAfter = false;
   /** A parse error or timeout to answer once what is in flight is done. */
@@ -183,6 +185,20 @@ class Connection implements ResponseSink {
       return;
     }
     this.#next();
+  }
+
+  // --- BodyFlow: backpressure of a streamed request body ------------------------
+
+  pauseBody(): void {
+    if (this.#bodyPaused || this.#detached) return;
+    this.#bodyPaused = true;
+    this.#socket.pause();
+  }
+
+  resumeBody(): void {
+    if (!this.#bodyPaused) return;
+    this.#bodyPaused = false;
+    if (!this.#paused && !this.#detached) this.#socket.resume();
   }
 
   // --- timeouts and draining ----------------------------------------------------
@@ -316,6 +332,7 @@ class Connection implements ResponseSink {
       return 2; // skip the body: whatever follows the head belongs to the upgraded protocol
     }
     const req = new LeanRequest(this.#socket, method, target, raw, major, minor, keepAlive);
+    req.flow = this;
     this.#incoming = req;
     this.#queue.push(req);
     return 0;
@@ -359,7 +376,7 @@ class Connection implements ResponseSink {
       else if (this.#closeAfter) this.#close();
       else if (this.#paused) {
         this.#paused = false;
-        this.#socket.resume();
+        if (!this.#bodyPaused) this.#socket.resume();
       }
       return;
     }

@@ -1,5 +1,6 @@
 import { IncomingMessage, type IncomingHttpHeaders } from 'node:http';
 import type { Socket } from 'node:net';
+import { RequestBodyStream, type RequestBodySource } from '../../outbound/request-stream.js';
 
 type AddHeaderLine = (
   this: { joinDuplicateHeaders: boolean },
@@ -30,14 +31,22 @@ const enum Sink {
   Collect,
   /** Nobody will read the body (answered already, or over the limit): chunks are dropped. */
   Discard,
+  /** Relayed as it arrives through a RequestBodyStream, pausing the socket under backpressure. */
+  Stream,
+}
+
+/** The connection's socket reading, paused and resumed for a streamed body's backpressure. */
+export interface BodyFlow {
+  pauseBody(): void;
+  resumeBody(): void;
 }
 
 /**
  * One HTTP/1.x request as the lean front parsed it: the fields of
- * IncomingMessage the data plane reads, and a buffered body read instead of a
- * stream (request bodies are buffered whole anyway, see ../request-body.ts).
+ * IncomingMessage the data plane reads, and its body either buffered whole
+ * (`readBody`) or relayed with backpressure (`openStream`), see ../request-body.ts.
  */
-export class LeanRequest {
+export class LeanRequest implements RequestBodySource {
   readonly socket: Socket;
   readonly method: string;
   readonly url: string;
@@ -56,6 +65,12 @@ export class LeanRequest {
   #resolve: ((body: Buffer) => void) | null = null;
   #reject: ((err: Error) => void) | null = null;
   #aborted = false;
+  #stream: RequestBodyStream | null = null;
+  #tooLarge: (() => Error) | null = null;
+  /** The socket was paused because the stream's buffer is full. */
+  #pressured = false;
+  /** Set by the connection: how a streamed body pauses and resumes the socket. */
+  flow: BodyFlow | null = null;
 
   constructor(
     socket: Socket,
@@ -112,15 +127,74 @@ export class LeanRequest {
     });
   }
 
+  /**
+   * The body as a stream: chunks kept so far go first, later ones as the
+   * socket delivers them. Past `limit` the stream is destroyed with
+   * `tooLarge()` and the connection reset.
+   */
+  openStream(limit: number, announced: number | undefined, tooLarge: () => Error): RequestBodyStream {
+    const stream = new RequestBodyStream(this, announced);
+    this.#stream = stream;
+    if (this.#aborted) {
+      stream.destroy(new RequestAborted());
+      return stream;
+    }
+    this.#limit = limit;
+    this.#tooLarge = tooLarge;
+    this.#sink = Sink.Stream;
+    const kept = this.#chunks;
+    this.#chunks = [];
+    this.#size = 0;
+    for (const chunk of kept) this.#streamChunk(chunk);
+    if (this.complete && this.#sink === Sink.Stream) stream.push(null);
+    return stream;
+  }
+
   discardBody(): void {
+    const streaming = this.#sink === Sink.Stream;
     this.#sink = Sink.Discard;
     this.#chunks = [];
+    // Cut short: the upstream still waiting for the rest is aborted; the socket reads (and drops) on.
+    if (streaming && !this.complete) this.#stream?.destroy(new RequestAborted());
+    this.resumeBody();
+  }
+
+  // --- RequestBodySource --------------------------------------------------------
+
+  resumeBody(): void {
+    if (!this.#pressured) return;
+    this.#pressured = false;
+    this.flow?.resumeBody();
+  }
+
+  bodyDestroyed(): void {
+    if (this.#sink === Sink.Stream) this.discardBody();
+  }
+
+  #streamChunk(chunk: Buffer): void {
+    const stream = this.#stream!;
+    this.#size += chunk.length;
+    stream.received = this.#size;
+    if (this.#size > this.#limit) {
+      this.#sink = Sink.Discard;
+      stream.destroy(this.#tooLarge?.() ?? TOO_LARGE);
+      resetSocket(this.socket);
+      return;
+    }
+    if (!stream.push(chunk) && !this.#pressured) {
+      this.#pressured = true;
+      this.flow?.pauseBody();
+    }
   }
 
   // --- fed by the connection --------------------------------------------------
 
   pushBody(chunk: Buffer): void {
     if (this.#sink === Sink.Discard) return;
+    if (this.#sink === Sink.Stream) {
+      this.#streamChunk(chunk);
+      return;
+    }
     this.#size += chunk.length;
     if (this.#sink === Sink.Collect && this.#size > this.#limit) {
       this.#fail(TOO_LARGE);
@@ -132,12 +206,17 @@ export class LeanRequest {
   finishBody(): void {
     this.complete = true;
     if (this.#sink === Sink.Collect) this.#succeed();
+    else if (this.#sink === Sink.Stream) this.#stream?.push(null);
   }
 
   /** The connection went away (or the body was malformed) before the body was complete. */
   abort(): void {
     if (this.complete) return;
     this.#aborted = true;
+    if (this.#sink === Sink.Stream) {
+      this.#sink = Sink.Discard;
+      this.#stream?.destroy(new RequestAborted());
+    }
     this.#fail(new RequestAborted());
   }
 
@@ -160,3 +239,13 @@ export class LeanRequest {
 
 /** Marker for "over the limit"; the caller's own error type is built from it. */
 const TOO_LARGE = new Error('request body too large');
+
+/** Closes the client connection with a TCP reset (TLS sockets: a plain destroy). */
+export function resetSocket(socket: Socket): void {
+  try {
+    socket.resetAndDestroy();
+  } catch {
+    // Not a plain TCP handle (TLS): resetAndDestroy refuses it.
+    socket.destroy();
+  }
+}

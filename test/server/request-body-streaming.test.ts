@@ -1,0 +1,356 @@
+/**
+ * Request bodies are streamed to the upstream unless a node of the policy reads them
+ * (docs/routing.md#request-bodies): on the lean HTTP/1.1 front, the node:http front and HTTP/2.
+ * Real gateway processes, a real node:http upstream. UPLOAD_STREAM_BYTES sets the size of the
+ * big upload (default 1 GiB).
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { connect as h2connect, type ClientHttp2Session, type OutgoingHttpHeaders } from 'node:http2';
+import { connect, type AddressInfo, type Socket } from 'node:net';
+import { freePort } from '../support/free-port.js';
+import { waitFor } from '../support/wait.js';
+import { spawnDataPlane, type SpawnedGateway } from './raw-http.js';
+
+const LIMIT = 1024 * 1024;
+const BIG = Number(process.env['UPLOAD_STREAM_BYTES'] ?? 1024 * 1024 * 1024);
+const RSS_GROWTH_MAX = 64 * 1024 * 1024;
+
+interface Seen {
+  headers: IncomingHttpHeaders;
+  bytes: number;
+  ended: boolean;
+  aborted: boolean;
+}
+
+let upstream: Server;
+const seen = new Map<string, Seen>();
+const gateways: Record<'lean' | 'node' | 'big', SpawnedGateway | undefined> = {
+  lean: undefined,
+  node: undefined,
+  big: undefined,
+};
+let adminPort = 0;
+
+function policies(port: number) {
+  const up = { id: 'up', type: 'upstream', config: { targets: [{ host: '127.0.0.1', port }] } };
+  const ends = [
+    { id: 'in', type: 'listener' },
+    { id: 'out', type: 'client' },
+  ];
+  return {
+    stream: {
+      name: 'stream',
+      nodes: [...ends, up],
+      edges: [
+        { from: 'in.out', to: 'up.in' },
+        { from: 'up.success', to: 'out.in' },
+      ],
+    },
+    buffer: {
+      name: 'buffer',
+      nodes: [
+        ...ends,
+        {
+          id: 'check',
+          type: 'request-validation',
+          config: { body_schema: { type: 'object', required: ['name'] } },
+        },
+        up,
+      ],
+      edges: [
+        { from: 'in.out', to: 'check.in' },
+        { from: 'check.success', to: 'up.in' },
+        { from: 'check.denied', to: 'out.in' },
+        { from: 'up.success', to: 'out.in' },
+      ],
+    },
+  };
+}
+
+function gatewayYaml(port: number): string {
+  const p = policies(port);
+  return `
+routes:
+  - { name: stream, match: { path: /stream/* }, policy: stream }
+  - { name: buffer, match: { path: /buffer/* }, policy: buffer }
+policies: ${JSON.stringify([p.stream, p.buffer])}
+`;
+}
+
+before(async () => {
+  upstream = createServer((req, res) => {
+    const s: Seen = { headers: req.headers, bytes: 0, ended: false, aborted: false };
+    seen.set(req.url ?? '', s);
+    req.on('data', (c: Buffer) => (s.bytes += c.length));
+    req.on('end', () => {
+      s.ended = true;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ bytes: s.bytes }));
+    });
+    req.on('close', () => {
+      if (!s.ended) s.aborted = true;
+    });
+  });
+  upstream.listen(0, '127.0.0.1');
+  await once(upstream, 'listening');
+  const port = (upstream.address() as AddressInfo).port;
+  adminPort = await freePort();
+  const admin = `admin: { bind: 127.0.0.1, port: ${adminPort}, username: admin, password: "correct horse" }\n`;
+  const limit = `max_request_body_bytes: ${LIMIT}`;
+  [gateways.lean, gateways.node, gateways.big] = await Promise.all([
+    spawnDataPlane(gatewayYaml(port), `http2: { enabled: true }\n${admin}`, limit),
+    spawnDataPlane(gatewayYaml(port), '', `http1_server: node, ${limit}`),
+    spawnDataPlane(gatewayYaml(port), '', `max_request_body_bytes: ${4 * BIG}`),
+  ]);
+});
+
+after(async () => {
+  await Promise.all(Object.values(gateways).map((g) => g?.stop() ?? Promise.resolve()));
+  upstream.closeAllConnections();
+  upstream.close();
+});
+
+function portOf(front: keyof typeof gateways): number {
+  const g = gateways[front];
+  assert.ok(g, `${front} gateway running`);
+  return g.port;
+}
+
+/** A raw HTTP/1.1 connection: write the bytes you want, read what comes back, see how it closed. */
+async function rawClient(port: number) {
+  const socket: Socket = connect(port, '127.0.0.1');
+  await once(socket, 'connect');
+  let data = '';
+  let error: NodeJS.ErrnoException | undefined;
+  socket.on('data', (c: Buffer) => (data += c.toString('latin1')));
+  socket.on('error', (err) => (error = err));
+  // Not events.once: an 'error' (the reset this file provokes) would reject it.
+  const closed = new Promise((resolve) => socket.once('close', resolve));
+  return { socket, text: () => data, error: () => error, closed };
+}
+
+async function statusOf(client: Awaited<ReturnType<typeof rawClient>>): Promise<number> {
+  await waitFor(() => /\r\n\r\n/.test(client.text()), { timeoutMs: 20000, what: 'an answer' });
+  return Number(/^HTTP\/1\.1 (\d{3})/.exec(client.text())?.[1]);
+}
+
+const waitSeen = (url: string, what: (s: Seen) => boolean, label: string) =>
+  waitFor(
+    () => {
+      const s = seen.get(url);
+      return s !== undefined && what(s);
+    },
+    { timeoutMs: 20000, what: label },
+  );
+
+for (const front of ['lean', 'node'] as const) {
+  test(`request streaming (${front} front): the upstream gets the first bytes before the client sent the rest`, async () => {
+    const url = `/stream/${front}-first-bytes`;
+    const c = await rawClient(portOf(front));
+    c.socket.write(`POST ${url} HTTP/1.1\r\nHost: x\r\nContent-Length: 2000\r\n\r\n${'a'.repeat(1000)}`);
+    await waitSeen(url, (s) => s.bytes === 1000, 'the first 1000 bytes upstream');
+    assert.equal(seen.get(url)?.ended, false);
+    assert.equal(seen.get(url)?.headers['content-length'], '2000');
+    c.socket.write('b'.repeat(1000));
+    assert.equal(await statusOf(c), 200);
+    assert.match(c.text(), /\{"bytes":2000\}$/);
+    c.socket.destroy();
+  });
+
+  test(`request streaming (${front} front): an announced oversize gets 413 and the upstream is never contacted`, async () => {
+    const url = `/stream/${front}-announced`;
+    const c = await rawClient(portOf(front));
+    c.socket.write(`POST ${url} HTTP/1.1\r\nHost: x\r\nContent-Length: ${LIMIT + 1}\r\n\r\nxyz`);
+    assert.equal(await statusOf(c), 413);
+    assert.match(c.text(), /payload_too_large/);
+    c.socket.destroy();
+    // The same route still reaches the upstream: the oversize one never did.
+    const ok = await fetch(`http://127.0.0.1:${portOf(front)}/stream/${front}-after`, {
+      method: 'POST',
+      body: 'small',
+    });
+    assert.equal(ok.status, 200);
+    assert.equal(seen.has(url), false);
+  });
+
+  test(`request streaming (${front} front): passing the limit mid-stream aborts the upstream request and resets the client`, async () => {
+    const url = `/stream/${front}-midstream`;
+    const c = await rawClient(portOf(front));
+    const chunk = (size: number) => `${size.toString(16)}\r\n${'z'.repeat(size)}\r\n`;
+    c.socket.write(
+      `POST ${url} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n${chunk(128 * 1024)}`,
+    );
+    await waitSeen(url, (s) => s.bytes > 0, 'the upload reaching the upstream');
+    for (let sent = 128 * 1024; sent <= LIMIT && !c.socket.destroyed; sent += 64 * 1024) {
+      c.socket.write(chunk(64 * 1024));
+    }
+    await c.closed;
+    assert.equal(c.text(), '', 'no answer, the connection is cut');
+    await waitSeen(url, (s) => s.aborted, 'the upstream request aborted');
+    assert.equal(seen.get(url)?.ended, false);
+    assert.ok((seen.get(url)?.bytes ?? 0) <= LIMIT);
+  });
+}
+
+test('request streaming: a node that reads the body keeps it buffered, and validate names it', async () => {
+  const port = portOf('lean');
+  const body = JSON.stringify({ name: 'n', pad: 'p'.repeat(400 * 1024) });
+  const send = async (url: string) => {
+    const c = await rawClient(port);
+    const half = body.length >> 1;
+    const chunk = (s: string) => `${s.length.toString(16)}\r\n${s}\r\n`;
+    c.socket.write(
+      `POST ${url} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`,
+    );
+    c.socket.write(chunk(body.slice(0, half)));
+    c.socket.write(`${chunk(body.slice(half))}0\r\n\r\n`);
+    assert.equal(await statusOf(c), 200);
+    c.socket.destroy();
+    return seen.get(url);
+  };
+  // Buffered: the upstream gets the whole body with its length, as before streaming existed.
+  const buffered = await send('/buffer/reads');
+  assert.equal(buffered?.headers['content-length'], String(body.length));
+  assert.equal(buffered?.headers['transfer-encoding'], undefined);
+  assert.equal(buffered?.bytes, body.length);
+  // Streamed: a chunked body longer than the first 256 KiB buffer goes on chunked.
+  const streamed = await send('/stream/chunked');
+  assert.equal(streamed?.headers['transfer-encoding'], 'chunked');
+  assert.equal(streamed?.bytes, body.length);
+
+  const auth = { authorization: `Basic ${Buffer.from('admin:correct horse').toString('base64')}` };
+  const validate = async (policy: object) => {
+    const res = await fetch(`http://127.0.0.1:${adminPort}/api/policies/validate`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify(policy),
+    });
+    return (await res.json()) as { valid: boolean; buffering: unknown[]; request_buffering: unknown[] };
+  };
+  const p = policies((upstream.address() as AddressInfo).port);
+  const reads = await validate(p.buffer);
+  assert.equal(reads.valid, true);
+  assert.deepEqual(reads.request_buffering, [{ upstream: 'up', blocked_by: 'check' }]);
+  assert.deepEqual(reads.buffering, []);
+  const streams = await validate(p.stream);
+  assert.deepEqual(streams.request_buffering, []);
+});
+
+async function h2(
+  session: ClientHttp2Session,
+  headers: OutgoingHttpHeaders,
+  steps: (write: (data: string) => void) => Promise<void>,
+) {
+  const stream = session.request(headers, { endStream: false });
+  let status: number | undefined;
+  let body = '';
+  stream.on('response', (h) => (status = h[':status']));
+  stream.on('data', (d: Buffer) => (body += d.toString()));
+  stream.on('error', () => undefined);
+  const closed = new Promise((resolve) => stream.once('close', resolve));
+  await steps((data) => {
+    if (!stream.destroyed) stream.write(data);
+  });
+  if (!stream.destroyed) stream.end();
+  await closed;
+  return { status, body, rstCode: stream.rstCode };
+}
+
+test('request streaming (HTTP/2): first bytes upstream before the end; 413 when announced; reset mid-stream', async () => {
+  const session = h2connect(`http://127.0.0.1:${portOf('lean')}`);
+  session.on('error', () => undefined);
+  try {
+    const first = await h2(
+      session,
+      { ':method': 'POST', ':path': '/stream/h2-first', 'content-length': '2000' },
+      async (write) => {
+        write('a'.repeat(1000));
+        await waitSeen('/stream/h2-first', (s) => s.bytes === 1000, 'the first h2 bytes upstream');
+        assert.equal(seen.get('/stream/h2-first')?.ended, false);
+        write('b'.repeat(1000));
+      },
+    );
+    assert.equal(first.status, 200);
+    assert.equal(first.body, '{"bytes":2000}');
+
+    // Nothing is sent after the headers: an early end would break the announced length.
+    const announcedStream = session.request(
+      { ':method': 'POST', ':path': '/stream/h2-announced', 'content-length': String(LIMIT + 1) },
+      { endStream: false },
+    );
+    announcedStream.on('error', () => undefined);
+    const [headers] = (await once(announcedStream, 'response')) as [Record<string, unknown>];
+    announcedStream.close();
+    const announced = { status: headers[':status'] };
+    assert.equal(announced.status, 413);
+    assert.equal(seen.has('/stream/h2-announced'), false);
+
+    const mid = await h2(session, { ':method': 'POST', ':path': '/stream/h2-mid' }, async (write) => {
+      write('z'.repeat(128 * 1024));
+      await waitSeen('/stream/h2-mid', (s) => s.bytes > 0, 'the h2 upload reaching the upstream');
+      for (let sent = 128 * 1024; sent <= LIMIT; sent += 64 * 1024) write('z'.repeat(64 * 1024));
+    });
+    assert.equal(mid.status, undefined, 'no answer: the stream is reset');
+    assert.notEqual(mid.rstCode, 0);
+    await waitSeen('/stream/h2-mid', (s) => s.aborted, 'the upstream request aborted');
+
+    // Only that stream was reset: the session serves the next request.
+    const next = await h2(session, { ':method': 'POST', ':path': '/stream/h2-next' }, (w) =>
+      Promise.resolve(w('ok')),
+    );
+    assert.equal(next.status, 200);
+    assert.equal(next.body, '{"bytes":2}');
+  } finally {
+    session.close();
+  }
+});
+
+function rssOf(pid: number): number {
+  const line = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return Number(line?.[1] ?? 0) * 1024;
+}
+
+test(`request streaming: a ${BIG >> 20} MiB upload through a 1-node policy grows the gateway's RSS by less than 64 MiB`, async () => {
+  const g = gateways.big;
+  assert.ok(g);
+  const pid = g.process.child.pid;
+  assert.ok(pid !== undefined);
+  // Warm the path (pool, JIT) so the baseline is a steady state.
+  const warm = await fetch(`http://127.0.0.1:${g.port}/stream/warm`, {
+    method: 'POST',
+    body: 'x'.repeat(4 << 20),
+  });
+  assert.equal(warm.status, 200);
+  const baseline = rssOf(pid);
+  let peak = baseline;
+  const sampler = setInterval(() => (peak = Math.max(peak, rssOf(pid))), 20);
+  const url = '/stream/big';
+  const c = await rawClient(g.port);
+  const startedAt = performance.now();
+  try {
+    const piece = Buffer.alloc(1 << 20, 0x61);
+    c.socket.write(`PUT ${url} HTTP/1.1\r\nHost: x\r\nContent-Length: ${BIG}\r\n\r\n`);
+    for (let sent = 0; sent < BIG; sent += piece.length) {
+      const last = Math.min(piece.length, BIG - sent);
+      if (!c.socket.write(last === piece.length ? piece : piece.subarray(0, last)))
+        await once(c.socket, 'drain');
+      if (c.socket.destroyed) break;
+    }
+    assert.equal(await statusOf(c), 200);
+    assert.match(c.text(), new RegExp(`\\{"bytes":${BIG}\\}$`));
+  } finally {
+    clearInterval(sampler);
+    c.socket.destroy();
+  }
+  peak = Math.max(peak, rssOf(pid));
+  const seconds = (performance.now() - startedAt) / 1000;
+  const growth = peak - baseline;
+  console.log(
+    `# ${BIG >> 20} MiB upload: ${seconds.toFixed(1)} s, ${(BIG / seconds / (1 << 20)).toFixed(0)} MiB/s, RSS growth ${(growth / (1 << 20)).toFixed(1)} MiB`,
+  );
+  assert.ok(growth < RSS_GROWTH_MAX, `RSS grew by ${growth} bytes`);
+});
