@@ -2,9 +2,11 @@
  * Configuration scale: how long 1,000 and 10,000 routes + policies take to parse (YAML), check
  * and compile in this process, how a route lookup costs as the table grows, and then, with a real
  * compiled gateway process, the time from start to the first 200 with 10,000 of each, the time a
- * reload (SIGHUP) takes to serve the new config, and the slowest request of a steady stream that
- * runs across that reload. Goals (docs/benchmarks.md): load ≤ 2 s, reload ≤ 2 s, no request
- * slower than 50 ms during the reload, flat lookup.
+ * reload (SIGHUP) takes to serve the new config when it changes one policy and when it changes
+ * half of them, and the p99 and slowest request of a steady stream that runs across a reload.
+ * Wall time and CPU time (this process, or the gateway's from /proc) for each: on a shared
+ * machine only the CPU figures compare. Goals (docs/benchmarks.md): load ≤ 2 s, reload ≤ 2 s,
+ * no request slower than 50 ms during the reload, flat lookup.
  * Run: npm run bench:config-scale   (COUNT=… overrides 10000; builds dist/ first when stale)
  */
 import { spawn, spawnSync } from 'node:child_process';
@@ -21,7 +23,7 @@ import type * as YamlDataModule from '../src/config/yaml-data.js';
 import type * as GatewayModule from '../src/gateway.js';
 import type * as LoggerModule from '../src/observability/logger.js';
 import { freePort } from '../test/support/free-port.js';
-import { scaleConfigYaml } from './config-scale-config.js';
+import { scaleConfigYaml, type ScaleOptions } from './config-scale-config.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const COUNT = Number(process.env.COUNT ?? 10_000);
@@ -100,7 +102,8 @@ async function inGateway(count: number) {
   const gatewayPath = join(dir, 'gateway.yaml');
   writeFileSync(
     join(dir, 'system.yaml'),
-    `listener: { bind: 127.0.0.1, port: ${port} }\nlogging: { level: warn }\n` +
+    // No file watcher: each reload is one SIGHUP.
+    `listener: { bind: 127.0.0.1, port: ${port} }\nconfig: { watch: false }\nlogging: { level: warn }\n` +
       `admin: { bind: 127.0.0.1, port: ${await freePort()}, username: admin, password: bench-scale }\n`,
   );
   writeFileSync(gatewayPath, scaleConfigYaml(count, { upstreamPort, version: 'v1' }));
@@ -123,20 +126,40 @@ async function inGateway(count: number) {
     return { status: res.statusCode, body: await res.body.text() };
   };
   try {
-    const waitFor = async (what: string, ok: () => Promise<boolean>) => {
+    /** Polls every `everyMs`: a poll is a request the gateway serves, CPU the reload figures include. */
+    const waitFor = async (what: string, everyMs: number, ok: () => Promise<boolean>) => {
       const deadline = performance.now() + 300_000;
       for (;;) {
         if (child.exitCode !== null) throw new Error(`gateway exited while waiting for ${what}`);
         if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
         if (await ok().catch(() => false)) return;
-        await sleep(5);
+        await sleep(everyMs);
       }
     };
-    await waitFor('the first 200', async () => (await get('/items/0')).status === 200);
+    await waitFor('the first 200', 5, async () => (await get('/items/0')).status === 200);
     const loadMs = performance.now() - started;
     const loadCpu = cpuOf(child.pid);
 
-    // A steady stream on a route both versions keep, before, during and after the reload.
+    /** Rewrites gateway.yaml, sends SIGHUP, polls (20 ms) until `/items/0` answers `expect`: wall and gateway CPU. */
+    const reload = async (options: ScaleOptions, expect: string) => {
+      writeFileSync(gatewayPath, scaleConfigYaml(count, options));
+      const at = performance.now();
+      const cpuBefore = cpuOf(child.pid);
+      child.kill('SIGHUP');
+      await waitFor(`the reloaded config (${expect})`, 20, async () =>
+        (await get('/items/0')).body.startsWith(`${expect} `),
+      );
+      return { at, wall: performance.now() - at, cpu: cpuOf(child.pid) - cpuBefore };
+    };
+    await sleep(500);
+    // Without traffic: what a reload costs the gateway (the poll for the new answer aside).
+    const one = await reload({ upstreamPort, versionOf: (i) => (i === 0 ? 'v2' : 'v1') }, 'v2');
+    await sleep(500);
+    const half = await reload({ upstreamPort, version: 'v3' }, 'v3');
+    await sleep(500);
+
+    // A steady stream on a route both versions keep, before, during and after a reload that
+    // changes every mocking policy (half of them).
     let streaming = true;
     const samples: { at: number; ms: number }[] = [];
     const failures: string[] = [];
@@ -145,7 +168,7 @@ async function inGateway(count: number) {
         while (streaming) {
           const t = performance.now();
           try {
-            const res = await get('/items/0');
+            const res = await get('/items/6');
             if (res.status !== 200) failures.push(`status ${res.status}`);
           } catch (err) {
             failures.push((err as Error).message);
@@ -155,26 +178,23 @@ async function inGateway(count: number) {
       }),
     );
     await sleep(1000);
-    writeFileSync(gatewayPath, scaleConfigYaml(count, { upstreamPort, version: 'v2' }));
-    const reloadAt = performance.now();
-    const cpuBeforeReload = cpuOf(child.pid);
-    child.kill('SIGHUP');
-    await waitFor('the reloaded config', async () => (await get(`/items/0`)).body.startsWith('v2 '));
-    const reloadMs = performance.now() - reloadAt;
-    // Includes serving the stream meanwhile (the same stream ran before the reload).
-    const reloadCpu = cpuOf(child.pid) - cpuBeforeReload;
+    const streamed = await reload({ upstreamPort, version: 'v4' }, 'v4');
     await sleep(1000);
     streaming = false;
     await stream;
+    const reloadAt = streamed.at;
     const before = samples.filter((s) => s.at < reloadAt).map((s) => s.ms);
-    const during = samples.filter((s) => s.at >= reloadAt && s.at <= reloadAt + reloadMs).map((s) => s.ms);
+    const during = samples
+      .filter((s) => s.at >= reloadAt && s.at <= reloadAt + streamed.wall)
+      .map((s) => s.ms);
     const p99 = (values: number[]) =>
       [...values].sort((a, b) => a - b)[Math.floor(values.length * 0.99)] ?? 0;
     return {
       loadMs,
       loadCpu,
-      reloadMs,
-      reloadCpu,
+      one,
+      half,
+      streamed,
       p99BeforeMs: p99(before),
       p99DuringMs: p99(during),
       maxBeforeMs: Math.max(...before),
@@ -230,13 +250,21 @@ for (const count of [1000, COUNT]) {
 }
 
 const g = await inGateway(COUNT);
-console.log(`\nCompiled gateway process, ${COUNT} routes + ${COUNT} policies:`);
+const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+console.log(`\nCompiled gateway process, ${COUNT} routes + ${COUNT} policies (load average ${load}):`);
 console.log(`- start to first 200: ${ms(g.loadMs)} wall, ${ms(g.loadCpu)} CPU of the gateway process`);
 console.log(
-  `- SIGHUP to serving the new config: ${ms(g.reloadMs)} wall, ${ms(g.reloadCpu)} CPU (all threads, stream included)`,
+  `- SIGHUP to serving the new config, 1 policy changed: ${ms(g.one.wall)} wall, ${ms(g.one.cpu)} CPU (all threads)`,
 );
 console.log(
-  `- slowest request of a ${STREAM_CONCURRENCY}-wide stream: ${ms(g.maxBeforeMs)} before the reload, ` +
+  `- SIGHUP to serving the new config, ${Math.ceil(COUNT / 2)} policies changed: ${ms(g.half.wall)} wall, ${ms(g.half.cpu)} CPU`,
+);
+console.log(
+  `- the same reload under a ${STREAM_CONCURRENCY}-wide request stream: ${ms(g.streamed.wall)} wall, ` +
+    `${ms(g.streamed.cpu)} CPU (stream included)`,
+);
+console.log(
+  `- slowest request of the stream: ${ms(g.maxBeforeMs)} before the reload, ` +
     `${ms(g.maxDuringMs)} during it (${g.requestsDuring} requests)`,
 );
 console.log(`- p99 of the stream: ${ms(g.p99BeforeMs)} before the reload, ${ms(g.p99DuringMs)} during it`);

@@ -1,8 +1,9 @@
 import type { AddressInfo } from 'node:net';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { compileGateway, compileGatewayAsync, type Runtime } from './engine/compile.js';
-import { parseGatewayConfigOffThread } from './config/parse-off-thread.js';
+import { OFF_THREAD_PARSE_BYTES, parseGatewayConfigOffThread } from './config/parse-off-thread.js';
 import { parseGatewayConfig, type GatewayConfig } from './config/gateway.js';
 import { ConfigRejected, type ConfigIssue } from './config/schema-validate.js';
 import type { SystemConfig } from './config/system.js';
@@ -276,22 +277,32 @@ export class Gateway {
       throw new ConfigRejected([{ path: '', message: 'no gateway config path' }]);
     const path = this.gatewayPath;
     let text = '';
+    let unchanged = false;
+    let unreadable = false;
     // Read inside the serialized section: an admin write in flight finishes (renames) first.
     let runtime: Runtime;
     try {
-      runtime = await this.apply(() => {
-        text = readGatewayText(path);
-        // A watcher event for a text a SIGHUP (or an earlier event) has applied meanwhile: nothing to do.
-        return source === 'file' && text === this.#lastAppliedText
-          ? UNCHANGED
-          : parseGatewayConfigOffThread(text);
+      runtime = await this.apply(async () => {
+        // Not readFileSync: reading a large gateway.yaml would stall requests in flight.
+        const read = readGatewayTextAsync(path);
+        // A watcher event for an unreadable file (mid-rename) is ignored; the next event reads it.
+        const current = source === 'file' ? await read.catch(() => undefined) : await read;
+        if (current === undefined) {
+          unreadable = true;
+          return UNCHANGED;
+        }
+        text = current;
+        // A watcher event for the text already running (applied by a SIGHUP, or restored): nothing to do.
+        unchanged = source === 'file' && text === this.#lastAppliedText;
+        return unchanged ? UNCHANGED : parseGatewayConfigOffThread(text);
       }, source);
     } catch (err) {
       if (err instanceof ConfigRejected) this.#fileBroken = true;
       throw err;
     }
+    if (unreadable) return runtime;
     this.#lastAppliedText = text;
-    this.#noteFileFixed(false);
+    this.#noteFileFixed(unchanged);
     return runtime;
   }
 
@@ -395,15 +406,25 @@ export class Gateway {
 
   private onFileChange(): void {
     if (this.gatewayPath === undefined) return;
-    let text: string;
+    // A large file is read (asynchronously) and compared inside reloadFromFile: a synchronous read
+    // here would stall requests in flight.
+    let size: number;
     try {
-      text = readGatewayText(this.gatewayPath);
+      size = statSync(this.gatewayPath).size;
     } catch {
       return;
     }
-    if (text === this.#lastAppliedText) {
-      this.#noteFileFixed(true);
-      return;
+    if (size < OFF_THREAD_PARSE_BYTES) {
+      let text: string;
+      try {
+        text = readGatewayText(this.gatewayPath);
+      } catch {
+        return;
+      }
+      if (text === this.#lastAppliedText) {
+        this.#noteFileFixed(true);
+        return;
+      }
     }
     this.reloadFromFile('file').catch(() => undefined);
   }
@@ -436,6 +457,14 @@ export class Gateway {
     await this.#listener?.close(this.system.timeouts.shutdown_timeout_seconds * 1000);
     await this.#observer?.close();
     await this.#slot.runtime.close();
+  }
+}
+
+async function readGatewayTextAsync(path: string): Promise<string> {
+  try {
+    return await readFile(path, 'utf8');
+  } catch (err) {
+    throw new ConfigRejected([{ path: '', message: `cannot read ${path}: ${(err as Error).message}` }]);
   }
 }
 

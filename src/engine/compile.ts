@@ -59,7 +59,7 @@ interface ReuseSource {
   byName: ReadonlyMap<string, Compiled>;
 }
 
-/** One policy of a runtime: its stored form, compiled form, compile warnings; `files`: see FILE_KEY. */
+/** One policy of a runtime: its stored form, compiled form, compile warnings; `files`: see FILE_KEYS. */
 interface Compiled {
   item: PolicyConfig;
   compiled: CompiledPolicy;
@@ -82,15 +82,26 @@ const SHARED_SECTIONS = ['plugin_configs', 'supernodes', 'global_rules', 'consum
  * and script files, credentials): a policy with one is recompiled on every reload, so an edited
  * file is read again.
  */
-const FILE_KEY = /(?:_path|_paths|_file|_files)$|^(?:path|paths|file|files|source|proto|protos)$/;
+const FILE_KEYS = new Set(['path', 'paths', 'file', 'files', 'source', 'proto', 'protos']);
+const FILE_KEY_ENDINGS = ['_path', '_paths', '_file', '_files'];
+
+function isFileKey(key: string): boolean {
+  return FILE_KEYS.has(key) || FILE_KEY_ENDINGS.some((end) => key.endsWith(end));
+}
 
 /** Whether `value` (config data) has a string or list under a file-naming key anywhere in it. */
 function mentionsFiles(value: unknown): boolean {
-  if (Array.isArray(value)) return value.some(mentionsFiles);
   if (typeof value !== 'object' || value === null) return false;
-  for (const [key, inner] of Object.entries(value)) {
-    if (FILE_KEY.test(key) && (typeof inner === 'string' || Array.isArray(inner))) return true;
-    if (mentionsFiles(inner)) return true;
+  if (Array.isArray(value)) {
+    for (const item of value) if (mentionsFiles(item)) return true;
+    return false;
+  }
+  for (const key in value) {
+    const inner = (value as Record<string, unknown>)[key];
+    if (typeof inner === 'string' || Array.isArray(inner)) {
+      if (isFileKey(key)) return true;
+    }
+    if (typeof inner === 'object' && mentionsFiles(inner)) return true;
   }
   return false;
 }
@@ -241,10 +252,16 @@ function* compileSteps(config: GatewayConfig, options: CompileOptions): Generato
 
   const closePolicies = async (list: Iterable<CompiledPolicy>) => {
     const closing: Promise<void>[] = [];
+    let sliceStart = performance.now();
     for (const p of list) {
       for (const n of p.nodes.values()) {
         const r = n.instance.close?.();
         if (r instanceof Promise) closing.push(r);
+      }
+      // Thousands of upstream pools close in slices, between requests of the new runtime.
+      if (performance.now() - sliceStart >= COMPILE_SLICE_MS) {
+        await new Promise((resolve) => setImmediate(resolve));
+        sliceStart = performance.now();
       }
     }
     await Promise.allSettled(closing);
@@ -292,7 +309,7 @@ function* compileSteps(config: GatewayConfig, options: CompileOptions): Generato
  * compile every policy): same gateway (scope, environment, directory, plugin registry), the same
  * shared sections (`plugin_configs`, `supernodes`, `global_rules`, `consumers`, `stores`), a
  * policy of that name with an equal stored form, and no file the policy's nodes read (those
- * files may have changed; see FILE_KEY). docs/benchmarks.md, "Config scale".
+ * files may have changed; see FILE_KEYS). docs/benchmarks.md, "Config scale".
  */
 function reusable(
   config: GatewayConfig,
