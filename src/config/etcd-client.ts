@@ -8,7 +8,7 @@
  */
 import { Agent, fetch, type Response } from 'undici';
 import { loadTlsMaterial, TlsMaterialError, undiciConnect, type TlsMaterial } from '../outbound/tls.js';
-import { ConfigRejected } from './schema-validate.js';
+import { ConfigRejected, type ConfigIssue } from './schema-validate.js';
 
 /** `config.etcd.tls` of system.yaml. */
 export interface EtcdTlsConfig {
@@ -262,6 +262,21 @@ function isAuthFailure(status: number, text: string): boolean {
 function describe(err: unknown): string {
   const cause = (err as { cause?: { code?: string; message?: string } }).cause;
   return cause?.code ?? cause?.message ?? (err as Error).message ?? String(err);
+}
+
+/**
+ * Checks the `config.etcd.tls` files when system.yaml is read, so a bad file is
+ * reported like any other system.yaml error, with its key and line.
+ */
+export function etcdTlsIssues(settings: Pick<EtcdSettings, 'endpoints' | 'tls'>): ConfigIssue[] {
+  if (!settings.endpoints.some((e) => /^https:/i.test(e.trim()))) return [];
+  try {
+    etcdTlsMaterial(settings.tls);
+    return [];
+  } catch (err) {
+    if (err instanceof ConfigRejected) return err.issues;
+    throw err;
+  }
 }
 
 /** Loads `config.etcd.tls`; a bad file is a ConfigRejected naming its key. */

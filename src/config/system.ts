@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parseYamlData as parseYaml } from './yaml-data.js';
 import { interpolateEnv } from './interpolate.js';
 import { systemSchema } from './system-schema.js';
-import type { EtcdTlsConfig } from './etcd-client.js';
+import { etcdTlsIssues, type EtcdTlsConfig } from './etcd-client.js';
 import {
   ConfigRejected,
   didYouMean,
@@ -329,6 +329,7 @@ function crossFieldIssues(config: SystemConfig): ConfigIssue[] {
       message: `is required when config.source is ${src.source}`,
     });
   }
+  if (src.etcd !== undefined) issues.push(...etcdTlsIssues(src.etcd));
   issues.push(...streamIssues(config.stream));
   issues.push(...debugGateIssues(config.debug));
   issues.push(...metricsAuthIssues(config.admin?.metrics_auth));

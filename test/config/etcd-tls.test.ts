@@ -182,6 +182,15 @@ describe('etcd over TLS: https endpoints, a private CA and client certificates',
         parseSystemConfig('config: { source: etcd, etcd: { endpoints: [x], tls: { verfy: false } } }', {}),
       /verfy/,
     );
+    assert.throws(
+      () =>
+        parseSystemConfig(
+          `config: { source: etcd, etcd: { endpoints: ["${etcd.url}"], tls: { ca_file: '${join(dir.path, 'absent.pem')}' } } }`,
+          {},
+        ),
+      (err: unknown) => err instanceof ConfigRejected && err.issues[0]?.path === 'config.etcd.tls.ca_file',
+      'system.yaml itself is rejected, so the error carries the line of the key',
+    );
     const defaults = parseSystemConfig(
       'config: { source: etcd, etcd: { endpoints: ["https://e:2379"] } }',
       {},
