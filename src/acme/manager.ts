@@ -338,7 +338,8 @@ export class AcmeManager implements ManagedCertificates, Http01Tokens {
     try {
       leased = await this.#storage.acquireLease(id, this.#owner, LEASE_TTL_MS);
       if (!leased) {
-        await this.#adoptStored(entry);
+        // The peer's result is already stored: serve it (publishing sets the next renewal time).
+        if (await this.#adoptStored(entry)) return;
         // Look again soon: the peer's order usually completes within seconds.
         entry.nextRenewalAt = Date.now() + PEER_POLL_MS;
         this.#wake(PEER_POLL_MS);
