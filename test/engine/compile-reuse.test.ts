@@ -7,7 +7,7 @@ import { compileGateway, compileGatewayAsync, type Runtime } from '../../src/eng
 import { createGatewayScope } from '../../src/engine/gateway-scope.js';
 import { templateFactory } from '../../src/engine/templates.js';
 import { silentLogger } from '../../src/observability/logger.js';
-import { definePlugin, type PluginDefinition } from '../../src/plugins/define.js';
+import { definePlugin } from '../../src/plugins/define.js';
 import { testRegistry } from '../support/test-plugins.js';
 
 /**
@@ -33,10 +33,7 @@ const closable = definePlugin({
     };
   },
 });
-const registry = new Map([
-  ...testRegistry,
-  ['test-closable', closable as unknown as PluginDefinition<never, string>],
-]);
+const registry = new Map([...testRegistry, ['test-closable', closable]]);
 const env: NodeJS.ProcessEnv = {};
 const scope = createGatewayScope();
 
