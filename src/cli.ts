@@ -3,20 +3,20 @@ import { ConfigRejected, formatIssues, type ConfigIssue } from './config/schema-
 import { loadSystemConfig, type StreamListenerConfig } from './config/system.js';
 import { loadGatewayConfig } from './config/gateway.js';
 import { createLogger, silentLogger } from './observability/logger.js';
-import { Gateway, compileWith, type ApplySource } from './gateway.js';
+import type { Gateway, ApplySource } from './gateway.js';
+import { compileWith } from './engine/compile-with.js';
 import type { Runtime } from './engine/compile.js';
-import { closeAllPools } from './outbound/pool-registry.js';
-import { startAdminServer, type AdminServer } from './admin/server.js';
-import { EtcdConfigSource } from './config/etcd-source.js';
-import { EtcdUnavailable } from './config/etcd-client.js';
-import { registerStreamMetrics } from './observability/stream-metrics.js';
-import { acmeStoreIssues } from './acme/index.js';
-import { StreamListeners } from './stream/index.js';
-import { reloadStreams } from './stream/reload.js';
-import { runMigrate } from './config/migrate-command.js';
-import { isClusterWorker, resolveWorkers, runClusterWorker, ClusterPrimary } from './cluster/index.js';
-import { formatFileIssues, formatLocatedIssue, locateFileIssues } from './config/yaml-locate.js';
+import type { AdminServer } from './admin/server.js';
+import { acmeStoreIssues } from './acme/config.js';
+import type { StreamListeners } from './stream/index.js';
+import { isClusterWorker } from './cluster/role.js';
+import { resolveWorkers } from './cluster/workers-count.js';
+import type { ClusterPrimary } from './cluster/primary.js';
 import { describeStartupError, tlsFileIssues, type ListenerKey } from './config/startup-errors.js';
+// Everything else is imported where it is used: `validate` loads no server, Admin API or cluster
+// module, and the Admin API loads after the data plane listens (docs/benchmarks.md#startup-and-memory).
+const yamlLocate = () => import('./config/yaml-locate.js');
+const closeAllPools = async () => (await import('./outbound/pool-registry.js')).closeAllPools();
 import { readFileSync } from 'node:fs';
 import { interpolateEnv } from './config/interpolate.js';
 
@@ -111,12 +111,15 @@ interface ValidateError {
  * `switchyard validate`: every problem of both files with its path; exit 1 on
  * any. With `--json`, one JSON document on stdout instead of the text lines.
  */
-function validate(args: CliArgs): number {
-  const errors: { error: ValidateError; text: string }[] = [];
+async function validate(args: CliArgs): Promise<number> {
+  /** In file order; issues are located in their file (which loads the YAML parser) only if any. */
+  const found: (
+    | { error: ValidateError; text: string }
+    | { file: string; issues: readonly ConfigIssue[]; transform?: (text: string) => string }
+  )[] = [];
   const warnings: string[] = [];
   const add = (file: string, issues: readonly ConfigIssue[], transform?: (text: string) => string) => {
-    for (const issue of locateFileIssues(file, issues, transform))
-      errors.push({ error: { file, ...issue }, text: formatLocatedIssue(file, issue) });
+    if (issues.length > 0) found.push({ file, issues, ...(transform === undefined ? {} : { transform }) });
   };
   let system;
   try {
@@ -136,7 +139,7 @@ function validate(args: CliArgs): number {
     warnings.push(...runtime.warnings);
     if (system !== undefined)
       for (const issue of acmeStoreIssues(system, runtime.stores.names))
-        errors.push({
+        found.push({
           error: { file: args.systemPath, path: issue.path, message: issue.message },
           text: `${args.systemPath}: ${issue.message}`,
         });
@@ -145,6 +148,17 @@ function validate(args: CliArgs): number {
     if (!(err instanceof ConfigRejected)) throw err;
     add(args.gatewayPath, err.issues);
   }
+  const located = found.some((f) => 'issues' in f) ? await yamlLocate() : undefined;
+  const errors = found.flatMap((f) =>
+    'issues' in f && located !== undefined
+      ? located.locateFileIssues(f.file, f.issues, f.transform).map((issue) => ({
+          error: { file: f.file, ...issue },
+          text: located.formatLocatedIssue(f.file, issue),
+        }))
+      : 'error' in f
+        ? [f]
+        : [],
+  );
   if (args.json) {
     const report = { valid: errors.length === 0, errors: errors.map((e) => e.error), warnings };
     process.stdout.write(JSON.stringify(report, null, 2) + '\n');
@@ -162,14 +176,14 @@ function validate(args: CliArgs): number {
 
 async function run(args: CliArgs): Promise<number> {
   // `workers`: a forked worker takes its configuration from the primary (docs/workers.md).
-  if (isClusterWorker()) return runClusterWorker();
+  if (isClusterWorker()) return (await import('./cluster/worker.js')).runClusterWorker();
   let system;
   try {
     system = loadSystemConfig(args.systemPath);
   } catch (err) {
     if (err instanceof ConfigRejected) {
       process.stderr.write(
-        `${args.systemPath}: invalid system config\n${formatFileIssues(args.systemPath, err.issues, interpolated).join('\n')}\n`,
+        `${args.systemPath}: invalid system config\n${(await yamlLocate()).formatFileIssues(args.systemPath, err.issues, interpolated).join('\n')}\n`,
       );
       return 1;
     }
@@ -180,6 +194,11 @@ async function run(args: CliArgs): Promise<number> {
   let cluster: ClusterPrimary | undefined;
   const onApplied = (runtime: Runtime, source: ApplySource): Promise<void> =>
     cluster?.broadcast(runtime.config, source) ?? Promise.resolve();
+  const [{ Gateway }, { EtcdConfigSource }, { EtcdUnavailable }] = await Promise.all([
+    import('./gateway.js'),
+    import('./config/etcd-source.js'),
+    import('./config/etcd-client.js'),
+  ]);
   let gateway: Gateway;
   // The primary of `workers: N` serves no requests: nothing periodic runs in it (docs/workers.md).
   const controlPlaneOnly = workers > 1;
@@ -217,18 +236,29 @@ async function run(args: CliArgs): Promise<number> {
       logger.error({ errors: err.issues.length }, `${where}: invalid gateway config`);
       const lines =
         system.config.source === 'file'
-          ? formatFileIssues(args.gatewayPath, err.issues)
+          ? (await yamlLocate()).formatFileIssues(args.gatewayPath, err.issues)
           : formatIssues(err.issues).split('\n');
       process.stderr.write(`${where}: invalid gateway config\n${lines.join('\n')}\n`);
       return 1;
     }
     throw err;
   }
+  // Listened for before anything starts: a SIGTERM while the Admin API or the stream listeners are
+  // still loading (they are imported after the data plane listens) drains instead of killing.
+  const stopped = new Promise<void>((resolve) => {
+    const stop = (signal: string) => {
+      logger.info({ signal }, 'shutting down');
+      resolve();
+    };
+    process.once('SIGTERM', stop);
+    process.once('SIGINT', stop);
+  });
   let admin: AdminServer | undefined;
   let streams: StreamListeners | undefined;
   let starting: ListenerKey = 'listener';
   try {
     if (workers > 1) {
+      const { ClusterPrimary } = await import('./cluster/primary.js');
       cluster = new ClusterPrimary({ gateway, workers, logger });
       // Workers listen first: an ACME order the control plane starts is validated through them.
       await cluster.start();
@@ -236,11 +266,17 @@ async function run(args: CliArgs): Promise<number> {
       logger.info({ workers }, 'worker processes serve the data plane');
     } else await gateway.listen();
     starting = 'admin';
-    if (system.admin !== undefined) admin = await startAdminServer(gateway, system.admin, logger);
+    if (system.admin !== undefined)
+      admin = await (await import('./admin/server.js')).startAdminServer(gateway, system.admin, logger);
     starting = 'stream';
-    if (cluster === undefined) streams = await StreamListeners.start(system, logger);
+    if (cluster === undefined)
+      streams = await (await import('./stream/index.js')).StreamListeners.start(system, logger);
     const running = streams;
-    if (running !== undefined) registerStreamMetrics(gateway.metrics.registry, () => running.list);
+    if (running !== undefined)
+      (await import('./observability/stream-metrics.js')).registerStreamMetrics(
+        gateway.metrics.registry,
+        () => running.list,
+      );
   } catch (err) {
     // One line naming the key to change, not a stack: the cause is the operator's, not a bug.
     const line = describeStartupError(err, starting, system);
@@ -262,20 +298,15 @@ async function run(args: CliArgs): Promise<number> {
             workers?.applyStream(stream);
             return Promise.resolve(undefined);
           };
-    void reloadStreams(args.systemPath, current, apply, logger).then((next) => {
-      current = next;
-    });
+    void import('./stream/reload.js')
+      .then(({ reloadStreams }) => reloadStreams(args.systemPath, current, apply, logger))
+      .then((next) => {
+        current = next;
+      });
   });
   // Workers write their own access-log lines; logrotate signals the primary only.
   if (cluster !== undefined) process.on('SIGUSR1', () => cluster?.signalWorkers('SIGUSR1'));
-  await new Promise<void>((resolve) => {
-    const stop = (signal: string) => {
-      logger.info({ signal }, 'shutting down');
-      resolve();
-    };
-    process.once('SIGTERM', stop);
-    process.once('SIGINT', stop);
-  });
+  await stopped;
   await Promise.all([
     gateway.shutdown(),
     admin?.close(),
@@ -297,6 +328,6 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write(`${(err as Error).message}\n\n${USAGE}\n`);
     return 2;
   }
-  if (args.command === 'migrate') return runMigrate(args);
+  if (args.command === 'migrate') return (await import('./config/migrate-command.js')).runMigrate(args);
   return args.command === 'validate' ? validate(args) : run(args);
 }

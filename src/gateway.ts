@@ -2,7 +2,8 @@ import type { AddressInfo } from 'node:net';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
-import { compileGateway, compileGatewayAsync, type Runtime } from './engine/compile.js';
+import { compileGatewayAsync, type Runtime } from './engine/compile.js';
+import { compileWith } from './engine/compile-with.js';
 import { OFF_THREAD_PARSE_BYTES, parseGatewayConfigOffThread } from './config/parse-off-thread.js';
 import { parseGatewayConfig, type GatewayConfig } from './config/gateway.js';
 import { ConfigRejected, type ConfigIssue } from './config/schema-validate.js';
@@ -476,24 +477,7 @@ function readGatewayText(path: string): string {
   }
 }
 
-/** `gatewayPath` locates files beside the config (the `plugins/` folder of script nodes). */
-export function compileWith(
-  config: GatewayConfig,
-  logger: Logger,
-  env: NodeJS.ProcessEnv,
-  gatewayPath?: string,
-  scope?: GatewayScope,
-): Runtime {
-  const configDir = gatewayPath === undefined ? undefined : dirname(resolve(gatewayPath));
-  return compileGateway(config, {
-    registry,
-    logger,
-    env,
-    templateFactory: templateFactory(env),
-    configDir,
-    scope,
-  });
-}
+export { compileWith };
 
 /** `compileWith` in slices that let requests on the running configuration proceed (reloads, admin writes). */
 export function compileWithAsync(
