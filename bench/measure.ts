@@ -284,3 +284,33 @@ export function startNodeProcess(
     child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}: ${out}`)));
   });
 }
+
+/** One process of a tree: its own CPU seconds and the times its main thread slept and was woken. */
+export interface ProcessSample {
+  pid: number;
+  seconds: number;
+  /** voluntary_ctxt_switches of the main thread: event-loop wake-ups, roughly. */
+  wakeups: number;
+}
+
+/**
+ * `pid` and each live descendant, separately (a cluster primary and its workers): CPU from
+ * /proc/<pid>/stat, wake-ups from /proc/<pid>/status. Empty where /proc is not there.
+ */
+export function processSamples(pid: number): ProcessSample[] {
+  const out: ProcessSample[] = [];
+  for (const p of [pid, ...descendants(pid)]) {
+    const stat = readStat(p);
+    if (stat === null) continue;
+    let wakeups = 0;
+    try {
+      wakeups = Number(
+        /^voluntary_ctxt_switches:\s+(\d+)/m.exec(readFileSync(`/proc/${p}/status`, 'utf8'))?.[1],
+      );
+    } catch {
+      // Exited between the two reads.
+    }
+    out.push({ pid: p, seconds: stat.own / clockTicks, wakeups });
+  }
+  return out;
+}

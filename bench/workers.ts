@@ -6,19 +6,24 @@
  * number of requests, divided by that number. Scenarios: a mocked answer, a
  * proxied one, and a local limit-count in front of a mocked answer (with
  * workers the admissions are leased from the primary; this is its price).
- * The primary's own share is printed per round (stderr).
+ * Each round measures workers: 1 and workers: 2 back to back (alternating which goes first), then
+ * workers: 1 at half the connections: a single process that, like each of two workers, gets half
+ * the load, so fewer requests per event-loop wake-up (the batching a second process loses). Per
+ * run it prints (stderr) each process's share (primary first), wake-ups per request (voluntary
+ * context switches of each process's main thread) and the load average; the table gives medians
+ * and the range of the per-pair ratios. Runs the compiled build (dist/, rebuilt when stale).
  *
  * Environment: WORKERS_BENCH_REQUESTS (per run, default 20000),
  * WORKERS_BENCH_ROUNDS (default 3), WORKERS_BENCH_CONNECTIONS (default 20).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { readFileSync } from 'node:fs';
-import { clockTicks, parseProcStat, treeCpuSeconds } from './measure.js';
+import { cpus, loadavg } from 'node:os';
+import { processSamples, treeCpuSeconds } from './measure.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const requests = Number(process.env.WORKERS_BENCH_REQUESTS ?? 20_000);
@@ -101,7 +106,11 @@ async function startGateway(
       '--gateway-config',
       join(dir, 'gateway.yaml'),
     ],
-    { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, LOG_FORMAT: 'json' } },
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      // The compiled build, as deployed (built below when stale).
+      env: { ...process.env, LOG_FORMAT: 'json', SWITCHYARD_FROM_SOURCE: '0' },
+    },
   );
   // workers: 1 logs "data plane listening" once; the primary logs this after every worker listens.
   await lineOf(
@@ -136,21 +145,13 @@ async function settle(pid: number): Promise<void> {
   }
 }
 
-/** CPU seconds of `pid` alone (the primary, without its workers). */
-function ownCpuSeconds(pid: number): number {
-  try {
-    return parseProcStat(readFileSync(`/proc/${pid}/stat`, 'utf8')).own / clockTicks;
-  } catch {
-    return 0;
-  }
-}
-
 /** `amount` requests by autocannon in its own process (its CPU is not the gateway's). */
 async function drive(
   url: string,
   amount: number,
+  conns: number,
 ): Promise<{ rps: number; non2xx: number; errors: number; codes: unknown }> {
-  const script = `import ac from 'autocannon';const r=await ac({url:${JSON.stringify(url)},connections:${connections},amount:${amount},timeout:30});process.stdout.write(JSON.stringify({rps:r.requests.average,non2xx:r.non2xx,errors:r.errors,codes:r.statusCodeStats}))`;
+  const script = `import ac from 'autocannon';const r=await ac({url:${JSON.stringify(url)},connections:${conns},amount:${amount},timeout:30});process.stdout.write(JSON.stringify({rps:r.requests.average,non2xx:r.non2xx,errors:r.errors,codes:r.statusCodeStats}))`;
   const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
     cwd: root,
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -163,71 +164,131 @@ async function drive(
   return JSON.parse(out) as { rps: number; non2xx: number; errors: number; codes: unknown };
 }
 
+/** One measured run: CPU µs and wake-ups per request, per process (primary first) and in all. */
+interface Run {
+  perRequest: number;
+  wakeupsPerRequest: number;
+  /** µs/request of each process: [primary or the single process, worker 1, worker 2, …]. */
+  split: number[];
+  rps: number;
+  load: number;
+}
+
+async function measureRun(pid: number, url: string, amount: number, conns: number): Promise<Run> {
+  await settle(pid);
+  const before = processSamples(pid);
+  const result = await drive(url, amount, conns);
+  const after = processSamples(pid);
+  if (result.non2xx > 0 || result.errors > 0)
+    throw new Error(
+      `${url}: ${result.non2xx} non-2xx, ${result.errors} errors ${JSON.stringify(result.codes)}`,
+    );
+  const split = after.map((a) => {
+    const b = before.find((x) => x.pid === a.pid);
+    return ((a.seconds - (b?.seconds ?? 0)) * 1e6) / amount;
+  });
+  const wakeups = after.reduce(
+    (sum, a) => sum + a.wakeups - (before.find((x) => x.pid === a.pid)?.wakeups ?? 0),
+    0,
+  );
+  return {
+    perRequest: split.reduce((a, b) => a + b, 0),
+    wakeupsPerRequest: wakeups / amount,
+    split,
+    rps: result.rps,
+    load: loadavg()[0] ?? NaN,
+  };
+}
+
+const median = (values: readonly number[] = []): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  if (sorted.length === 0) return NaN;
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1
+    ? (sorted[mid] as number)
+    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+};
+const spread = (values: readonly number[], digits = 2): string =>
+  values.length === 0 ? '' : `${Math.min(...values).toFixed(digits)}–${Math.max(...values).toFixed(digits)}`;
+
 async function main(): Promise<void> {
+  const build = spawnSync(process.execPath, [join(root, 'scripts', 'build.mjs')], {
+    cwd: root,
+    stdio: 'inherit',
+  });
+  if (build.status !== 0) throw new Error('scripts/build.mjs failed');
   const origin: ChildProcess = spawn(process.execPath, ['--import', 'tsx', join(root, 'bench/origin.ts')], {
     cwd: root,
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const originPort = Number((await lineOf(origin, /listening (\d+)/, 30_000))[1]);
-  const cpu = new Map<string, number[]>();
-  const rps = new Map<string, number[]>();
+  /** Runs per `${scenario}:${variant}`; variants: w1, w2, and w1 at half the connections (w1half). */
+  const runs = new Map<string, Run[]>();
   const ratios = new Map<string, number[]>();
+  const halfRatios = new Map<string, number[]>();
+  const add = <T>(map: Map<string, T[]>, key: string, value: T) =>
+    map.set(key, [...(map.get(key) ?? []), value]);
+  const half = Math.max(1, Math.floor(connections / 2));
   // Both gateways run side by side and each scenario is measured on one right after the other,
-  // so the two see the same background load (this machine is shared); the ratio is taken per pair.
+  // so the two see the same background load (this machine is shared); the ratio is taken per pair,
+  // and the order within a pair alternates from round to round.
   const gateways = [await startGateway(1, originPort), await startGateway(2, originPort)] as const;
   try {
+    // Warm-up: as many requests as a measured run, so each worker's JIT has settled too.
     for (const gw of gateways)
-      for (const scenario of scenarios) await drive(`${gw.url}/${scenario}`, Math.min(3000, requests));
+      for (const scenario of scenarios) await drive(`${gw.url}/${scenario}`, requests, connections);
     for (let round = 1; round <= rounds; round++) {
       for (const scenario of scenarios) {
-        const pair: number[] = [];
-        for (const [i, gw] of gateways.entries()) {
-          const workers = i + 1;
-          await settle(gw.pid);
-          const before = treeCpuSeconds(gw.pid) ?? 0;
-          const ownBefore = ownCpuSeconds(gw.pid);
-          const result = await drive(`${gw.url}/${scenario}`, requests);
-          const after = treeCpuSeconds(gw.pid) ?? 0;
-          const own = ((ownCpuSeconds(gw.pid) - ownBefore) * 1e6) / requests;
-          if (result.non2xx > 0 || result.errors > 0)
-            throw new Error(
-              `${scenario} workers=${workers}: ${result.non2xx} non-2xx, ${result.errors} errors ${JSON.stringify(result.codes)}`,
-            );
-          const perRequest = ((after - before) * 1e6) / requests;
-          pair.push(perRequest);
-          const key = `${scenario}:${workers}`;
-          cpu.set(key, [...(cpu.get(key) ?? []), perRequest]);
-          rps.set(key, [...(rps.get(key) ?? []), result.rps]);
+        const order = round % 2 === 1 ? [0, 1] : [1, 0];
+        const pair: Run[] = [];
+        for (const i of order) {
+          const gw = gateways[i] as (typeof gateways)[number];
+          const run = await measureRun(gw.pid, `${gw.url}/${scenario}`, requests, connections);
+          pair[i] = run;
+          add(runs, `${scenario}:w${i + 1}`, run);
           process.stderr.write(
-            `round ${round} workers=${workers} ${scenario}: ${perRequest.toFixed(1)} µs/request` +
-              (workers > 1 ? ` (primary ${own.toFixed(1)})` : '') +
-              ` ${result.rps.toFixed(0)} rps\n`,
+            `round ${round} workers=${i + 1} ${scenario}: ${run.perRequest.toFixed(1)} µs/request ` +
+              `(${i === 0 ? 'process' : 'primary, workers'} ${run.split.map((v) => v.toFixed(1)).join(', ')}), ` +
+              `${run.wakeupsPerRequest.toFixed(2)} wake-ups/request, ${run.rps.toFixed(0)} rps, load ${run.load.toFixed(1)}\n`,
           );
         }
-        ratios.set(scenario, [...(ratios.get(scenario) ?? []), (pair[1] ?? NaN) / (pair[0] ?? NaN)]);
+        const one = gateways[0];
+        const halfRun = await measureRun(one.pid, `${one.url}/${scenario}`, requests, half);
+        add(runs, `${scenario}:w1half`, halfRun);
+        process.stderr.write(
+          `round ${round} workers=1 at ${half} connections ${scenario}: ${halfRun.perRequest.toFixed(1)} µs/request, ` +
+            `${halfRun.wakeupsPerRequest.toFixed(2)} wake-ups/request, load ${halfRun.load.toFixed(1)}\n`,
+        );
+        const [w1, w2] = pair as [Run, Run];
+        add(ratios, scenario, w2.perRequest / w1.perRequest);
+        add(halfRatios, scenario, halfRun.perRequest / w1.perRequest);
       }
     }
   } finally {
     await Promise.all(gateways.map((gw) => gw.stop()));
     origin.kill('SIGTERM');
   }
-  const median = (values: number[] = []): number => {
-    const sorted = [...values].sort((a, b) => a - b);
-    return sorted[Math.floor(sorted.length / 2)] ?? NaN;
-  };
+  const loads = [...runs.values()].flat().map((r) => r.load);
   const lines = [
-    `CPU per request, all gateway processes (median of ${rounds} rounds × ${requests} requests, ${connections} connections)`,
+    `CPU per request, all gateway processes (${rounds} rounds × ${requests} requests, ${connections} connections; ` +
+      `load average ${spread(loads, 1)} during the runs, ${cpus().length} cores)`,
     '',
-    '| scenario | workers: 1 µs/req | workers: 2 µs/req | ratio (median of pairs) | per-round ratios | rps w1 / w2 |',
+    '| scenario | workers: 1 µs/req | workers: 2 µs/req (primary) | ratio, median (range) | wake-ups/req w1 / w2 | workers: 1 at ' +
+      `${half} conns: µs/req, × w1 (range) |`,
     '|---|---|---|---|---|---|',
   ];
   for (const scenario of scenarios) {
-    const one = median(cpu.get(`${scenario}:1`));
-    const two = median(cpu.get(`${scenario}:2`));
-    const r1 = median(rps.get(`${scenario}:1`));
-    const r2 = median(rps.get(`${scenario}:2`));
+    const w1 = runs.get(`${scenario}:w1`) ?? [];
+    const w2 = runs.get(`${scenario}:w2`) ?? [];
+    const wh = runs.get(`${scenario}:w1half`) ?? [];
+    const r = ratios.get(scenario) ?? [];
+    const h = halfRatios.get(scenario) ?? [];
     lines.push(
-      `| ${scenario} | ${one.toFixed(1)} | ${two.toFixed(1)} | ${median(ratios.get(scenario)).toFixed(2)}× | ${(ratios.get(scenario) ?? []).map((r) => r.toFixed(2)).join(', ')} | ${r1.toFixed(0)} / ${r2.toFixed(0)} |`,
+      `| ${scenario} | ${median(w1.map((x) => x.perRequest)).toFixed(1)} | ` +
+        `${median(w2.map((x) => x.perRequest)).toFixed(1)} (${median(w2.map((x) => x.split[0] ?? 0)).toFixed(1)}) | ` +
+        `${median(r).toFixed(2)}× (${spread(r)}) | ` +
+        `${median(w1.map((x) => x.wakeupsPerRequest)).toFixed(2)} / ${median(w2.map((x) => x.wakeupsPerRequest)).toFixed(2)} | ` +
+        `${median(wh.map((x) => x.perRequest)).toFixed(1)}, ${median(h).toFixed(2)}× (${spread(h)}) |`,
     );
   }
   process.stdout.write(`${lines.join('\n')}\n`);
