@@ -73,13 +73,34 @@ function policies(port: number) {
   };
 }
 
+/** An origin that takes the first body bytes and then cuts the connection. */
+let cutter: Server;
+
 function gatewayYaml(port: number): string {
   const p = policies(port);
+  const cutterPort = (cutter.address() as AddressInfo).port;
+  // The first upstream fails mid-body; its error edge leads to a second upstream.
+  const failover = {
+    name: 'failover',
+    nodes: [
+      { id: 'in', type: 'listener' },
+      { id: 'a', type: 'upstream', config: { targets: [{ host: '127.0.0.1', port: cutterPort }] } },
+      { id: 'b', type: 'upstream', config: { targets: [{ host: '127.0.0.1', port }] } },
+      { id: 'out', type: 'client' },
+    ],
+    edges: [
+      { from: 'in.out', to: 'a.in' },
+      { from: 'a.success', to: 'out.in' },
+      { from: 'a.error', to: 'b.in' },
+      { from: 'b.success', to: 'out.in' },
+    ],
+  };
   return `
 routes:
   - { name: stream, match: { path: /stream/* }, policy: stream }
   - { name: buffer, match: { path: /buffer/* }, policy: buffer }
-policies: ${JSON.stringify([p.stream, p.buffer])}
+  - { name: failover, match: { path: /failover/* }, policy: failover }
+policies: ${JSON.stringify([p.stream, p.buffer, failover])}
 `;
 }
 
@@ -99,6 +120,9 @@ before(async () => {
   });
   upstream.listen(0, '127.0.0.1');
   await once(upstream, 'listening');
+  cutter = createServer((req) => req.once('data', () => req.socket.destroy()));
+  cutter.listen(0, '127.0.0.1');
+  await once(cutter, 'listening');
   const port = (upstream.address() as AddressInfo).port;
   adminPort = await freePort();
   const admin = `admin: { bind: 127.0.0.1, port: ${adminPort}, username: admin, password: "correct horse" }\n`;
@@ -114,6 +138,7 @@ after(async () => {
   await Promise.all(Object.values(gateways).map((g) => g?.stop() ?? Promise.resolve()));
   upstream.closeAllConnections();
   upstream.close();
+  cutter.close();
 });
 
 function portOf(front: keyof typeof gateways): number {
@@ -197,6 +222,17 @@ for (const front of ['lean', 'node'] as const) {
     assert.ok((seen.get(url)?.bytes ?? 0) <= LIMIT);
   });
 }
+
+test('request streaming: a streamed body is never replayed to a second upstream after bytes left', async () => {
+  const url = '/failover/once';
+  const res = await fetch(`http://127.0.0.1:${portOf('lean')}${url}`, {
+    method: 'POST',
+    body: 'q'.repeat(300 * 1024),
+  });
+  assert.equal(res.status, 502);
+  assert.equal(((await res.json()) as { code: string }).code, 'UPSTREAM_REQUEST_BUILD_ERROR');
+  assert.equal(seen.has(url), false, 'the second upstream never got the request');
+});
 
 test('request streaming: a node that reads the body keeps it buffered, and validate names it', async () => {
   const port = portOf('lean');
