@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Node 20's test runner does not expand globs: collect test/**/*.test.ts here and hand them over.
 // Extra arguments (e.g. a subset of files or --test-name-pattern) are passed through.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -26,7 +26,6 @@ for (const script of ['scripts/build-ui.mjs', 'scripts/build.mjs']) {
   if (built.status !== 0) process.exit(built.status ?? 1);
 }
 const concurrency = process.env.TEST_CONCURRENCY ?? '4';
-const shared = await sharedChromium(files);
 const result = spawnSync(
   process.execPath,
   [
@@ -47,32 +46,6 @@ const result = spawnSync(
   // newer (bin/switchyard.js then runs the sources, so an edit during a run is never masked).
   // Starting from dist/ costs ~1 s of CPU instead of ~3.4 s through tsx, and tests spawn hundreds.
   // SWITCHYARD_FROM_SOURCE=1 forces the sources.
-  {
-    stdio: 'inherit',
-    env:
-      shared === undefined ? process.env : { ...process.env, SWITCHYARD_TEST_CHROMIUM_WS: shared.endpoint },
-  },
+  { stdio: 'inherit' },
 );
-shared?.stop();
 process.exit(result.status ?? 1);
-
-/**
- * With two or more browser test files (test/ui/) in the run, one Chromium for all of them
- * (test/support/chromium-server.ts): each file would otherwise launch its own, ≈ 3–4 s of CPU
- * apiece. Resolves undefined when there is no Chromium to share (the files then decide).
- */
-function sharedChromium(list) {
-  const browserFiles = list.filter((f) => /(^|\/)test\/ui\//.test(f));
-  if (browserFiles.length < 2 || process.env.SWITCHYARD_TEST_CHROMIUM_WS !== undefined) return undefined;
-  const server = spawn(process.execPath, ['--import', 'tsx', 'test/support/chromium-server.ts'], {
-    stdio: ['pipe', 'pipe', 'inherit'],
-  });
-  return new Promise((resolve) => {
-    let out = '';
-    server.stdout.on('data', (chunk) => {
-      out += chunk;
-      if (out.includes('\n')) resolve({ endpoint: out.trim(), stop: () => server.stdin.end() });
-    });
-    server.on('exit', () => resolve(undefined));
-  });
-}
