@@ -21,7 +21,7 @@ import { Agent, request } from 'undici';
 import type * as ConfigModule from '../src/config/gateway.js';
 import type * as YamlDataModule from '../src/config/yaml-data.js';
 import type * as GatewayModule from '../src/gateway.js';
-import type * as LoggerModule from '../src/observability/logger.js';
+import type * as LoggerModule from '../src/core/logger.js';
 import { freePort } from '../test/support/free-port.js';
 import { scaleConfigYaml, type ScaleOptions } from './config-scale-config.js';
 
@@ -232,7 +232,7 @@ console.log(
   `\nA bare \`node -e\` here: ${ms(performance.now() - bareStart)} wall, ${ms(Number(bare.stdout))} CPU (about 40 ms of CPU on a quiet machine).`,
 );
 const { compileWith } = (await fromDist('gateway.js')) as typeof GatewayModule;
-const { silentLogger } = (await fromDist('observability/logger.js')) as typeof LoggerModule;
+const { silentLogger } = (await fromDist('core/logger.js')) as typeof LoggerModule;
 
 console.log(
   `\nConfig scale (node ${process.version}), in this process, best of 2 after a warm-up round; wall / CPU\n`,

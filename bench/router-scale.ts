@@ -7,9 +7,9 @@
  * semantics. Compile times of the first rows include JIT warm-up.
  * Run: node --import tsx bench/router-scale.ts
  */
-import type { HeaderMap } from '../src/engine/context.js';
-import type { ResolvedMatch, RouteEntry, Router } from '../src/server/router.js';
-import { compileRouter } from '../src/server/router.js';
+import type { HeaderMap } from '../src/core/context.js';
+import type { ResolvedMatch, RouteEntry, Router } from '../src/engine/router.js';
+import { compileRouter } from '../src/engine/router.js';
 
 interface Lookup {
   method: string;

@@ -2,7 +2,7 @@
  * Cost of rendering a parsed 3-reference template, the per-request work of a
  * templated field. Run: node --import tsx bench/template-render.ts
  */
-import { Context } from '../src/engine/context.js';
+import { Context } from '../src/core/context.js';
 import { compileTemplate } from '../src/template/index.js';
 
 const ctx = new Context(

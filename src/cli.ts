@@ -2,12 +2,12 @@ import { parseArgs } from 'node:util';
 import { ConfigRejected, formatIssues, type ConfigIssue } from './config/schema-validate.js';
 import { loadSystemConfig, type StreamListenerConfig } from './config/system.js';
 import { loadGatewayConfig } from './config/gateway.js';
-import { createLogger, silentLogger } from './observability/logger.js';
+import { createLogger, silentLogger } from './core/logger.js';
 import type { Gateway, ApplySource } from './gateway.js';
 import { compileWith } from './engine/compile-with.js';
 import type { Runtime } from './engine/compile.js';
 import type { AdminServer } from './admin/server.js';
-import { acmeStoreIssues } from './acme/config.js';
+import { acmeStoreIssues } from './config/acme.js';
 import type { StreamListeners } from './stream/index.js';
 import { isClusterWorker } from './cluster/role.js';
 import { resolveWorkers } from './cluster/workers-count.js';
@@ -273,7 +273,7 @@ async function run(args: CliArgs): Promise<number> {
       streams = await (await import('./stream/index.js')).StreamListeners.start(system, logger);
     const running = streams;
     if (running !== undefined)
-      (await import('./observability/stream-metrics.js')).registerStreamMetrics(
+      (await import('./stream/metrics.js')).registerStreamMetrics(
         gateway.metrics.registry,
         () => running.list,
       );
@@ -320,7 +320,7 @@ async function run(args: CliArgs): Promise<number> {
 
 export async function main(argv: string[]): Promise<number> {
   // Imported here: the MCP SDK client costs ~25 MiB a gateway that is not this command never needs.
-  if (argv[0] === 'mcp') return (await import('./mcp/stdio.js')).runMcpCommand(argv.slice(1));
+  if (argv[0] === 'mcp') return (await import('./admin/mcp/stdio.js')).runMcpCommand(argv.slice(1));
   let args: CliArgs;
   try {
     args = parseCli(argv);
@@ -328,6 +328,6 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write(`${(err as Error).message}\n\n${USAGE}\n`);
     return 2;
   }
-  if (args.command === 'migrate') return (await import('./config/migrate-command.js')).runMigrate(args);
+  if (args.command === 'migrate') return (await import('./migrate/command.js')).runMigrate(args);
   return args.command === 'validate' ? validate(args) : run(args);
 }

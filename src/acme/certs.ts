@@ -12,7 +12,7 @@ const x509Lib = (): typeof X509 => {
   requireHere('reflect-metadata');
   return requireHere('@peculiar/x509') as typeof X509;
 };
-import type { AcmeConfig } from './config.js';
+import type { AcmeConfig } from '../config/acme.js';
 
 /** A certificate chain and its private key, both PEM. */
 export interface PemPair {

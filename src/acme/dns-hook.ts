@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { rootCertificates } from 'node:tls';
-import type { DnsHookConfig } from './config.js';
+import type { DnsHookConfig } from '../config/acme.js';
 
 /** One TXT record a DNS-01 challenge needs: `_acme-challenge.<domain>` = `value`. */
 export interface DnsRecord {

@@ -15,4 +15,4 @@ export {
   parseDuration,
   type AcmeConfig,
   type AcmeSlotRef,
-} from './config.js';
+} from '../config/acme.js';

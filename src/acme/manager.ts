@@ -6,7 +6,7 @@ import { createSecureContext, rootCertificates, type SecureContext } from 'node:
 import type * as acme from 'acme-client';
 import type { TlsConfig } from '../config/system.js';
 import type { ManagedCertificates } from '../server/tls-material.js';
-import type { Logger } from '../observability/logger.js';
+import type { Logger } from '../core/logger.js';
 import type { StoreLookup } from '../stores/index.js';
 import {
   certFacts,
@@ -24,7 +24,7 @@ import {
   type AcmeConfig,
   type AcmeSlotRef,
   type ManagedCertSpec,
-} from './config.js';
+} from '../config/acme.js';
 import { runDnsHook, type DnsRecord } from './dns-hook.js';
 import { FilesystemStorage } from './fs-storage.js';
 import type { Http01Tokens } from './http01-responder.js';

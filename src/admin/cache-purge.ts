@@ -1,5 +1,5 @@
 import type { Gateway } from '../gateway.js';
-import type { CacheTarget } from '../plugins/define.js';
+import type { CacheTarget } from '../core/plugin.js';
 import { AdminError, json } from './http.js';
 import type { AdminRoute } from './router.js';
 

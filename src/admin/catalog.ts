@@ -1,4 +1,4 @@
-import { PORT_DESCRIPTIONS, type PluginDefinition, type PortKind } from '../plugins/define.js';
+import { PORT_DESCRIPTIONS, type PluginDefinition, type PortKind } from '../core/plugin.js';
 
 export interface CatalogPort {
   name: string;

@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import type { LoginThrottleConfig } from '../config/system.js';
-import type { Logger } from '../observability/logger.js';
+import type { Logger } from '../core/logger.js';
 
 /** Failures of one client address (an IPv4 address or an IPv6 /64). */
 interface ClientState {

@@ -5,7 +5,7 @@ import type { Gateway } from '../gateway.js';
 import { registry } from '../plugins/index.js';
 import { listEnvVarNames, listVars } from '../template/index.js';
 import { acmeNotReady, acmeRoutes } from './acme-routes.js';
-import { mcpAdminRoutes } from '../mcp/admin-routes.js';
+import { mcpAdminRoutes } from './mcp/admin-routes.js';
 import { cacheRoutes } from './cache-purge.js';
 import { pluginCatalog } from './catalog.js';
 import { debugRoutes } from './debug-routes.js';

@@ -5,7 +5,7 @@ import { EtcdUnavailable } from '../config/etcd-client.js';
 import { ConfigRejected, formatIssues } from '../config/schema-validate.js';
 import type { AdminConfig } from '../config/system.js';
 import type { Gateway } from '../gateway.js';
-import type { Logger } from '../observability/logger.js';
+import type { Logger } from '../core/logger.js';
 import { basicAuthVerifier, basicChallenge, CHALLENGE, type AdminAccount, type AdminRole } from './auth.js';
 import { maskedForViewer, VIEWER_READ_ONLY } from './viewer.js';
 import { metricsAuthVerifier } from './metrics-auth.js';
@@ -16,7 +16,7 @@ import { AdminRouter, type AdminRoute } from './router.js';
 import { adminRoutes } from './routes.js';
 import { createUiHandler } from './ui.js';
 import { startListener, type RequestHandler } from '../server/listener.js';
-import type { McpHandler } from '../mcp/http.js';
+import type { McpHandler } from './mcp/http.js';
 
 export interface AdminServerOptions {
   /** Directory of the built editor; defaults to ui/dist. */
@@ -101,7 +101,7 @@ export async function startAdminServer(
   const mcp: Promise<McpHandler | undefined> | undefined =
     mcpConfig === undefined
       ? undefined
-      : import('../mcp/http.js').then((m) =>
+      : import('./mcp/http.js').then((m) =>
           m.createMcpHandler({ gateway, config: mcpConfig, logger, router, throttle }),
         );
 

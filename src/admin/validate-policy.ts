@@ -1,7 +1,7 @@
 import { policySchema, type PolicyConfig } from '../config/gateway.js';
 import { ConfigRejected, validateAgainst, type ConfigIssue } from '../config/schema-validate.js';
 import type { Runtime } from '../engine/compile.js';
-import type { BufferingReport, CachePairReport } from '../engine/graph-types.js';
+import type { BufferingReport, CachePairReport } from '../core/graph-types.js';
 import type { Gateway } from '../gateway.js';
 
 export interface PolicyValidation {

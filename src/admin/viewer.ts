@@ -1,5 +1,5 @@
 import { parse, stringify } from 'yaml';
-import { maskSecrets } from '../mcp/secrets.js';
+import { maskSecrets } from './mcp/secrets.js';
 import type { Reply } from './http.js';
 
 /** What a `viewer` account gets for any write (docs/admin-api.md#roles). */

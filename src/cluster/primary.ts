@@ -5,7 +5,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import type { GatewayConfig } from '../config/gateway.js';
 import type { StreamListenerConfig } from '../config/system.js';
 import type { ApplySource, Gateway } from '../gateway.js';
-import type { Logger } from '../observability/logger.js';
+import type { Logger } from '../core/logger.js';
 import { aggregateMetrics, type WorkerSample } from './metrics.js';
 import type { ToPrimary, ToWorker, WorkerMetrics } from './protocol.js';
 import { SharedService } from './shared-service.js';

@@ -1,7 +1,7 @@
-import type { GatewayScope } from '../plugins/define.js';
-import { LocalResponseCache } from '../plugins/cache/local-cache.js';
-import { TokenBuckets } from '../plugins/limits/token-buckets.js';
-import { LocalWindowCounters } from '../plugins/limits/window-counter.js';
+import type { GatewayScope } from '../core/plugin.js';
+import { LocalResponseCache } from '../plugins/traffic/local-cache.js';
+import { TokenBuckets } from '../plugins/traffic/token-buckets.js';
+import { LocalWindowCounters } from '../plugins/traffic/window-counter.js';
 import type { LeasedWindow, SharedCall } from './protocol.js';
 
 /**

@@ -1,8 +1,8 @@
-import type { Context } from '../engine/context.js';
-import type { CachedResponse, ResponseCache } from '../plugins/cache/response-cache.js';
-import type { SlotTable } from '../plugins/limits/concurrency.js';
-import { TokenBuckets, type BucketAnswer } from '../plugins/limits/token-buckets.js';
-import type { WindowCounter, WindowResult } from '../plugins/limits/window-counter.js';
+import type { Context } from '../core/context.js';
+import type { CachedResponse, ResponseCache } from '../plugins/traffic/response-cache.js';
+import type { SlotTable } from '../plugins/traffic/concurrency.js';
+import { TokenBuckets, type BucketAnswer } from '../plugins/traffic/token-buckets.js';
+import type { WindowCounter, WindowResult } from '../plugins/traffic/window-counter.js';
 import type { PrimaryChannel } from './primary-channel.js';
 import type { LeasedWindow, WireResponse } from './protocol.js';
 

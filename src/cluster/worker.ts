@@ -1,8 +1,8 @@
 import { serialize } from 'node:v8';
 import type { StreamListenerConfig } from '../config/system.js';
 import { Gateway } from '../gateway.js';
-import { createLogger, type Logger } from '../observability/logger.js';
-import { registerStreamMetrics } from '../observability/stream-metrics.js';
+import { createLogger, type Logger } from '../core/logger.js';
+import { registerStreamMetrics } from '../stream/metrics.js';
 import { closeAllPools } from '../outbound/pool-registry.js';
 import { StreamListeners } from '../stream/index.js';
 import { PrimaryChannel } from './primary-channel.js';

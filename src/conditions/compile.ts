@@ -1,4 +1,4 @@
-import { ConfigError } from '../plugins/define.js';
+import { ConfigError } from '../core/plugin.js';
 import type { Evaluation } from './evaluation.js';
 import { JsonPathSyntaxError } from './jsonpath.js';
 import {

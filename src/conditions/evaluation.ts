@@ -1,4 +1,4 @@
-import type { Context } from '../engine/context.js';
+import type { Context } from '../core/context.js';
 import type { JsonSubject } from './subjects.js';
 
 const UNREAD: unique symbol = Symbol('unread');

@@ -1,5 +1,5 @@
-import type { Context } from '../engine/context.js';
-import { ConfigError } from '../plugins/define.js';
+import type { Context } from '../core/context.js';
+import { ConfigError } from '../core/plugin.js';
 import { any, ExpressionCompiler, type Test } from './compile.js';
 import { Evaluation } from './evaluation.js';
 

@@ -1,6 +1,6 @@
-import type { Context } from '../engine/context.js';
-import { ConfigError } from '../plugins/define.js';
-import { compileRegex, type ConfigRegex } from '../plugins/shared-regex.js';
+import type { Context } from '../core/context.js';
+import { ConfigError } from '../core/plugin.js';
+import { compileRegex, type ConfigRegex } from './regex.js';
 import { CidrError, compileIpMatcher } from './ip-match.js';
 import {
   expected,

@@ -1,4 +1,4 @@
-import type { Context } from '../engine/context.js';
+import type { Context } from '../core/context.js';
 import { compileVariable } from '../template/catalog.js';
 import { listVars } from '../template/index.js';
 import type { Reader } from '../template/readers.js';

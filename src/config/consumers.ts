@@ -1,7 +1,7 @@
 import type { ConsumerConfig } from './gateway.js';
 import { interpolateLeaves } from './interpolate.js';
 import type { ConfigIssue } from './schema-validate.js';
-import { JWT_ALGORITHMS } from '../plugins/auth/jwt-key.js';
+import { JWT_ALGORITHMS } from '../signing/jwt-key.js';
 
 /**
  * The `consumers:` resource (docs/consumers.md): named API clients with

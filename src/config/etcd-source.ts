@@ -1,5 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
-import type { Logger } from '../observability/logger.js';
+import type { Logger } from '../core/logger.js';
 import { EtcdClient, type EtcdSettings, type KeyValue } from './etcd-client.js';
 import { checkGatewayShape, emptyGatewayConfig, type GatewayConfig } from './gateway.js';
 import { ConfigRejected, type ConfigIssue } from './schema-validate.js';

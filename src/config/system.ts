@@ -10,7 +10,7 @@ import {
   yamlSyntaxIssue,
   type ConfigIssue,
 } from './schema-validate.js';
-import { acmeConfigIssues } from '../acme/config.js';
+import { acmeConfigIssues } from './acme.js';
 import { debugGateIssues } from '../debug/trigger-gate.js';
 import { emptyCredentialIssues } from './system-credentials.js';
 import type { AccessLogConfig } from '../observability/access-log.js';

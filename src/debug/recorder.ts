@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { Context } from '../engine/context.js';
-import type { CompiledNode, CompiledPolicy, EdgeKind, TraceRecorder } from '../engine/graph-types.js';
+import type { Context } from '../core/context.js';
+import type { CompiledNode, CompiledPolicy, EdgeKind, TraceRecorder } from '../core/graph-types.js';
 import { captureSnapshot, type CaptureOptions, type ContextSnapshot } from './snapshot.js';
 import type { ResponseOrigin, StepOutcome, Trace, TraceSource, TraceStep } from './trace-types.js';
 

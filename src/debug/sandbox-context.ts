@@ -1,4 +1,4 @@
-import { Context, type HeaderMap, type Protocol } from '../engine/context.js';
+import { Context, type HeaderMap, type Protocol } from '../core/context.js';
 
 /** A request field that cannot become a context; the sandbox answers 400 with this message. */
 export class SandboxInputError extends Error {

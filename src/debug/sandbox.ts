@@ -7,9 +7,9 @@ import {
   type ConfigIssue,
 } from '../config/schema-validate.js';
 import type { Runtime } from '../engine/compile.js';
-import type { CompiledPolicy } from '../engine/graph-types.js';
+import type { CompiledPolicy } from '../core/graph-types.js';
 import { runPolicy } from '../engine/run.js';
-import type { Logger } from '../observability/logger.js';
+import type { Logger } from '../core/logger.js';
 import { registry } from '../plugins/index.js';
 import { environmentReferences } from '../template/env-references.js';
 import type { RenderedTrace } from './render.js';

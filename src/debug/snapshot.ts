@@ -1,4 +1,4 @@
-import type { Context, ErrorRecord, HeaderMap } from '../engine/context.js';
+import type { Context, ErrorRecord, HeaderMap } from '../core/context.js';
 import { REDACTED, type Redaction } from './redaction.js';
 
 /** How a body appears in a snapshot: its length always, its text only when bodies are captured. */

@@ -1,9 +1,9 @@
 import type { IncomingMessage } from 'node:http';
 import type { Http2ServerRequest } from 'node:http2';
 import type { TLSSocket } from 'node:tls';
-import { Context, type Protocol } from '../engine/context.js';
-import { NO_ROUTE_BODY } from '../engine/errors.js';
-import type { CompiledPolicy, TraceRecorder } from '../engine/graph-types.js';
+import { Context, type Protocol } from '../core/context.js';
+import { NO_ROUTE_BODY } from '../core/errors.js';
+import type { CompiledPolicy, TraceRecorder } from '../core/graph-types.js';
 import { StepRecorder, type RecorderOptions } from './recorder.js';
 import type { TraceStore } from './store.js';
 import type { TriggerGate } from './trigger-gate.js';

@@ -1,4 +1,4 @@
-import type { EdgeKind } from '../engine/graph-types.js';
+import type { EdgeKind } from '../core/graph-types.js';
 import type { ContextSnapshot } from './snapshot.js';
 
 /** `request`: live traffic (the reference's name; `live` is accepted as a filter alias). */

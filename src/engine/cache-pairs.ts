@@ -1,5 +1,5 @@
 import type { ConfigIssue } from '../config/schema-validate.js';
-import type { CachePairReport } from './graph-types.js';
+import type { CachePairReport } from '../core/graph-types.js';
 
 /** What one response-cache node tells the compiler and the Admin API about itself (`NodeInstance.cache`). */
 export interface CacheTarget {

@@ -1,7 +1,7 @@
 import type { PluginConfigEntry, PolicyConfig, SupernodeConfig } from '../config/gateway.js';
 import type { ConsumerIndex } from '../config/consumers.js';
 import { didYouMean, type ConfigIssue } from '../config/schema-validate.js';
-import { warnUnverifiedTls } from '../outbound/verify-warning.js';
+import { warnUnverifiedTls } from './verify-warning.js';
 import {
   ConfigError,
   type GatewayScope,
@@ -9,11 +9,16 @@ import {
   type PluginEnv,
   type Template,
   type TemplateOptions,
-} from '../plugins/define.js';
-import type { Logger } from '../observability/logger.js';
+} from '../core/plugin.js';
+import type { Logger } from '../core/logger.js';
 import { flattenPolicy, type FlatEdge, type FlatGraph, type FlatNode } from './flat-graph.js';
 import { checkCachePairs } from './cache-pairs.js';
-import { newNodeStats, type BufferingReport, type CompiledNode, type CompiledPolicy } from './graph-types.js';
+import {
+  newNodeStats,
+  type BufferingReport,
+  type CompiledNode,
+  type CompiledPolicy,
+} from '../core/graph-types.js';
 import { resolveNodeConfig } from './node-config.js';
 import type { StoreLookup } from '../stores/index.js';
 

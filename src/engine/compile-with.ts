@@ -1,7 +1,7 @@
 import { dirname, resolve } from 'node:path';
 import type { GatewayConfig } from '../config/gateway.js';
-import type { Logger } from '../observability/logger.js';
-import type { GatewayScope } from '../plugins/define.js';
+import type { Logger } from '../core/logger.js';
+import type { GatewayScope } from '../core/plugin.js';
 import { registry } from '../plugins/index.js';
 import { compileGateway, type Runtime } from './compile.js';
 import { templateFactory } from './templates.js';

@@ -3,12 +3,12 @@ import type { GatewayConfig, PluginConfigEntry, PolicyConfig, SupernodeConfig } 
 import { interpolateLeaves } from '../config/interpolate.js';
 import { sameData } from '../config/same-data.js';
 import { ConfigRejected, didYouMean, type ConfigIssue } from '../config/schema-validate.js';
-import type { Logger } from '../observability/logger.js';
-import type { GatewayScope, PluginDefinition } from '../plugins/define.js';
-import { routerBuilder, validateRouteMatch, type ResolvedMatch, type Router } from '../server/router.js';
+import type { Logger } from '../core/logger.js';
+import type { GatewayScope, PluginDefinition } from '../core/plugin.js';
+import { routerBuilder, validateRouteMatch, type ResolvedMatch, type Router } from './router.js';
 import { compilePolicy, type CompileContext } from './compile-policy.js';
-import type { CompiledPolicy } from './graph-types.js';
-import { createGatewayScope } from './gateway-scope.js';
+import type { CompiledPolicy } from '../core/graph-types.js';
+import { createGatewayScope } from '../core/gateway-scope.js';
 import { checkSupernodeDefinition, checkSupernodeNesting } from './supernode-rules.js';
 import { checkGlobalRules, withGlobalRules } from './global-rules.js';
 import { resolveSharedChains } from './node-config.js';

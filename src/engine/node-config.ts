@@ -1,7 +1,7 @@
 import type { NodeConfig, PluginConfigEntry } from '../config/gateway.js';
 import { interpolateLeaves } from '../config/interpolate.js';
 import { didYouMean, validateAgainst, type ConfigIssue } from '../config/schema-validate.js';
-import type { PluginDefinition } from '../plugins/define.js';
+import type { PluginDefinition } from '../core/plugin.js';
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);

@@ -1,13 +1,13 @@
-import type { Context } from './context.js';
-import { NodeError, UNHANDLED_ERROR_BODY, unhandledUpstreamBody } from './errors.js';
+import type { Context } from '../core/context.js';
+import { NodeError, UNHANDLED_ERROR_BODY, unhandledUpstreamBody } from '../core/errors.js';
 import {
   recordNodeRun,
   type CompiledNode,
   type CompiledPolicy,
   type EdgeKind,
   type TraceRecorder,
-} from './graph-types.js';
-import type { Logger } from '../observability/logger.js';
+} from '../core/graph-types.js';
+import type { Logger } from '../core/logger.js';
 
 /** Observers of node outcomes (metrics); called for every node run. */
 export interface RunHooks {

@@ -1,6 +1,6 @@
 import type { SupernodeConfig, SupernodeParamSpec } from '../config/gateway.js';
 import { didYouMean, type ConfigIssue } from '../config/schema-validate.js';
-import type { PluginDefinition } from '../plugins/define.js';
+import type { PluginDefinition } from '../core/plugin.js';
 import { parseEndpoint } from './flat-graph.js';
 
 /** How deep supernode instances may nest inside each other (docs/supernodes.md#nesting). */

@@ -1,4 +1,4 @@
-import type { PluginEnv } from '../plugins/define.js';
+import type { PluginEnv } from '../core/plugin.js';
 import { templateFor } from '../template/index.js';
 
 /** Builds the per-node `env.template` function handed to plugins; warnings carry their own coordinates. */

@@ -1,5 +1,5 @@
 import { lauxlib, lua, to_luastring, type JsFunction, type LuaState, type LuaString } from 'fengari';
-import type { Context, HeaderMap } from '../engine/context.js';
+import type { Context, HeaderMap } from '../core/context.js';
 import { raise } from './stdlib.js';
 import { ConversionError, pushJson, pushText, readJson, readText, typeName, type Expand } from './values.js';
 

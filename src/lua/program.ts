@@ -1,6 +1,6 @@
 import { lauxlib, lua, to_luastring, type LuaState } from 'fengari';
-import type { Context } from '../engine/context.js';
-import { NodeError } from '../engine/errors.js';
+import type { Context } from '../core/context.js';
+import { NodeError } from '../core/errors.js';
 import { applyContext, type ScriptContext, type Unmarshalled } from './marshal.js';
 import { ConversionError, readText, typeName } from './values.js';
 import { hasStaticTopLevel } from './chunk-shape.js';

@@ -10,7 +10,7 @@ import {
   type LuaState,
   type LuaString,
 } from 'fengari';
-import type { Logger } from '../observability/logger.js';
+import type { Logger } from '../core/logger.js';
 import { compactStack, dropMessageHandler, emptinessProbe } from './fengari-internals.js';
 import { ContextBridge } from './marshal.js';
 import { installSandbox, raise } from './stdlib.js';

@@ -1,5 +1,5 @@
 import type { MessagePort } from 'node:worker_threads';
-import type { Context } from '../engine/context.js';
+import type { Context } from '../core/context.js';
 import type { ScriptContext, Unmarshalled } from './marshal.js';
 import type { LuaErrorCode, RunResult, ScriptUnit } from './program.js';
 

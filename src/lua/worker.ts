@@ -21,7 +21,7 @@ const guard = new MemoryGuard();
 guard.install();
 
 const { LuaProgram, ScriptLoadError } = await import('./program.js');
-const { NodeError } = await import('../engine/errors.js');
+const { NodeError } = await import('../core/errors.js');
 
 const MIB = 1048576;
 const data = workerData as WorkerData;

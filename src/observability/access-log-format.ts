@@ -1,4 +1,4 @@
-import type { Context } from '../engine/context.js';
+import type { Context } from '../core/context.js';
 import type { ServerRequest } from '../server/data-plane.js';
 import { REDACTED, type Redaction } from '../debug/redaction.js';
 import { transferOf } from './request-facts.js';

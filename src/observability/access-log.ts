@@ -2,7 +2,7 @@ import { closeSync, openSync } from 'node:fs';
 import { pino } from 'pino';
 import type { SystemConfig } from '../config/system.js';
 import { createRedaction } from '../debug/redaction.js';
-import type { Logger } from './logger.js';
+import type { Logger } from '../core/logger.js';
 import type { RequestFinished } from './metrics.js';
 import { lineFormatter, type AccessFormat, type LineFormatter } from './access-log-format.js';
 

@@ -1,5 +1,5 @@
 import { Counter, Gauge, Registry } from 'prom-client';
-import type { Context } from '../engine/context.js';
+import type { Context } from '../core/context.js';
 import type { ServerRequest } from '../server/data-plane.js';
 import { statusClass, transferOf } from './request-facts.js';
 import { FastCounter, FastHistogram, type CounterCell, type HistogramCell } from './fast-metrics.js';

@@ -1,5 +1,5 @@
 import type { Registry } from 'prom-client';
-import { NODE_DURATION_BOUNDS_MS } from '../engine/graph-types.js';
+import { NODE_DURATION_BOUNDS_MS } from '../core/graph-types.js';
 import type { NodeSample } from './metrics.js';
 
 const NAME = 'gateway_node_duration_seconds';

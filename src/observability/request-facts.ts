@@ -1,5 +1,5 @@
 import type { Socket } from 'node:net';
-import type { Context } from '../engine/context.js';
+import type { Context } from '../core/context.js';
 import type { ServerRequest } from '../server/data-plane.js';
 
 const CLASSES = ['other', '1xx', '2xx', '3xx', '4xx', '5xx'] as const;

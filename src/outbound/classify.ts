@@ -1,4 +1,4 @@
-import type { KnownErrorCode } from '../engine/errors.js';
+import type { KnownErrorCode } from '../core/errors.js';
 import {
   ClientAbortedError,
   DeadlineExceededError,

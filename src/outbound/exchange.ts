@@ -1,4 +1,4 @@
-import type { AbortLike } from '../engine/context.js';
+import type { AbortLike } from '../core/context.js';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { HeaderMap, RequestPart } from '../engine/context.js';
+import type { HeaderMap, RequestPart } from '../core/context.js';
 import { appendVia } from './via.js';
 
 /**

@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import type { Context } from '../engine/context.js';
+import type { Context } from '../core/context.js';
 
 /** The client side that feeds a {@link RequestBodyStream}: node:http, HTTP/2 or the lean front. */
 export interface RequestBodySource {

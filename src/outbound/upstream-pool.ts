@@ -1,11 +1,11 @@
-import { firstHeader, type Context, type RequestPart } from '../engine/context.js';
-import { NodeError } from '../engine/errors.js';
-import type { Logger } from '../observability/logger.js';
+import { firstHeader, type Context, type RequestPart } from '../core/context.js';
+import { NodeError } from '../core/errors.js';
+import type { Logger } from '../core/logger.js';
 import { createBalancer, type BalancerKind } from './balancer/index.js';
 import type { HashKey } from './balancer/chash.js';
 import { selectTarget } from './balancer/select.js';
-import type { HeaderMap } from '../engine/context.js';
-import { relayWebSocket } from '../server/websocket.js';
+import type { HeaderMap } from '../core/context.js';
+import { relayWebSocket } from './websocket-relay.js';
 import { isIP } from 'node:net';
 import type { Balancer } from './balancer/types.js';
 import { classifyFailure } from './classify.js';

@@ -6,7 +6,7 @@
  * is picked up by new connections (src/outbound/tls.ts).
  */
 import { loadTlsMaterial, TlsMaterialError, type TlsField, type TlsMaterial } from '../outbound/tls.js';
-import { ConfigError } from './define.js';
+import { ConfigError } from '../core/plugin.js';
 
 export interface CalloutTlsConfig {
   ca_file?: string;

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import type { PluginDefinition } from './define.js';
+import type { PluginDefinition } from '../core/plugin.js';
 
 type AnyPlugin = PluginDefinition<never, string>;
 
@@ -13,12 +13,12 @@ const families: readonly (() => Promise<readonly unknown[]>)[] = [
   () => import('./structural/listener.js').then((m) => [m.listener]),
   () => import('./structural/client.js').then((m) => [m.client]),
   () => import('./core/upstream.js').then((m) => [m.upstream]),
-  () => import('./core/mocking.js').then((m) => [m.mocking]),
+  () => import('./errors-and-mocking/mocking.js').then((m) => [m.mocking]),
   () => import('./core/echo.js').then((m) => [m.echo]),
   () => import('./core/proxy-rewrite.js').then((m) => [m.proxyRewrite]),
   () => import('./core/real-ip.js').then((m) => [m.realIp]),
   () => import('./core/request-id.js').then((m) => [m.requestId]),
-  () => import('./errors/error-handler.js').then((m) => [m.errorHandler]),
+  () => import('./errors-and-mocking/error-handler.js').then((m) => [m.errorHandler]),
   () => import('./security/index.js').then((m) => m.securityPlugins),
   () => import('./faas/index.js').then((m) => m.faasPlugins),
   () => import('./auth/index.js').then((m) => m.authPlugins),
@@ -32,8 +32,8 @@ const families: readonly (() => Promise<readonly unknown[]>)[] = [
   () => import('./grpc/index.js').then((m) => m.grpcPlugins),
   () => import('./core/gzip.js').then((m) => [m.gzip]),
   () => import('./core/brotli.js').then((m) => [m.brotli]),
-  () => import('./errors/exit-transformer.js').then((m) => [m.exitTransformer]),
-  () => import('./errors/error-page.js').then((m) => [m.errorPage]),
+  () => import('./errors-and-mocking/exit-transformer.js').then((m) => [m.exitTransformer]),
+  () => import('./errors-and-mocking/error-page.js').then((m) => [m.errorPage]),
   () => import('./flow/condition.js').then((m) => [m.condition]),
   () => import('./traffic/fault-injection.js').then((m) => [m.faultInjection]),
   () => import('./traffic/traffic-label.js').then((m) => [m.trafficLabel]),

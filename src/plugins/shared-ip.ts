@@ -3,7 +3,7 @@
  * (ip-restriction, real-ip). Lists are parsed once in `create`; matching an
  * address is a few integer comparisons and never builds a regex.
  */
-import { ConfigError } from './define.js';
+import { ConfigError } from '../core/plugin.js';
 
 /** An IPv4 address as one unsigned 32-bit number, an IPv6 address as four. */
 export type ParsedIp = { v: 4; n: number } | { v: 6; w: readonly [number, number, number, number] };

@@ -1,4 +1,4 @@
-import type { PluginEnv } from './define.js';
+import type { PluginEnv } from '../core/plugin.js';
 
 /**
  * A WARN for a failing backend that a node rides out (a degraded limit, a

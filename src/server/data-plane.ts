@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import type { TLSSocket } from 'node:tls';
-import { Context } from '../engine/context.js';
-import { NO_ROUTE_BODY, PROXY_LOOP_BODY } from '../engine/errors.js';
+import { Context } from '../core/context.js';
+import { NO_ROUTE_BODY, PROXY_LOOP_BODY } from '../core/errors.js';
 import { timesSeen } from '../outbound/via.js';
 import { runPolicy, type RunHooks } from '../engine/run.js';
 import type { RouteTarget } from '../engine/compile.js';
@@ -18,7 +18,7 @@ import { attachRequestStream, type RequestBodyStream } from '../outbound/request
 import { normaliseTarget, PathRejected } from './request-path.js';
 import { clientCertIdentity } from './client-cert.js';
 import { peerOf } from './listener.js';
-import { answerUpgrade, attachUpgrade, isRelayed } from './websocket.js';
+import { answerUpgrade, attachUpgrade, isRelayed } from '../outbound/websocket-relay.js';
 import { isWebSocketUpgrade, serveWithoutUpgrade } from './ignored-upgrade.js';
 import type { Duplex } from 'node:stream';
 import { sendJson, sendResponse, type Reply } from './respond.js';
@@ -27,7 +27,7 @@ import { attachGrpcCall } from '../outbound/grpc/client-call.js';
 import { attachGrpcWebReply, isGrpcWebRequest, sendGrpcWebResponse } from './grpc-web.js';
 import type { RuntimeSlot } from './runtime-slot.js';
 import type { DebugTap } from '../debug/tap.js';
-import type { TraceRecorder } from '../engine/graph-types.js';
+import type { TraceRecorder } from '../core/graph-types.js';
 import type { LeanRequest } from './lean/lean-request.js';
 import { LeanResponse } from './lean/lean-response.js';
 

@@ -1,5 +1,5 @@
 import type { Http2ServerResponse } from 'node:http2';
-import type { Context } from '../engine/context.js';
+import type { Context } from '../core/context.js';
 import type { Reply } from './respond.js';
 import { sendResponse } from './respond.js';
 

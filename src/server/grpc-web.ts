@@ -1,4 +1,4 @@
-import type { Context, HeaderMap } from '../engine/context.js';
+import type { Context, HeaderMap } from '../core/context.js';
 import { encodeGrpcMessage, errorMessage, grpcStatusFor } from './grpc-error.js';
 import type { Reply } from './respond.js';
 import { sendResponse } from './respond.js';

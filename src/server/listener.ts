@@ -10,7 +10,7 @@ import {
 import { createServer as createTlsServer, type TLSSocket } from 'node:tls';
 import { Duplex } from 'node:stream';
 import type { Http2Config, SystemConfig, TlsConfig } from '../config/system.js';
-import type { Logger } from '../observability/logger.js';
+import type { Logger } from '../core/logger.js';
 import { capConnections, resolveMaxConnections } from './connection-limit.js';
 import { createGuardedHttp2Server } from './h2-guard.js';
 import { ThrottledLog } from './throttled-log.js';

@@ -1,7 +1,7 @@
 import { createHash, X509Certificate } from 'node:crypto';
 import type { Server as TlsServer } from 'node:tls';
 import type { TlsConfig } from '../config/system.js';
-import type { Logger } from '../observability/logger.js';
+import type { Logger } from '../core/logger.js';
 
 /**
  * OCSP stapling for the certificates a TLS listener serves

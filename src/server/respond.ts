@@ -1,9 +1,9 @@
 import { ServerResponse, STATUS_CODES } from 'node:http';
-import { ERROR_CODES } from '../engine/errors.js';
+import { ERROR_CODES } from '../core/errors.js';
 import { classifyCause } from '../outbound/classify.js';
 import { acceptsTrailers, relayTrailers } from '../outbound/upstream-body.js';
 import type { Readable } from 'node:stream';
-import type { Context, HeaderMap } from '../engine/context.js';
+import type { Context, HeaderMap } from '../core/context.js';
 
 /**
  * What answering needs of a response: node:http's ServerResponse, HTTP/2's

@@ -1,4 +1,4 @@
-import type { Logger } from '../observability/logger.js';
+import type { Logger } from '../core/logger.js';
 
 /**
  * Warnings caused by a client's behaviour (dropped connections, rapid reset)

@@ -8,7 +8,7 @@ import {
   type Server as TlsServer,
 } from 'node:tls';
 import type { TlsConfig } from '../config/system.js';
-import type { Logger } from '../observability/logger.js';
+import type { Logger } from '../core/logger.js';
 import { watchConfigFile, type ConfigWatcher } from '../config/watch.js';
 import { OcspStapler } from './ocsp-stapling.js';
 

@@ -1,5 +1,5 @@
 import type { Store } from '../stores/index.js';
-import { ConfigError, type PluginEnv } from '../plugins/define.js';
+import { ConfigError, type PluginEnv } from '../core/plugin.js';
 import { COOKIE_NAME, type CookieSettings } from './cookie.js';
 import type { SecretList } from './sealer.js';
 

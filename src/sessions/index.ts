@@ -1,6 +1,6 @@
 import { compatNames } from '../config/compat-names.js';
-import type { Context } from '../engine/context.js';
-import { NodeError } from '../engine/errors.js';
+import type { Context } from '../core/context.js';
+import { NodeError } from '../core/errors.js';
 import { StoreError, type Store } from '../stores/index.js';
 import { appendSetCookie, sessionCookie } from './cookie.js';
 import type { SessionSettings } from './config.js';

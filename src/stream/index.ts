@@ -1,5 +1,5 @@
 import type { StreamListenerConfig, SystemConfig } from '../config/system.js';
-import type { Logger } from '../observability/logger.js';
+import type { Logger } from '../core/logger.js';
 import type { StreamListener } from './listener.js';
 import { startTcpStream } from './tcp.js';
 import { startUdpStream } from './udp.js';

@@ -1,6 +1,6 @@
 import { ConfigRejected, formatIssues } from '../config/schema-validate.js';
 import { loadSystemConfig, type SystemConfig } from '../config/system.js';
-import type { Logger } from '../observability/logger.js';
+import type { Logger } from '../core/logger.js';
 import type { StreamListenerConfig } from '../config/system.js';
 import type { StreamChanges } from './index.js';
 

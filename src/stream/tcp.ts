@@ -1,7 +1,7 @@
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { createServer as createTlsServer, type TLSSocket } from 'node:tls';
 import type { StreamListenerConfig } from '../config/system.js';
-import type { Logger } from '../observability/logger.js';
+import type { Logger } from '../core/logger.js';
 import { StreamPool, type StreamTarget } from './pool.js';
 import { SniRouter } from './sni-router.js';
 import { readServerName } from './sni.js';

@@ -1,7 +1,7 @@
 import { createSocket, type RemoteInfo, type Socket } from 'node:dgram';
 import { isIPv6 } from 'node:net';
 import type { StreamListenerConfig } from '../config/system.js';
-import type { Logger } from '../observability/logger.js';
+import type { Logger } from '../core/logger.js';
 import { bindOn, type StreamCounts, type StreamListener } from './listener.js';
 import { StreamPool, type StreamTarget } from './pool.js';
 

@@ -1,5 +1,5 @@
-import type { Context } from '../engine/context.js';
-import type { Template } from '../plugins/define.js';
+import type { Context } from '../core/context.js';
+import type { Template } from '../core/plugin.js';
 import { jsonEncoder, jsonHoles } from './json-context.js';
 import { compileLegacy } from './legacy.js';
 import { resolvePath } from './paths.js';

@@ -1,4 +1,4 @@
-import type { Context, HeaderMap } from '../engine/context.js';
+import type { Context, HeaderMap } from '../core/context.js';
 
 /** Reads one value from a request context; built at compile time, called per render. */
 export type Reader = (ctx: Context) => string;

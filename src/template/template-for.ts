@@ -1,4 +1,4 @@
-import type { Template, TemplateOptions } from '../plugins/define.js';
+import type { Template, TemplateOptions } from '../core/plugin.js';
 import { compileTemplate } from './compile.js';
 
 /** Builds `PluginEnv.template` for one node: every field it compiles warns with these coordinates. */

@@ -5,7 +5,7 @@ import { parseGatewayConfig } from '../../src/config/gateway.js';
 import { ConfigRejected } from '../../src/config/schema-validate.js';
 import { parseSystemConfig } from '../../src/config/system.js';
 import { Gateway } from '../../src/gateway.js';
-import { silentLogger } from '../../src/observability/logger.js';
+import { silentLogger } from '../../src/core/logger.js';
 import { startAcmeGateway } from './harness.js';
 
 const ACME = `

@@ -1,7 +1,7 @@
 import { connect, type PeerCertificate } from 'node:tls';
 import { startAdminServer, type AdminServer } from '../../src/admin/server.js';
 import type { Gateway } from '../../src/gateway.js';
-import { silentLogger } from '../../src/observability/logger.js';
+import { silentLogger } from '../../src/core/logger.js';
 import { startGateway } from '../support/in-process.js';
 
 export const USER = 'admin';

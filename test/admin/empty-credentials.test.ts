@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { ConfigRejected } from '../../src/config/schema-validate.js';
 import { parseSystemConfig } from '../../src/config/system.js';
 import { startAdminServer } from '../../src/admin/server.js';
-import { silentLogger } from '../../src/observability/logger.js';
+import { silentLogger } from '../../src/core/logger.js';
 import { spawnGateway } from '../support/gateway-process.js';
 import { startGateway } from '../support/in-process.js';
 import { basic } from './harness.js';

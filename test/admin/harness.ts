@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startAdminServer, type AdminServer, type AdminServerOptions } from '../../src/admin/server.js';
 import type { Gateway } from '../../src/gateway.js';
-import { silentLogger } from '../../src/observability/logger.js';
+import { silentLogger } from '../../src/core/logger.js';
 import { startGateway } from '../support/in-process.js';
 import { tempDir } from '../support/temp-dir.js';
 

@@ -9,8 +9,8 @@ import { test } from 'node:test';
 import { PrimaryChannel } from '../../src/cluster/primary-channel.js';
 import { SharedService } from '../../src/cluster/shared-service.js';
 import { WindowLeases, workerSharedState } from '../../src/cluster/worker-shared.js';
-import { createGatewayScope } from '../../src/engine/gateway-scope.js';
-import type { WindowCounter, WindowResult } from '../../src/plugins/limits/window-counter.js';
+import { createGatewayScope } from '../../src/core/gateway-scope.js';
+import type { WindowCounter, WindowResult } from '../../src/plugins/traffic/window-counter.js';
 
 interface SimWorker {
   counter: WindowCounter;

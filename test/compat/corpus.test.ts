@@ -14,7 +14,7 @@ import { parseSystemConfig } from '../../src/config/system.js';
 import { checkGatewayShape } from '../../src/config/gateway.js';
 import { compileGateway } from '../../src/engine/compile.js';
 import { ConfigRejected } from '../../src/config/schema-validate.js';
-import { silentLogger } from '../../src/observability/logger.js';
+import { silentLogger } from '../../src/core/logger.js';
 import { registry } from '../../src/plugins/index.js';
 import { templateFactory } from '../../src/engine/templates.js';
 import { expandBench } from '../support/compat-corpus.js';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { compileCondition, compileConditionList } from '../../src/conditions/index.js';
-import { ConfigError } from '../../src/plugins/define.js';
+import { ConfigError } from '../../src/core/plugin.js';
 
 /** Asserts that compiling `expr` under `conditions` fails at `path`. */
 function rejects(expr: unknown, path: string, message?: RegExp): void {

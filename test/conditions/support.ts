@@ -1,4 +1,4 @@
-import type { Context, RequestInit } from '../../src/engine/context.js';
+import type { Context, RequestInit } from '../../src/core/context.js';
 import { compileCondition } from '../../src/conditions/index.js';
 import { requestContext } from '../support/plugin-env.js';
 

@@ -5,7 +5,7 @@ import { checkGatewayShape, parseGatewayConfig, type ConsumerConfig } from '../.
 import { ConfigRejected, type ConfigIssue } from '../../src/config/schema-validate.js';
 import { compileGateway } from '../../src/engine/compile.js';
 import { templateFactory } from '../../src/engine/templates.js';
-import { silentLogger } from '../../src/observability/logger.js';
+import { silentLogger } from '../../src/core/logger.js';
 import { registry } from '../../src/plugins/index.js';
 
 const alice: ConsumerConfig = {

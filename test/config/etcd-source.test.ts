@@ -4,7 +4,7 @@ import { EtcdUnavailable } from '../../src/config/etcd-client.js';
 import { EtcdConfigSource } from '../../src/config/etcd-source.js';
 import { parseGatewayConfig, type GatewayConfig } from '../../src/config/gateway.js';
 import { ConfigRejected } from '../../src/config/schema-validate.js';
-import { silentLogger } from '../../src/observability/logger.js';
+import { silentLogger } from '../../src/core/logger.js';
 import { freePort } from '../support/free-port.js';
 import { skipWithoutEtcd, startEtcd, type EtcdServer } from '../support/etcd.js';
 

@@ -5,7 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import { EtcdConfigSource } from '../../src/config/etcd-source.js';
 import { ConfigRejected } from '../../src/config/schema-validate.js';
 import { parseSystemConfig } from '../../src/config/system.js';
-import { silentLogger } from '../../src/observability/logger.js';
+import { silentLogger } from '../../src/core/logger.js';
 import { createAuthority } from '../support/certs.js';
 import { skipWithoutEtcd, startEtcd, type EtcdServer } from '../support/etcd.js';
 import { freePort } from '../support/free-port.js';

@@ -19,7 +19,7 @@ import {
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
-import { compileIssues, migrateGatewayText } from '../../src/config/migrate.js';
+import { compileIssues, migrateGatewayText } from '../../src/migrate/migrate.js';
 import { expandBench } from '../support/compat-corpus.js';
 import { tempDir } from '../support/temp-dir.js';
 

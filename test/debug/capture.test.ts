@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Context } from '../../src/engine/context.js';
+import { Context } from '../../src/core/context.js';
 import { diffSnapshots } from '../../src/debug/diff.js';
 import {
   BUILTIN_REDACT_HEADERS,

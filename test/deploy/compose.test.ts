@@ -7,7 +7,7 @@ import { parse } from 'yaml';
 import { parseGatewayConfig } from '../../src/config/gateway.js';
 import { parseSystemConfig } from '../../src/config/system.js';
 import { compileWith } from '../../src/gateway.js';
-import { silentLogger } from '../../src/observability/logger.js';
+import { silentLogger } from '../../src/core/logger.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 interface Service {

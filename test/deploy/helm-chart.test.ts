@@ -7,7 +7,7 @@ import { parse, parseAllDocuments } from 'yaml';
 import { parseGatewayConfig } from '../../src/config/gateway.js';
 import { parseSystemConfig } from '../../src/config/system.js';
 import { compileWith } from '../../src/gateway.js';
-import { silentLogger } from '../../src/observability/logger.js';
+import { silentLogger } from '../../src/core/logger.js';
 import { renderChart } from './go-template.js';
 
 // helm is not installed here: the chart is rendered by the Go-template subset in go-template.ts.

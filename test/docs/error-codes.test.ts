@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { ERROR_CODES, NodeError, customErrorCode } from '../../src/engine/errors.js';
+import { ERROR_CODES, NodeError, customErrorCode } from '../../src/core/errors.js';
 
 const page = readFileSync(fileURLToPath(new URL('../../docs/error-codes.md', import.meta.url)), 'utf8');
 const rows = new Map(

@@ -5,7 +5,7 @@ import { parseGatewayConfig } from '../../src/config/gateway.js';
 import { ConfigRejected } from '../../src/config/schema-validate.js';
 import { Gateway } from '../../src/gateway.js';
 import { parseSystemConfig } from '../../src/config/system.js';
-import { silentLogger } from '../../src/observability/logger.js';
+import { silentLogger } from '../../src/core/logger.js';
 import { openConnectionCount } from '../../src/stores/index.js';
 import { read, startAdmin, type AdminHarness } from '../admin/harness.js';
 import { request } from '../support/http.js';

@@ -4,10 +4,10 @@ import { parse } from 'yaml';
 import { checkGatewayShape, type GatewayConfig } from '../../src/config/gateway.js';
 import { ConfigRejected } from '../../src/config/schema-validate.js';
 import { compileGateway, compileGatewayAsync, type Runtime } from '../../src/engine/compile.js';
-import { createGatewayScope } from '../../src/engine/gateway-scope.js';
+import { createGatewayScope } from '../../src/core/gateway-scope.js';
 import { templateFactory } from '../../src/engine/templates.js';
-import { silentLogger } from '../../src/observability/logger.js';
-import { definePlugin } from '../../src/plugins/define.js';
+import { silentLogger } from '../../src/core/logger.js';
+import { definePlugin } from '../../src/core/plugin.js';
 import { testRegistry } from '../support/test-plugins.js';
 
 /**

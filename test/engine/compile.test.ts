@@ -4,7 +4,7 @@ import { parse } from 'yaml';
 import { compileGateway, type Runtime } from '../../src/engine/compile.js';
 import { checkGatewayShape } from '../../src/config/gateway.js';
 import { ConfigRejected } from '../../src/config/schema-validate.js';
-import { silentLogger } from '../../src/observability/logger.js';
+import { silentLogger } from '../../src/core/logger.js';
 import { templateFactory } from '../../src/engine/templates.js';
 import { testRegistry } from '../support/test-plugins.js';
 

@@ -6,7 +6,7 @@ import { OFF_THREAD_PARSE_BYTES, parseGatewayConfigOffThread } from '../../src/c
 import { ConfigRejected } from '../../src/config/schema-validate.js';
 import { compileGatewayAsync } from '../../src/engine/compile.js';
 import { compileWith } from '../../src/gateway.js';
-import { silentLogger } from '../../src/observability/logger.js';
+import { silentLogger } from '../../src/core/logger.js';
 import { registry } from '../../src/plugins/index.js';
 import { templateFactory } from '../../src/engine/templates.js';
 

@@ -1,7 +1,7 @@
 /** Unknown node-config keys stay rejected; a near miss of a declared key says which one was meant. */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { compileIssues } from '../../src/config/migrate.js';
+import { compileIssues } from '../../src/migrate/migrate.js';
 import { nearestKey } from '../../src/config/schema-validate.js';
 
 const policy = (config: string, type = 'mocking') => `routes:

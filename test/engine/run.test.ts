@@ -3,10 +3,10 @@ import assert from 'node:assert/strict';
 import { parse } from 'yaml';
 import { compileGateway } from '../../src/engine/compile.js';
 import { checkGatewayShape } from '../../src/config/gateway.js';
-import { Context } from '../../src/engine/context.js';
+import { Context } from '../../src/core/context.js';
 import { runPolicy } from '../../src/engine/run.js';
-import type { CompiledNode, CompiledPolicy, EdgeKind } from '../../src/engine/graph-types.js';
-import { silentLogger } from '../../src/observability/logger.js';
+import type { CompiledNode, CompiledPolicy, EdgeKind } from '../../src/core/graph-types.js';
+import { silentLogger } from '../../src/core/logger.js';
 import { templateFactory } from '../../src/engine/templates.js';
 import { testRegistry } from '../support/test-plugins.js';
 

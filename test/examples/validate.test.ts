@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { loadGatewayConfig } from '../../src/config/gateway.js';
 import { loadSystemConfig } from '../../src/config/system.js';
 import { compileWith } from '../../src/gateway.js';
-import { silentLogger } from '../../src/observability/logger.js';
+import { silentLogger } from '../../src/core/logger.js';
 
 const repo = fileURLToPath(new URL('../../', import.meta.url));
 const examples = join(repo, 'examples');

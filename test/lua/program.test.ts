@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { NodeError } from '../../src/engine/errors.js';
+import { NodeError } from '../../src/core/errors.js';
 import { LuaProgram, ScriptLoadError, type ProgramOptions } from '../../src/lua/program.js';
 import { requestContext } from '../support/plugin-env.js';
 import { tempDir } from '../support/temp-dir.js';

@@ -1,8 +1,13 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createRedaction } from '../../src/debug/redaction.js';
-import { bearerVerifier, originAllowed } from '../../src/mcp/auth.js';
-import { maskSecrets, restoreSecrets, scrubSecretLiterals, secretLiterals } from '../../src/mcp/secrets.js';
+import { bearerVerifier, originAllowed } from '../../src/admin/mcp/auth.js';
+import {
+  maskSecrets,
+  restoreSecrets,
+  scrubSecretLiterals,
+  secretLiterals,
+} from '../../src/admin/mcp/secrets.js';
 
 const redaction = createRedaction({
   redact_headers: [],

@@ -25,7 +25,7 @@ function loadShippedConfig(): Loaded {
     const { loadSystemConfig } = await import(${dist('config/system.js')});
     const { loadGatewayConfig } = await import(${dist('config/gateway.js')});
     const { compileWith } = await import(${dist('gateway.js')});
-    const { silentLogger } = await import(${dist('observability/logger.js')});
+    const { silentLogger } = await import(${dist('core/logger.js')});
     const plugins = await import(${dist('plugins/index.js')});
     loadSystemConfig('config/system.yaml');
     const config = loadGatewayConfig('config/gateway.yaml');

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { TLSSocket } from 'node:tls';
 import { pino } from 'pino';
-import { ConfigError } from '../../src/plugins/define.js';
+import { ConfigError } from '../../src/core/plugin.js';
 import { pluginImplementation } from '../../src/plugins/index.js';
 import { createAuthority, type CertPair } from '../support/certs.js';
 import { startGateway } from '../support/in-process.js';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { compileRegex, compileRegexList, MAX_PATTERN_LENGTH } from '../../src/plugins/shared-regex.js';
+import { compileRegex, compileRegexList, MAX_PATTERN_LENGTH } from '../../src/conditions/regex.js';
 import { assertConfigError } from '../support/assertions.js';
 import { LINEAR_BOUND_MS, REDOS_RULE, redosInput, redosPath, timed } from '../support/redos.js';
 

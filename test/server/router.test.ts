@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { HeaderMap } from '../../src/engine/context.js';
-import type { ResolvedMatch, RouteEntry } from '../../src/server/router.js';
-import { compileRouter, validateRouteMatch } from '../../src/server/router.js';
+import type { HeaderMap } from '../../src/core/context.js';
+import type { ResolvedMatch, RouteEntry } from '../../src/engine/router.js';
+import { compileRouter, validateRouteMatch } from '../../src/engine/router.js';
 import { ConfigRejected } from '../../src/config/schema-validate.js';
 
 interface Request {

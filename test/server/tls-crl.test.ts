@@ -10,7 +10,7 @@ import { pino } from 'pino';
 import { parseSystemConfig, type StreamListenerConfig } from '../../src/config/system.js';
 import { describeStartupError, tlsFileIssues } from '../../src/config/startup-errors.js';
 import { startTcpStream } from '../../src/stream/tcp.js';
-import { silentLogger } from '../../src/observability/logger.js';
+import { silentLogger } from '../../src/core/logger.js';
 import { startGateway } from '../support/in-process.js';
 import {
   caDatabase,

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
-import { NodeError } from '../../src/engine/errors.js';
+import { NodeError } from '../../src/core/errors.js';
 import { Sealer } from '../../src/sessions/sealer.js';
 import {
   deleteSession,
@@ -15,7 +15,7 @@ import type { StoreSet } from '../../src/stores/index.js';
 import { freePort } from '../support/free-port.js';
 import { pluginEnv, requestContext } from '../support/plugin-env.js';
 import { skipWithoutRedis, startRedis, testStores, type RedisServer } from '../support/redis.js';
-import { rejectsConfig } from '../plugins/live-env.js';
+import { rejectsConfig } from '../support/node-run.js';
 
 const setCookies = (headers: Record<string, unknown>): string[] =>
   (headers['set-cookie'] as string[] | undefined) ?? [];

@@ -4,7 +4,7 @@ import { once } from 'node:events';
 import { connect as connectTcp, createServer as createTcpServer, type AddressInfo } from 'node:net';
 import { connect as connectTls, createServer as createTlsServer, type Server } from 'node:tls';
 import type { StreamUpstreamConfig } from '../../src/config/system.js';
-import { silentLogger } from '../../src/observability/logger.js';
+import { silentLogger } from '../../src/core/logger.js';
 import { startTcpStream } from '../../src/stream/tcp.js';
 import type { StreamListener } from '../../src/stream/listener.js';
 import { createAuthority, type Authority } from '../support/certs.js';

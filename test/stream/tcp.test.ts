@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import type { StreamListenerConfig, StreamUpstreamConfig } from '../../src/config/system.js';
-import { silentLogger } from '../../src/observability/logger.js';
+import { silentLogger } from '../../src/core/logger.js';
 import { startTcpStream } from '../../src/stream/tcp.js';
 import type { StreamListener } from '../../src/stream/listener.js';
 import { freePort } from '../support/free-port.js';

@@ -5,7 +5,7 @@ import { connect as connectTcp, createServer, type AddressInfo, type Server } fr
 import { connect as connectTls } from 'node:tls';
 import { ConfigRejected } from '../../src/config/schema-validate.js';
 import { parseSystemConfig, type StreamListenerConfig } from '../../src/config/system.js';
-import { silentLogger } from '../../src/observability/logger.js';
+import { silentLogger } from '../../src/core/logger.js';
 import type { StreamListener } from '../../src/stream/listener.js';
 import { startTcpStream } from '../../src/stream/tcp.js';
 import { createAuthority, type Authority } from '../support/certs.js';

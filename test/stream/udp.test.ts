@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { createSocket, type Socket } from 'node:dgram';
 import type { StreamListenerConfig } from '../../src/config/system.js';
-import { silentLogger } from '../../src/observability/logger.js';
+import { silentLogger } from '../../src/core/logger.js';
 import { startUdpStream } from '../../src/stream/udp.js';
 import { capturingLogger } from '../support/plugin-env.js';
 import { waitFor } from '../support/wait.js';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { ConfigRejected } from '../../src/config/schema-validate.js';
-import type { Context } from '../../src/engine/context.js';
-import { ConfigError } from '../../src/plugins/define.js';
+import type { Context } from '../../src/core/context.js';
+import { ConfigError } from '../../src/core/plugin.js';
 
 /** Asserts that `build` throws a ConfigError at `path` (a plugin's own load-time check). */
 export function assertConfigError(build: () => unknown, path: string, message?: RegExp): void {

@@ -1,7 +1,7 @@
 import { parseSystemConfig, type SystemConfig } from '../../src/config/system.js';
 import { parseGatewayConfig } from '../../src/config/gateway.js';
 import { Gateway } from '../../src/gateway.js';
-import { silentLogger, type Logger } from '../../src/observability/logger.js';
+import { silentLogger, type Logger } from '../../src/core/logger.js';
 
 export interface RunningGateway {
   gateway: Gateway;

@@ -2,17 +2,17 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { EMPTY_CONSUMER_INDEX, type ConsumerIndex } from '../../src/config/consumers.js';
 import { ConfigRejected, validateAgainst } from '../../src/config/schema-validate.js';
-import { Context, type RequestInit } from '../../src/engine/context.js';
-import { silentLogger, type Logger } from '../../src/observability/logger.js';
+import { Context, type RequestInit } from '../../src/core/context.js';
+import { silentLogger, type Logger } from '../../src/core/logger.js';
 import { NO_STORES, type StoreLookup } from '../../src/stores/index.js';
-import { createGatewayScope } from '../../src/engine/gateway-scope.js';
+import { createGatewayScope } from '../../src/core/gateway-scope.js';
 import type {
   GatewayScope,
   NodeInstance,
   PluginDefinition,
   PluginEnv,
   Template,
-} from '../../src/plugins/define.js';
+} from '../../src/core/plugin.js';
 
 /** A PluginEnv built by hand, with the load warnings it collected. */
 export interface TestPluginEnv extends PluginEnv {

@@ -1,5 +1,5 @@
-import { NodeError, customErrorCode } from '../../src/engine/errors.js';
-import { definePlugin, type PluginDefinition } from '../../src/plugins/define.js';
+import { NodeError, customErrorCode } from '../../src/core/errors.js';
+import { definePlugin, type PluginDefinition } from '../../src/core/plugin.js';
 import { registry } from '../../src/plugins/index.js';
 
 /**

@@ -1,4 +1,4 @@
-import { Context, type RequestInit } from '../../src/engine/context.js';
+import { Context, type RequestInit } from '../../src/core/context.js';
 
 export interface ContextSeed extends Partial<RequestInit> {
   status?: number;

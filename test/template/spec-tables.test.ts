@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import type { Context } from '../../src/engine/context.js';
+import type { Context } from '../../src/core/context.js';
 import { compileTemplate, type CompileTemplateOptions } from '../../src/template/index.js';
 import { makeContext, type ContextSeed } from './fixtures.js';
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Browser as Chromium, Page } from 'playwright-core';
 import { startAdminServer } from '../../src/admin/server.js';
-import { silentLogger } from '../../src/observability/logger.js';
+import { silentLogger } from '../../src/core/logger.js';
 import { DOMAIN, handshake, HELLO_YAML, PASSWORD, USER } from '../acme/harness.js';
 import { Browser } from '../support/browser.js';
 import { startCasServer, type CasServer } from '../support/cas-server.js';

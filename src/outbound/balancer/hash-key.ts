@@ -1,4 +1,4 @@
-import type { Context } from '../../engine/context.js';
+import type { Context } from '../../core/context.js';
 import type { HashKey } from './chash.js';
 
 /** The `hash_on` variables, for messages and docs. */

@@ -1,4 +1,4 @@
-import type { Context } from '../../engine/context.js';
+import type { Context } from '../../core/context.js';
 import type { Target } from '../target.js';
 import type { Balancer } from './types.js';
 

@@ -1,5 +1,5 @@
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
-import type { Context } from '../../engine/context.js';
+import type { Context } from '../../core/context.js';
 
 /**
  * The client side of a gRPC call, attached to the context by the server (its

@@ -2,9 +2,9 @@ import { connect, type ClientHttp2Session, type OutgoingHttpHeaders } from 'node
 import { connect as netConnect, isIP } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { connect as tlsConnect } from 'node:tls';
-import { firstHeader, type Context } from '../../engine/context.js';
-import { NodeError } from '../../engine/errors.js';
-import type { Logger } from '../../observability/logger.js';
+import { firstHeader, type Context } from '../../core/context.js';
+import { NodeError } from '../../core/errors.js';
+import type { Logger } from '../../core/logger.js';
 import { createBalancer, type BalancerKind } from '../balancer/index.js';
 import type { HashKey } from '../balancer/chash.js';
 import { selectTarget } from '../balancer/select.js';

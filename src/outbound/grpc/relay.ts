@@ -5,11 +5,11 @@ import {
   type IncomingHttpHeaders,
   type OutgoingHttpHeaders,
 } from 'node:http2';
-import type { Context } from '../../engine/context.js';
-import { NodeError } from '../../engine/errors.js';
-import type { Logger } from '../../observability/logger.js';
+import type { Context } from '../../core/context.js';
+import { NodeError } from '../../core/errors.js';
+import type { Logger } from '../../core/logger.js';
 import { grpcStreamProgressed } from '../../server/h2-guard.js';
-import { markRelayed } from '../../server/websocket.js';
+import { markRelayed } from '../websocket-relay.js';
 import { classifyCause } from '../classify.js';
 import { ClientAbortedError, DeadlineExceededError, type ExchangePhase } from '../errors.js';
 import type { Target } from '../target.js';

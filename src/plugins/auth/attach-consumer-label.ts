@@ -1,4 +1,4 @@
-import { ConfigError, definePlugin } from '../define.js';
+import { ConfigError, definePlugin } from '../../core/plugin.js';
 
 interface AttachConsumerLabelConfig {
   header_prefix: string;

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
-import { ConfigError, definePlugin } from '../define.js';
+import { ConfigError, definePlugin } from '../../core/plugin.js';
 import { CasbinSourceError, compileEnforcer } from './casbin-enforcer.js';
 import { AUTH_OUTPUTS, rejected, requestHeader } from './shared.js';
 

@@ -1,4 +1,4 @@
-import type { Context } from '../../engine/context.js';
+import type { Context } from '../../core/context.js';
 import {
   resolveSessionSettings,
   sessionSchemaProperties,
@@ -6,7 +6,7 @@ import {
   type Session,
   type SessionConfig,
 } from '../../sessions/index.js';
-import { ConfigError, definePlugin } from '../define.js';
+import { ConfigError, definePlugin } from '../../core/plugin.js';
 import { INTERACTIVE_OUTPUTS } from './cas-auth.js';
 import { LoginFlows } from './login-flow.js';
 import {

@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { Context } from '../../engine/context.js';
-import { ConfigError, definePlugin, type ConsumerRecord } from '../define.js';
+import type { Context } from '../../core/context.js';
+import { ConfigError, definePlugin, type ConsumerRecord } from '../../core/plugin.js';
 import {
   anonymousConsumer,
   attachConsumer,

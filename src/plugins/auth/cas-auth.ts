@@ -1,5 +1,5 @@
-import type { Context } from '../../engine/context.js';
-import { NodeError } from '../../engine/errors.js';
+import type { Context } from '../../core/context.js';
+import { NodeError } from '../../core/errors.js';
 import { classifyFailure } from '../../outbound/classify.js';
 import { exchange, type ExchangeLimits } from '../../outbound/exchange.js';
 import { acquirePool } from '../../outbound/pool-registry.js';
@@ -10,7 +10,7 @@ import {
   type Session,
   type SessionConfig,
 } from '../../sessions/index.js';
-import { ConfigError, definePlugin, type PortSpec, type Template } from '../define.js';
+import { ConfigError, definePlugin, type PortSpec, type Template } from '../../core/plugin.js';
 import { readCasReply, type CasVerdict } from './cas-reply.js';
 import { unauthorized } from './shared.js';
 import { calloutTls, calloutTlsSchema, type CalloutTlsConfig } from '../callout-tls.js';

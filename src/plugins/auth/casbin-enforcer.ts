@@ -1,5 +1,5 @@
 import { Enforcer, Helper, newModelFromString, type Model } from 'casbin';
-import { compileRegex, type ConfigRegex } from '../shared-regex.js';
+import { compileRegex, type ConfigRegex } from '../../conditions/regex.js';
 
 /** A model or policy problem found while compiling; `field` names the config key it came from. */
 export class CasbinSourceError extends Error {

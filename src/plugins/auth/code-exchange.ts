@@ -1,4 +1,4 @@
-import { serializeQuery, type Context } from '../../engine/context.js';
+import { serializeQuery, type Context } from '../../core/context.js';
 import {
   resolveSessionSettings,
   sessionSchemaProperties,
@@ -6,7 +6,7 @@ import {
   type Session,
   type SessionConfig,
 } from '../../sessions/index.js';
-import { ConfigError, type JsonSchema, type NodeInstance, type PluginEnv } from '../define.js';
+import { ConfigError, type JsonSchema, type NodeInstance, type PluginEnv } from '../../core/plugin.js';
 import type { INTERACTIVE_OUTPUTS } from './cas-auth.js';
 import { asObject, attachIdentity } from './provider-client.js';
 import { redirectTo, unauthorized } from './shared.js';

@@ -1,4 +1,4 @@
-import { ConfigError, definePlugin } from '../define.js';
+import { ConfigError, definePlugin } from '../../core/plugin.js';
 import { rejected, RESTRICTION_OUTPUTS } from './shared.js';
 
 interface ConsumerRestrictionConfig {

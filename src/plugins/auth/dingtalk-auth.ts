@@ -1,6 +1,6 @@
-import type { Context } from '../../engine/context.js';
-import type { NodeError } from '../../engine/errors.js';
-import { definePlugin } from '../define.js';
+import type { Context } from '../../core/context.js';
+import type { NodeError } from '../../core/errors.js';
+import { definePlugin } from '../../core/plugin.js';
 import { INTERACTIVE_OUTPUTS } from './cas-auth.js';
 import { codeExchangeNode, codeExchangeProperties, type CodeExchangeConfig } from './code-exchange.js';
 import {

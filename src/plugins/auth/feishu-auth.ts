@@ -1,5 +1,5 @@
-import type { Context } from '../../engine/context.js';
-import { ConfigError, definePlugin } from '../define.js';
+import type { Context } from '../../core/context.js';
+import { ConfigError, definePlugin } from '../../core/plugin.js';
 import { INTERACTIVE_OUTPUTS } from './cas-auth.js';
 import { codeExchangeNode, codeExchangeProperties, type CodeExchangeConfig } from './code-exchange.js';
 import { asObject, parseJson, ProviderClient, stringField } from './provider-client.js';

@@ -1,10 +1,10 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { Context } from '../../engine/context.js';
-import { NodeError } from '../../engine/errors.js';
+import type { Context } from '../../core/context.js';
+import { NodeError } from '../../core/errors.js';
 import { classifyFailure } from '../../outbound/classify.js';
 import { exchange, type ExchangeLimits } from '../../outbound/exchange.js';
 import { acquirePool } from '../../outbound/pool-registry.js';
-import { ConfigError, definePlugin, type Template } from '../define.js';
+import { ConfigError, definePlugin, type Template } from '../../core/plugin.js';
 import { headerListSchema, headerPairs, type HeaderListConfig } from '../shared-schemas.js';
 import { AUTH_OUTPUTS } from './shared.js';
 import { calloutTls, calloutTlsSchema, type CalloutTlsConfig } from '../callout-tls.js';

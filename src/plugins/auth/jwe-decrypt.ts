@@ -1,6 +1,6 @@
 import { compactDecrypt, decodeProtectedHeader, errors as joseErrors } from 'jose';
-import type { Context } from '../../engine/context.js';
-import { ConfigError, definePlugin, type ConsumerRecord } from '../define.js';
+import type { Context } from '../../core/context.js';
+import { ConfigError, definePlugin, type ConsumerRecord } from '../../core/plugin.js';
 import { attachConsumer, AUTH_OUTPUTS, requestHeader, unauthorized } from './shared.js';
 
 interface JweDecryptConfig {

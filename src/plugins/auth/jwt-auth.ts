@@ -1,7 +1,7 @@
 import { decodeJwt, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
-import type { Context } from '../../engine/context.js';
-import { ConfigError, definePlugin, type ConsumerRecord } from '../define.js';
-import { JWT_ALGORITHMS, verificationKey, type VerificationKey } from './jwt-key.js';
+import type { Context } from '../../core/context.js';
+import { ConfigError, definePlugin, type ConsumerRecord } from '../../core/plugin.js';
+import { JWT_ALGORITHMS, verificationKey, type VerificationKey } from '../../signing/jwt-key.js';
 import {
   anonymousConsumer,
   attachConsumer,

@@ -1,4 +1,4 @@
-import { ConfigError, definePlugin, type ConsumerRecord } from '../define.js';
+import { ConfigError, definePlugin, type ConsumerRecord } from '../../core/plugin.js';
 import {
   anonymousConsumer,
   attachConsumer,

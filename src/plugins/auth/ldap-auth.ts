@@ -1,8 +1,8 @@
 import { isIP } from 'node:net';
-import type { Context } from '../../engine/context.js';
-import { NodeError } from '../../engine/errors.js';
+import type { Context } from '../../core/context.js';
+import { NodeError } from '../../core/errors.js';
 import { calloutTls, calloutTlsSchema, type CalloutTlsConfig } from '../callout-tls.js';
-import { ConfigError, definePlugin } from '../define.js';
+import { ConfigError, definePlugin } from '../../core/plugin.js';
 import { escapeDnValue, simpleBind, type LdapTarget } from './ldap-bind.js';
 import { AUTH_OUTPUTS, quoteRealm, requestHeader, unauthorized } from './shared.js';
 

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Context } from '../../engine/context.js';
+import type { Context } from '../../core/context.js';
 import { appendSetCookie, sessionCookie, type CookieSettings } from '../../sessions/cookie.js';
 import { Sealer, type SecretList } from '../../sessions/sealer.js';
 

@@ -1,4 +1,4 @@
-import type { Context, HeaderMap } from '../../engine/context.js';
+import type { Context, HeaderMap } from '../../core/context.js';
 import { validateAgainst } from '../../config/schema-validate.js';
 import {
   ConfigError,
@@ -6,7 +6,7 @@ import {
   type NodeInstance,
   type PluginDefinition,
   type PluginEnv,
-} from '../define.js';
+} from '../../core/plugin.js';
 import { basicAuth } from './basic-auth.js';
 import { hmacAuth } from './hmac-auth.js';
 import { jweDecrypt } from './jwe-decrypt.js';

@@ -1,5 +1,5 @@
-import type { Context } from '../../engine/context.js';
-import { ConfigError, definePlugin } from '../define.js';
+import type { Context } from '../../core/context.js';
+import { ConfigError, definePlugin } from '../../core/plugin.js';
 import { asObject, parseJson, ProviderClient } from './provider-client.js';
 import { AUTH_OUTPUTS } from './shared.js';
 import { calloutTlsSchema, type CalloutTlsConfig } from '../callout-tls.js';

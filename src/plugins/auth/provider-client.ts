@@ -1,12 +1,12 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import type { Context } from '../../engine/context.js';
-import { NodeError, type KnownErrorCode } from '../../engine/errors.js';
+import type { Context } from '../../core/context.js';
+import { NodeError, type KnownErrorCode } from '../../core/errors.js';
 import { classifyFailure } from '../../outbound/classify.js';
 import { exchange, type ExchangeLimits } from '../../outbound/exchange.js';
 import { acquirePool, type PoolLease } from '../../outbound/pool-registry.js';
 import type { TlsMaterial } from '../../outbound/tls.js';
 import { calloutTls, type CalloutTlsConfig } from '../callout-tls.js';
-import { ConfigError } from '../define.js';
+import { ConfigError } from '../../core/plugin.js';
 
 /** One URL of an identity or authorization provider, resolved at compile time. */
 export interface ProviderEndpoint {

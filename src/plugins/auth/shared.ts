@@ -1,5 +1,5 @@
-import type { Context } from '../../engine/context.js';
-import { ConfigError, type ConsumerIndex, type ConsumerRecord, type PortSpec } from '../define.js';
+import type { Context } from '../../core/context.js';
+import { ConfigError, type ConsumerIndex, type ConsumerRecord, type PortSpec } from '../../core/plugin.js';
 
 /** Port specs shared by the credential auth plugins (docs/plugins/README.md). */
 export const AUTH_OUTPUTS = {

@@ -1,6 +1,6 @@
 import { pipeline, type Transform } from 'node:stream';
-import type { Context } from '../../engine/context.js';
-import { ConfigError, type JsonSchema, type NodeInstance } from '../define.js';
+import type { Context } from '../../core/context.js';
+import { ConfigError, type JsonSchema, type NodeInstance } from '../../core/plugin.js';
 
 /** The config shared by `gzip` and `brotli`. */
 export interface CompressionConfig {

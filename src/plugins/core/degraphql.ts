@@ -1,5 +1,5 @@
-import { NodeError } from '../../engine/errors.js';
-import { ConfigError, definePlugin } from '../define.js';
+import { NodeError } from '../../core/errors.js';
+import { ConfigError, definePlugin } from '../../core/plugin.js';
 
 interface DegraphqlConfig {
   query: string;

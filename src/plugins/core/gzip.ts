@@ -1,5 +1,5 @@
 import { constants, createGzip, gzipSync } from 'node:zlib';
-import { definePlugin } from '../define.js';
+import { definePlugin } from '../../core/plugin.js';
 import { compressionSchema, createCompression, type CompressionConfig } from './compression.js';
 
 /** Compresses the response with gzip when the client accepts it; streamed responses stay streamed. */

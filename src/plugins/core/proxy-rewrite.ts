@@ -1,7 +1,7 @@
-import type { Context, HeaderMap } from '../../engine/context.js';
+import type { Context, HeaderMap } from '../../core/context.js';
 import { isHeaderName } from '../../template/readers.js';
-import { ConfigError, definePlugin, type PluginEnv, type Template } from '../define.js';
-import { compileRegex, type ConfigRegex } from '../shared-regex.js';
+import { ConfigError, definePlugin, type PluginEnv, type Template } from '../../core/plugin.js';
+import { compileRegex, type ConfigRegex } from '../../conditions/regex.js';
 import { headerListSchema, headerPairs, type HeaderListConfig } from '../shared-schemas.js';
 import { mentionsResponseBody } from '../response-body-refs.js';
 

@@ -1,6 +1,6 @@
-import type { Context } from '../../engine/context.js';
-import { ConfigError, definePlugin, type Template } from '../define.js';
-import { compileRegex, type ConfigRegex } from '../shared-regex.js';
+import type { Context } from '../../core/context.js';
+import { ConfigError, definePlugin, type Template } from '../../core/plugin.js';
+import { compileRegex, type ConfigRegex } from '../../conditions/regex.js';
 
 interface RedirectConfig {
   uri?: string;

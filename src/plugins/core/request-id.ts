@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { Context } from '../../engine/context.js';
-import { ConfigError, definePlugin } from '../define.js';
+import type { Context } from '../../core/context.js';
+import { ConfigError, definePlugin } from '../../core/plugin.js';
 import { mentionsResponseBody } from '../response-body-refs.js';
 
 interface RequestIdConfig {

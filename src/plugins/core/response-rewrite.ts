@@ -1,10 +1,10 @@
 import type { Condition } from '../../conditions/index.js';
-import type { Context } from '../../engine/context.js';
+import type { Context } from '../../core/context.js';
 import { compileVarsGate } from '../condition-vars.js';
 import { decodeBody } from '../content-codec.js';
-import { ConfigError, definePlugin, type PluginEnv, type Template } from '../define.js';
+import { ConfigError, definePlugin, type PluginEnv, type Template } from '../../core/plugin.js';
 import { mentionsResponseBody } from '../response-body-refs.js';
-import { compileRegex, type ConfigRegex } from '../shared-regex.js';
+import { compileRegex, type ConfigRegex } from '../../conditions/regex.js';
 
 type Scalar = string | number;
 

@@ -1,4 +1,4 @@
-import { ConfigError, definePlugin, type PluginEnv, type Template } from '../define.js';
+import { ConfigError, definePlugin, type PluginEnv, type Template } from '../../core/plugin.js';
 import { mentionsResponseBody } from '../response-body-refs.js';
 
 type Scalar = string | number | boolean;

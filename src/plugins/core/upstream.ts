@@ -7,8 +7,8 @@ import { formatAddress, type TargetSpec } from '../../outbound/target.js';
 import { loadTlsMaterial, TlsMaterialError, type TlsMaterial } from '../../outbound/tls.js';
 import { GrpcUpstream } from '../../outbound/grpc/grpc-upstream.js';
 import { UpstreamPool, type PassHost, type UpstreamTargetState } from '../../outbound/upstream-pool.js';
-import type { Context } from '../../engine/context.js';
-import { ConfigError, definePlugin, type NodeInstance, type PluginEnv } from '../define.js';
+import type { Context } from '../../core/context.js';
+import { ConfigError, definePlugin, type NodeInstance, type PluginEnv } from '../../core/plugin.js';
 
 export type { UpstreamTargetState } from '../../outbound/upstream-pool.js';
 

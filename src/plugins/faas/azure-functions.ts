@@ -1,4 +1,4 @@
-import { definePlugin, type PluginEnv } from '../define.js';
+import { definePlugin, type PluginEnv } from '../../core/plugin.js';
 import { CalloutErrors } from './callout.js';
 import { calloutProperties, FUNCTION_OUTPUTS, warnIgnoredKeepalive, type CalloutConfig } from './config.js';
 import { FunctionUri } from './endpoint.js';

@@ -1,6 +1,6 @@
 import type { Dispatcher } from 'undici';
-import type { Context } from '../../engine/context.js';
-import { NodeError, type KnownErrorCode } from '../../engine/errors.js';
+import type { Context } from '../../core/context.js';
+import { NodeError, type KnownErrorCode } from '../../core/errors.js';
 import { classifyFailure } from '../../outbound/classify.js';
 import {
   exchange,

@@ -1,7 +1,7 @@
-import type { RequestPart } from '../../engine/context.js';
-import type { KnownErrorCode } from '../../engine/errors.js';
+import type { RequestPart } from '../../core/context.js';
+import type { KnownErrorCode } from '../../core/errors.js';
 import { SigV4Signer, type Pair, type SigV4HeaderNames } from '../../signing/sigv4.js';
-import { ConfigError, definePlugin, type PluginDefinition, type PluginEnv } from '../define.js';
+import { ConfigError, definePlugin, type PluginDefinition, type PluginEnv } from '../../core/plugin.js';
 import { CalloutErrors } from './callout.js';
 import { calloutProperties, FUNCTION_OUTPUTS, warnIgnoredKeepalive, type CalloutConfig } from './config.js';
 import { FunctionUri, type Endpoint } from './endpoint.js';

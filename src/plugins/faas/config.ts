@@ -1,4 +1,4 @@
-import type { PluginEnv } from '../define.js';
+import type { PluginEnv } from '../../core/plugin.js';
 
 /** Config keys shared by every function-as-a-service node. */
 export interface CalloutConfig {

@@ -1,8 +1,8 @@
 import type { Dispatcher } from 'undici';
-import type { Context } from '../../engine/context.js';
+import type { Context } from '../../core/context.js';
 import { acquirePool, type PoolLease } from '../../outbound/pool-registry.js';
 import { loadTlsMaterial, type TlsMaterial } from '../../outbound/tls.js';
-import type { PluginEnv, Template } from '../define.js';
+import type { PluginEnv, Template } from '../../core/plugin.js';
 import type { CalloutErrors } from './callout.js';
 
 /** A function endpoint resolved to a shared pool and the parts of its URI the request needs. */

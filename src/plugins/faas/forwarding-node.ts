@@ -1,6 +1,6 @@
-import type { Context, RequestPart } from '../../engine/context.js';
+import type { Context, RequestPart } from '../../core/context.js';
 import { buildRequestHeaders } from '../../outbound/proxy-headers.js';
-import type { NodeInstance } from '../define.js';
+import type { NodeInstance } from '../../core/plugin.js';
 import { applyReply, callOut, type CalloutErrors } from './callout.js';
 import type { Endpoint, FunctionUri } from './endpoint.js';
 

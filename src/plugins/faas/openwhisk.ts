@@ -1,9 +1,15 @@
-import type { Context, HeaderMap } from '../../engine/context.js';
+import type { Context, HeaderMap } from '../../core/context.js';
 import type { ExchangeResult } from '../../outbound/exchange.js';
 import type { PoolLease } from '../../outbound/pool-registry.js';
 import { cleanResponseHeaders } from '../../outbound/proxy-headers.js';
 import { percentEncode } from '../../signing/percent-encode.js';
-import { ConfigError, definePlugin, type NodeInstance, type PluginEnv, type Template } from '../define.js';
+import {
+  ConfigError,
+  definePlugin,
+  type NodeInstance,
+  type PluginEnv,
+  type Template,
+} from '../../core/plugin.js';
 import { callOut, CalloutErrors } from './callout.js';
 import { calloutProperties, FUNCTION_OUTPUTS, warnIgnoredKeepalive, type CalloutConfig } from './config.js';
 import { calloutTls, leasePool, parseEndpointUri, type EndpointParts } from './endpoint.js';

@@ -1,5 +1,5 @@
 import { compileCondition } from '../../conditions/index.js';
-import { ConfigError, definePlugin } from '../define.js';
+import { ConfigError, definePlugin } from '../../core/plugin.js';
 
 interface ConditionConfig {
   conditions: unknown[];

@@ -1,6 +1,6 @@
 import type { OutgoingHttpHeaders } from 'node:http2';
 import { Readable, Writable } from 'node:stream';
-import type { Context } from '../../engine/context.js';
+import type { Context } from '../../core/context.js';
 import { attachGrpcCall, type ClientCall } from '../../outbound/grpc/client-call.js';
 
 /**

@@ -1,8 +1,8 @@
 import { isAbsolute, resolve } from 'node:path';
 import protobuf from 'protobufjs';
-import type { Context } from '../../engine/context.js';
-import { clearRelayed } from '../../server/websocket.js';
-import { ConfigError, definePlugin } from '../define.js';
+import type { Context } from '../../core/context.js';
+import { clearRelayed } from '../../outbound/websocket-relay.js';
+import { ConfigError, definePlugin } from '../../core/plugin.js';
 import { attachNodeCall, messageFrame, splitFrames, statusOfReset, type AnswerSink } from './call-adapter.js';
 
 interface GrpcTranscodeConfig {

@@ -1,5 +1,5 @@
 import type { OutgoingHttpHeaders } from 'node:http2';
-import type { Context } from '../../engine/context.js';
+import type { Context } from '../../core/context.js';
 import { encodeGrpcMessage } from '../../server/grpc-error.js';
 import {
   answerContentType,
@@ -11,7 +11,7 @@ import {
   trailerFrame,
 } from '../../server/grpc-web.js';
 import type { Reply } from '../../server/respond.js';
-import { definePlugin } from '../define.js';
+import { definePlugin } from '../../core/plugin.js';
 import { attachNodeCall, splitFrames, statusOfReset, type AnswerSink } from './call-adapter.js';
 
 /** Request headers of the browser's hop that mean nothing to the gRPC server. */

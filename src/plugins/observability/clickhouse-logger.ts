@@ -1,4 +1,4 @@
-import { ConfigError, definePlugin } from '../define.js';
+import { ConfigError, definePlugin } from '../../core/plugin.js';
 import { entryBuilder, formatReadsBody, type EntryConfig, type LogEntry } from './shared/entry.js';
 import {
   batchProperties,

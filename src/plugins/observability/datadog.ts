@@ -1,4 +1,4 @@
-import { definePlugin } from '../define.js';
+import { definePlugin } from '../../core/plugin.js';
 import { latencyMs } from './shared/entry.js';
 import {
   batchProperties,

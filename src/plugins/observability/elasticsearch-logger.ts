@@ -1,4 +1,4 @@
-import { definePlugin } from '../define.js';
+import { definePlugin } from '../../core/plugin.js';
 import { Undeliverable } from './shared/batch.js';
 import { entryBuilder, formatReadsBody, type EntryConfig, type LogEntry } from './shared/entry.js';
 import {

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { definePlugin } from '../define.js';
+import { definePlugin } from '../../core/plugin.js';
 import { entryBuilder, formatReadsBody, type EntryConfig, type LogEntry } from './shared/entry.js';
 import {
   batchProperties,

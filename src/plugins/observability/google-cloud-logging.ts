@@ -1,8 +1,8 @@
 import { createPrivateKey, sign, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import type { Context } from '../../engine/context.js';
-import { ConfigError, definePlugin } from '../define.js';
+import type { Context } from '../../core/context.js';
+import { ConfigError, definePlugin } from '../../core/plugin.js';
 import { entryBuilder, formatReadsBody, latencyMs, type EntryConfig, type LogEntry } from './shared/entry.js';
 import {
   batchProperties,

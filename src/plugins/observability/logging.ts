@@ -1,4 +1,4 @@
-import { definePlugin } from '../define.js';
+import { definePlugin } from '../../core/plugin.js';
 import { defaultEntry, type DefaultEntryOptions } from './shared/entry.js';
 import { loggerSchema, successOnly } from './shared/logger-node.js';
 

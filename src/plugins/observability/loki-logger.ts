@@ -1,4 +1,4 @@
-import { definePlugin } from '../define.js';
+import { definePlugin } from '../../core/plugin.js';
 import { entryBuilder, formatReadsBody, type EntryConfig, stamp, type Stamped } from './shared/entry.js';
 import {
   batchProperties,

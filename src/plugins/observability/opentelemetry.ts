@@ -1,5 +1,5 @@
-import type { Context } from '../../engine/context.js';
-import { ConfigError, definePlugin } from '../define.js';
+import type { Context } from '../../core/context.js';
+import { ConfigError, definePlugin } from '../../core/plugin.js';
 import { loggerSchema } from './shared/logger-node.js';
 import { HttpEndpoint, joinUrl } from './shared/transport.js';
 import {

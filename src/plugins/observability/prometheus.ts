@@ -1,5 +1,5 @@
 import { Counter } from 'prom-client';
-import { definePlugin } from '../define.js';
+import { definePlugin } from '../../core/plugin.js';
 import { loggerSchema } from './shared/logger-node.js';
 
 interface PrometheusConfig {

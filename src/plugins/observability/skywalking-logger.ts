@@ -1,4 +1,4 @@
-import { definePlugin } from '../define.js';
+import { definePlugin } from '../../core/plugin.js';
 import { instanceName } from './skywalking.js';
 import { entryBuilder, formatReadsBody, type EntryConfig } from './shared/entry.js';
 import {

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
-import type { Context } from '../../engine/context.js';
-import { definePlugin } from '../define.js';
+import type { Context } from '../../core/context.js';
+import { definePlugin } from '../../core/plugin.js';
 import { loggerSchema } from './shared/logger-node.js';
 import { HttpEndpoint, joinUrl } from './shared/transport.js';
 import {

@@ -1,7 +1,7 @@
 import { createHash, createHmac } from 'node:crypto';
 import { isIP } from 'node:net';
 import { hostname } from 'node:os';
-import { definePlugin } from '../define.js';
+import { definePlugin } from '../../core/plugin.js';
 import { entryBuilder, formatReadsBody, stamp, type EntryConfig, type Stamped } from './shared/entry.js';
 import {
   batchProperties,

@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { ConfigError, definePlugin } from '../define.js';
+import { ConfigError, definePlugin } from '../../core/plugin.js';
 import { entryBuilder, formatReadsBody, type EntryConfig, stamp, type Stamped } from './shared/entry.js';
 import {
   batchProperties,

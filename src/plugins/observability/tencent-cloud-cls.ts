@@ -1,6 +1,6 @@
 import { createHash, createHmac } from 'node:crypto';
 import { hostname } from 'node:os';
-import { ConfigError, definePlugin } from '../define.js';
+import { ConfigError, definePlugin } from '../../core/plugin.js';
 import { entryBuilder, formatReadsBody, stamp, type EntryConfig, type Stamped } from './shared/entry.js';
 import {
   batchProperties,

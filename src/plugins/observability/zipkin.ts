@@ -1,6 +1,6 @@
 import { isIPv4 } from 'node:net';
-import type { Context } from '../../engine/context.js';
-import { ConfigError, definePlugin } from '../define.js';
+import type { Context } from '../../core/context.js';
+import { ConfigError, definePlugin } from '../../core/plugin.js';
 import { loggerSchema } from './shared/logger-node.js';
 import { HttpEndpoint, parseHttpUrl } from './shared/transport.js';
 import {

@@ -3,10 +3,10 @@ import { luaPool, type LuaPool } from '../../lua/pool.js';
 import type { ScriptUnit } from '../../lua/program.js';
 import { outsideScriptFolders, pluginsDir, resolveScriptPath } from '../../lua/sources.js';
 import { fromWire, snapshot, type ProgramSpec } from '../../lua/worker-protocol.js';
-import type { Context } from '../../engine/context.js';
-import { NodeError } from '../../engine/errors.js';
-import type { Logger } from '../../observability/logger.js';
-import { ConfigError, type PluginEnv } from '../define.js';
+import type { Context } from '../../core/context.js';
+import { NodeError } from '../../core/errors.js';
+import type { Logger } from '../../core/logger.js';
+import { ConfigError, type PluginEnv } from '../../core/plugin.js';
 
 /** Schema of `timeout_ms`, shared by the script node types. */
 export const timeoutSchema = { type: 'integer', minimum: 0, default: 5000 } as const;

@@ -1,7 +1,7 @@
 import { basename, dirname } from 'node:path';
 import { outsideScriptFolders, readScript, resolveScriptPath } from '../../lua/sources.js';
 import type { ScriptUnit } from '../../lua/program.js';
-import { ConfigError, definePlugin } from '../define.js';
+import { ConfigError, definePlugin } from '../../core/plugin.js';
 import {
   defaultModulesDir,
   loadProgram,

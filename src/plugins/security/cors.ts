@@ -1,6 +1,6 @@
-import type { Context, HeaderMap } from '../../engine/context.js';
-import { definePlugin, type Template } from '../define.js';
-import { compileRegexList } from '../shared-regex.js';
+import type { Context, HeaderMap } from '../../core/context.js';
+import { definePlugin, type Template } from '../../core/plugin.js';
+import { compileRegexList } from '../../conditions/regex.js';
 
 interface CorsConfig {
   allowed_origins?: string[];

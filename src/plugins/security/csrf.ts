@@ -1,6 +1,6 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { Context } from '../../engine/context.js';
-import { definePlugin } from '../define.js';
+import type { Context } from '../../core/context.js';
+import { definePlugin } from '../../core/plugin.js';
 
 interface CsrfConfig {
   key: string;

@@ -1,6 +1,6 @@
-import type { Context } from '../../engine/context.js';
-import { ConfigError, definePlugin } from '../define.js';
-import { compileRegex } from '../shared-regex.js';
+import type { Context } from '../../core/context.js';
+import { ConfigError, definePlugin } from '../../core/plugin.js';
+import { compileRegex } from '../../conditions/regex.js';
 
 interface MaskRuleConfig {
   type: 'query' | 'header' | 'body';

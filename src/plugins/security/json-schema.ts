@@ -6,8 +6,8 @@
 import { isIPv4, isIPv6 } from 'node:net';
 import { Ajv, type ErrorObject, type Options, type ValidateFunction } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import { ConfigError } from '../define.js';
-import { compileRegex } from '../shared-regex.js';
+import { ConfigError } from '../../core/plugin.js';
+import { compileRegex } from '../../conditions/regex.js';
 
 export type { ValidateFunction };
 

@@ -1,7 +1,7 @@
 import { parse as parseYaml } from 'yaml';
-import type { Context } from '../../engine/context.js';
-import { ConfigError, definePlugin } from '../define.js';
-import { compileRegex, type ConfigRegex } from '../shared-regex.js';
+import type { Context } from '../../core/context.js';
+import { ConfigError, definePlugin } from '../../core/plugin.js';
+import { compileRegex, type ConfigRegex } from '../../conditions/regex.js';
 import { compileSchema, describeErrors, schemaCompiler, type ValidateFunction } from './json-schema.js';
 import { FORM_TYPE, formDocument, isJsonType, mediaType } from './request-documents.js';
 

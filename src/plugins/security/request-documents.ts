@@ -1,5 +1,5 @@
 /** The shapes of a request that the validation plugins hand to JSON Schema. */
-import { parseQuery, type Context } from '../../engine/context.js';
+import { parseQuery, type Context } from '../../core/context.js';
 
 /** `{name: first value}` with the lowercase names the context already holds. */
 export function headerDocument(ctx: Context): Record<string, string> {

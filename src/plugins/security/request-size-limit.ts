@@ -1,4 +1,4 @@
-import { definePlugin } from '../define.js';
+import { definePlugin } from '../../core/plugin.js';
 
 interface RequestSizeLimitConfig {
   max_bytes: number;

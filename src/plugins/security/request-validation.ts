@@ -1,6 +1,6 @@
 import { compileCondition, type Condition } from '../../conditions/index.js';
-import type { Context } from '../../engine/context.js';
-import { ConfigError, definePlugin } from '../define.js';
+import type { Context } from '../../core/context.js';
+import { ConfigError, definePlugin } from '../../core/plugin.js';
 import { compileSchema, describeErrors, schemaCompiler, type ValidateFunction } from './json-schema.js';
 import { FORM_TYPE, formDocument, headerDocument, mediaType } from './request-documents.js';
 

@@ -1,5 +1,5 @@
-import { ConfigError, definePlugin } from '../define.js';
-import { compileRegexList } from '../shared-regex.js';
+import { ConfigError, definePlugin } from '../../core/plugin.js';
+import { compileRegexList } from '../../conditions/regex.js';
 
 interface UaRestrictionConfig {
   allowlist?: string[];

@@ -1,5 +1,5 @@
-import { definePlugin } from '../define.js';
-import { compileRegexList } from '../shared-regex.js';
+import { definePlugin } from '../../core/plugin.js';
+import { compileRegexList } from '../../conditions/regex.js';
 
 interface UriBlockerConfig {
   block_rules: string[];

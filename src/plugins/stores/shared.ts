@@ -1,7 +1,7 @@
-import type { Context } from '../../engine/context.js';
-import { NodeError } from '../../engine/errors.js';
+import type { Context } from '../../core/context.js';
+import { NodeError } from '../../core/errors.js';
 import { StoreError, type Store } from '../../stores/index.js';
-import { ConfigError, type PluginEnv, type Template } from '../define.js';
+import { ConfigError, type PluginEnv, type Template } from '../../core/plugin.js';
 import { mentionsResponseBody } from '../response-body-refs.js';
 
 /** Policy keys live under `kv:` so they can never name a session, counter, cache or ACME key. */

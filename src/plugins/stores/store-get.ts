@@ -1,5 +1,5 @@
-import { NodeError } from '../../engine/errors.js';
-import { definePlugin } from '../define.js';
+import { NodeError } from '../../core/errors.js';
+import { definePlugin } from '../../core/plugin.js';
 import {
   compileField,
   keyProperty,

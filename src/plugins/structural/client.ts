@@ -1,4 +1,4 @@
-import { definePlugin } from '../define.js';
+import { definePlugin } from '../../core/plugin.js';
 
 /** Graph exit: reaching it sends `ctx.response` to the caller. Fan-in from any number of ports. */
 export const client = definePlugin({

@@ -1,4 +1,4 @@
-import { definePlugin } from '../define.js';
+import { definePlugin } from '../../core/plugin.js';
 
 /** Graph entry point: the server hands the request context to the target of its success edge. */
 export const listener = definePlugin({

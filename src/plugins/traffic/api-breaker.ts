@@ -1,4 +1,4 @@
-import { ConfigError, definePlugin } from '../define.js';
+import { ConfigError, definePlugin } from '../../core/plugin.js';
 import { breakerFor, type BreakerPolicy } from './breaker-state.js';
 
 type Phase = 'check' | 'observe';

@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Condition } from '../../conditions/index.js';
-import type { Context } from '../../engine/context.js';
+import type { Context } from '../../core/context.js';
 import { compileVarsGate } from '../condition-vars.js';
-import { ConfigError, definePlugin, type PluginEnv, type Template } from '../define.js';
+import { ConfigError, definePlugin, type PluginEnv, type Template } from '../../core/plugin.js';
 import { headerListSchema, headerPairs, type HeaderListConfig } from '../shared-schemas.js';
 
 interface Gating {

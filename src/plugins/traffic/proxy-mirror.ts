@@ -1,5 +1,5 @@
 import { finished } from 'node:stream';
-import { Context } from '../../engine/context.js';
+import { Context } from '../../core/context.js';
 import {
   exchange,
   type ExchangeLimits,
@@ -9,7 +9,7 @@ import {
 import { acquirePool, type PoolLease } from '../../outbound/pool-registry.js';
 import { buildRequestHeaders } from '../../outbound/proxy-headers.js';
 import { loadTlsMaterial } from '../../outbound/tls.js';
-import { ConfigError, definePlugin, type PluginEnv } from '../define.js';
+import { ConfigError, definePlugin, type PluginEnv } from '../../core/plugin.js';
 
 interface ProxyMirrorConfig {
   host: string;

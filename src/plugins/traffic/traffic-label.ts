@@ -1,6 +1,6 @@
 import { compileCondition, type Condition } from '../../conditions/index.js';
-import type { Context } from '../../engine/context.js';
-import { definePlugin, type PluginEnv, type Template } from '../define.js';
+import type { Context } from '../../core/context.js';
+import { definePlugin, type PluginEnv, type Template } from '../../core/plugin.js';
 import { mentionsResponseBody } from '../response-body-refs.js';
 
 type Scalar = string | number | boolean;

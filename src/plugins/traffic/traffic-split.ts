@@ -1,9 +1,9 @@
 import { compileCondition, type Condition } from '../../conditions/index.js';
-import type { Context } from '../../engine/context.js';
-import { NodeError } from '../../engine/errors.js';
+import type { Context } from '../../core/context.js';
+import { NodeError } from '../../core/errors.js';
 import { smoothWeighted } from '../../outbound/balancer/weighted.js';
 import { UpstreamPool } from '../../outbound/upstream-pool.js';
-import { ConfigError, definePlugin, type NodeInstance, type PluginEnv } from '../define.js';
+import { ConfigError, definePlugin, type NodeInstance, type PluginEnv } from '../../core/plugin.js';
 
 interface TargetConfig {
   host: string;

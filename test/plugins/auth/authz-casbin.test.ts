@@ -7,7 +7,7 @@ import { request } from '../../support/http.js';
 import { startGateway, type RunningGateway } from '../../support/in-process.js';
 import { instantiate, pluginEnv, requestContext } from '../../support/plugin-env.js';
 import { tempDir } from '../../support/temp-dir.js';
-import { bodyText, rejectsConfig, rejectsSchema, runNow } from '../live-env.js';
+import { bodyText, rejectsConfig, rejectsSchema, runNow } from '../../support/node-run.js';
 
 const MODEL = `[request_definition]
 r = sub, obj, act

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { closeAllPools } from '../../../src/outbound/pool-registry.js';
 import { authzCasdoor } from '../../../src/plugins/auth/authz-casdoor.js';
-import type { NodeInstance } from '../../../src/plugins/define.js';
+import type { NodeInstance } from '../../../src/core/plugin.js';
 import type { StoreSet } from '../../../src/stores/index.js';
 import { startCasdoorServer, type CasdoorServer } from '../../support/casdoor-server.js';
 import { request, type SimpleResponse } from '../../support/http.js';
@@ -10,7 +10,7 @@ import { startGateway, type RunningGateway } from '../../support/in-process.js';
 import { deadPort, echo, startOrigin, type Origin } from '../../support/origins.js';
 import { instantiate, pluginEnv, requestContext } from '../../support/plugin-env.js';
 import { skipWithoutRedis, startRedis, testStores, type RedisServer } from '../../support/redis.js';
-import { failsWith, rejectsConfig, rejectsSchema } from '../live-env.js';
+import { failsWith, rejectsConfig, rejectsSchema } from '../../support/node-run.js';
 import { responseJson, runNode } from './helpers.js';
 
 const APP = 'http://app.test';

@@ -12,7 +12,7 @@ import { deadPort, createTestPki, type TestPki } from '../../support/origins.js'
 import { instantiate, requestContext } from '../../support/plugin-env.js';
 import { skipWithoutRedis, startRedis, testStores, type RedisServer } from '../../support/redis.js';
 import { waitFor } from '../../support/wait.js';
-import { failsWith, rejectsConfig, rejectsSchema, templatedEnv } from '../live-env.js';
+import { failsWith, rejectsConfig, rejectsSchema, templatedEnv } from '../../support/node-run.js';
 
 const SECRET = 'correct horse battery staple';
 

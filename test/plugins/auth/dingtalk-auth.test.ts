@@ -1,15 +1,15 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import type { Context } from '../../../src/engine/context.js';
+import type { Context } from '../../../src/core/context.js';
 import { closeAllPools } from '../../../src/outbound/pool-registry.js';
 import { dingtalkAuth } from '../../../src/plugins/auth/dingtalk-auth.js';
-import type { NodeInstance } from '../../../src/plugins/define.js';
+import type { NodeInstance } from '../../../src/core/plugin.js';
 import { startDingtalkServer, type DingtalkServer } from '../../support/dingtalk-server.js';
 import { request } from '../../support/http.js';
 import { startGateway, type RunningGateway } from '../../support/in-process.js';
 import { deadPort, echo, startOrigin, type Origin } from '../../support/origins.js';
 import { instantiate, pluginEnv, requestContext } from '../../support/plugin-env.js';
-import { failsWith, rejectsConfig, rejectsSchema } from '../live-env.js';
+import { failsWith, rejectsConfig, rejectsSchema } from '../../support/node-run.js';
 import { responseJson, runNode } from './helpers.js';
 
 let dt: DingtalkServer;

@@ -2,13 +2,13 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { closeAllPools } from '../../../src/outbound/pool-registry.js';
 import { feishuAuth } from '../../../src/plugins/auth/feishu-auth.js';
-import type { NodeInstance } from '../../../src/plugins/define.js';
+import type { NodeInstance } from '../../../src/core/plugin.js';
 import { startFeishuServer, type FeishuServer } from '../../support/feishu-server.js';
 import { request } from '../../support/http.js';
 import { startGateway, type RunningGateway } from '../../support/in-process.js';
 import { deadPort, echo, startOrigin, type Origin } from '../../support/origins.js';
 import { instantiate, pluginEnv, requestContext } from '../../support/plugin-env.js';
-import { failsWith, rejectsConfig, rejectsSchema } from '../live-env.js';
+import { failsWith, rejectsConfig, rejectsSchema } from '../../support/node-run.js';
 import { responseJson, runNode } from './helpers.js';
 
 const REDIRECT = 'http://127.0.0.1:18081/feishu/callback';

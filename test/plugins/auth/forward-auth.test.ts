@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
-import { NodeError } from '../../../src/engine/errors.js';
+import { NodeError } from '../../../src/core/errors.js';
 import { closeAllPools } from '../../../src/outbound/pool-registry.js';
 import { forwardAuth } from '../../../src/plugins/auth/forward-auth.js';
-import type { NodeInstance } from '../../../src/plugins/define.js';
+import type { NodeInstance } from '../../../src/core/plugin.js';
 import { templateFor } from '../../../src/template/index.js';
 import { request } from '../../support/http.js';
 import { startGateway } from '../../support/in-process.js';

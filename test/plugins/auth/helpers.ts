@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { buildConsumerIndex, type ConsumerIndex } from '../../../src/config/consumers.js';
 import { checkGatewayShape, type ConsumerConfig } from '../../../src/config/gateway.js';
 import type { ConfigIssue } from '../../../src/config/schema-validate.js';
-import type { Context } from '../../../src/engine/context.js';
-import type { NodeInstance } from '../../../src/plugins/define.js';
+import type { Context } from '../../../src/core/context.js';
+import type { NodeInstance } from '../../../src/core/plugin.js';
 import { pluginEnv, type TestEnvOptions, type TestPluginEnv } from '../../support/plugin-env.js';
 
 export { assertConfigError, assertSchemaRejects, responseJson } from '../../support/assertions.js';

@@ -9,7 +9,7 @@ import { deadPort } from '../../support/origins.js';
 import { instantiate, pluginEnv, requestContext } from '../../support/plugin-env.js';
 import { skipWithoutSlapd, SLAPD_PEOPLE, startSlapd, type SlapdServer } from '../../support/slapd.js';
 import { waitFor } from '../../support/wait.js';
-import { bodyText, failsWith, rejectsConfig, rejectsSchema } from '../live-env.js';
+import { bodyText, failsWith, rejectsConfig, rejectsSchema } from '../../support/node-run.js';
 
 const basic = (user: string, password: string): string =>
   `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;

@@ -10,7 +10,7 @@ import { startIdp, type TestIdp } from '../../support/oidc-idp.js';
 import { deadPort } from '../../support/origins.js';
 import { instantiate, pluginEnv, requestContext } from '../../support/plugin-env.js';
 import { skipWithoutRedis, startRedis, type RedisServer } from '../../support/redis.js';
-import { bodyText, failsWith, rejectsConfig, rejectsSchema } from '../live-env.js';
+import { bodyText, failsWith, rejectsConfig, rejectsSchema } from '../../support/node-run.js';
 
 const CLIENT = { clientId: 'gateway', clientSecret: 'gateway-secret' };
 const SECRET = 'oidc session secret for tests';

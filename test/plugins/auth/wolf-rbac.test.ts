@@ -2,13 +2,13 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { closeAllPools } from '../../../src/outbound/pool-registry.js';
 import { wolfRbac } from '../../../src/plugins/auth/wolf-rbac.js';
-import type { NodeInstance } from '../../../src/plugins/define.js';
+import type { NodeInstance } from '../../../src/core/plugin.js';
 import { request } from '../../support/http.js';
 import { startGateway, type RunningGateway } from '../../support/in-process.js';
 import { deadPort, echo, startOrigin, type Origin } from '../../support/origins.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
 import { startWolfServer, type WolfServer } from '../../support/wolf-server.js';
-import { failsWith, rejectsConfig, rejectsSchema } from '../live-env.js';
+import { failsWith, rejectsConfig, rejectsSchema } from '../../support/node-run.js';
 import { responseJson, runNode } from './helpers.js';
 
 let wolf: WolfServer;

@@ -4,7 +4,14 @@ import { gzipSync } from 'node:zlib';
 import { bodyTransformer } from '../../../src/plugins/core/body-transformer/index.js';
 import { parseXml } from '../../../src/plugins/core/body-transformer/xml.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
-import { bodyText, failsWith, rejectsConfig, rejectsSchema, runNow, templatedEnv } from '../live-env.js';
+import {
+  bodyText,
+  failsWith,
+  rejectsConfig,
+  rejectsSchema,
+  runNow,
+  templatedEnv,
+} from '../../support/node-run.js';
 
 test('body-transformer: request template reads the JSON body with {{body.a.b}}, arrays by index', () => {
   const node = instantiate(

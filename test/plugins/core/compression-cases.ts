@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
-import type { PluginDefinition } from '../../../src/plugins/define.js';
+import type { PluginDefinition } from '../../../src/core/plugin.js';
 import { read, startAdmin, type AdminHarness } from '../../admin/harness.js';
 import type { Origin } from '../../support/origins.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
-import { rejectsSchema, runNow } from '../live-env.js';
+import { rejectsSchema, runNow } from '../../support/node-run.js';
 import { startSlowOrigin } from '../streaming-probe.js';
 
 /** The behaviours gzip and brotli share, run against one of them. */

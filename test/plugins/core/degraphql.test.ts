@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { degraphql } from '../../../src/plugins/core/degraphql.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
-import { failsWith, rejectsConfig, rejectsSchema, runNow } from '../live-env.js';
+import { failsWith, rejectsConfig, rejectsSchema, runNow } from '../../support/node-run.js';
 
 const QUERY = 'query ($name: String!, $age: Int) { persons(filter: { name: $name, age: $age }) { id name } }';
 

@@ -4,7 +4,7 @@ import { redirect } from '../../../src/plugins/core/redirect.js';
 import { startGateway, type RunningGateway } from '../../support/in-process.js';
 import { request } from '../../support/http.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
-import { bodyText, rejectsConfig, rejectsSchema, runNow, templatedEnv } from '../live-env.js';
+import { bodyText, rejectsConfig, rejectsSchema, runNow, templatedEnv } from '../../support/node-run.js';
 import { LINEAR_BOUND_MS, redosPath, timed } from '../../support/redos.js';
 
 test('redirect: uri mode prepares ret_code + location (legacy $var and {{…}}) on the redirect port', () => {

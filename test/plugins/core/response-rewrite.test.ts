@@ -5,7 +5,7 @@ import { responseRewrite } from '../../../src/plugins/core/response-rewrite.js';
 import { read, startAdmin, type AdminHarness } from '../../admin/harness.js';
 import type { Origin } from '../../support/origins.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
-import { bodyText, rejectsConfig, rejectsSchema, runNow, templatedEnv } from '../live-env.js';
+import { bodyText, rejectsConfig, rejectsSchema, runNow, templatedEnv } from '../../support/node-run.js';
 import { startSlowOrigin } from '../streaming-probe.js';
 import { LINEAR_BOUND_MS, timed } from '../../support/redos.js';
 

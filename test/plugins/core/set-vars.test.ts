@@ -5,7 +5,7 @@ import { startGateway, type RunningGateway } from '../../support/in-process.js';
 import { echo, startOrigin, type Origin } from '../../support/origins.js';
 import { request } from '../../support/http.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
-import { rejectsConfig, rejectsSchema, runNow, templatedEnv } from '../live-env.js';
+import { rejectsConfig, rejectsSchema, runNow, templatedEnv } from '../../support/node-run.js';
 
 test('set-vars: map form renders templates into context.message, overwriting', () => {
   const node = instantiate(

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, test } from 'node:test';
 import { ConfigRejected } from '../../../src/config/schema-validate.js';
-import { ConfigError } from '../../../src/plugins/define.js';
+import { ConfigError } from '../../../src/core/plugin.js';
 import { awsLambda, cloudFunction } from '../../../src/plugins/faas/cloud-function.js';
 import { createTestPki, deadPort, gate, startOrigin } from '../../support/origins.js';
 import { pluginEnv, requestContext } from '../../support/plugin-env.js';

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { createHash, createHmac } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import type { Context } from '../../../src/engine/context.js';
-import { NodeError } from '../../../src/engine/errors.js';
+import type { Context } from '../../../src/core/context.js';
+import { NodeError } from '../../../src/core/errors.js';
 import { closeAllPools } from '../../../src/outbound/pool-registry.js';
-import type { NodeInstance, PluginDefinition } from '../../../src/plugins/define.js';
+import type { NodeInstance, PluginDefinition } from '../../../src/core/plugin.js';
 import { templateFor } from '../../../src/template/index.js';
 import { startOrigin, type Origin, type OriginHandler, type SeenRequest } from '../../support/origins.js';
 import { instantiate, pluginEnv, type TestPluginEnv } from '../../support/plugin-env.js';

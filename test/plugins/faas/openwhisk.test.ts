@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { ConfigRejected } from '../../../src/config/schema-validate.js';
-import { ConfigError } from '../../../src/plugins/define.js';
+import { ConfigError } from '../../../src/core/plugin.js';
 import { openwhisk } from '../../../src/plugins/faas/openwhisk.js';
 import { deadPort, gate, type Origin } from '../../support/origins.js';
 import { requestContext } from '../../support/plugin-env.js';

@@ -4,7 +4,7 @@ import { condition } from '../../../src/plugins/flow/condition.js';
 import { startGateway, type RunningGateway } from '../../support/in-process.js';
 import { request } from '../../support/http.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
-import { rejectsConfig, rejectsSchema, runNow } from '../live-env.js';
+import { rejectsConfig, rejectsSchema, runNow } from '../../support/node-run.js';
 
 test('condition: true port when the expression holds, false otherwise; nothing is changed', () => {
   const node = instantiate(condition, {

@@ -5,9 +5,9 @@ import { parse } from 'yaml';
 import { checkGatewayShape } from '../../../src/config/gateway.js';
 import { compileGateway } from '../../../src/engine/compile.js';
 import { templateFactory } from '../../../src/engine/templates.js';
-import { silentLogger } from '../../../src/observability/logger.js';
+import { silentLogger } from '../../../src/core/logger.js';
 import { closeAllPools } from '../../../src/outbound/pool-registry.js';
-import type { PluginDefinition } from '../../../src/plugins/define.js';
+import type { PluginDefinition } from '../../../src/core/plugin.js';
 import { registry } from '../../../src/plugins/index.js';
 import { clickhouseLogger } from '../../../src/plugins/observability/clickhouse-logger.js';
 import { elasticsearchLogger } from '../../../src/plugins/observability/elasticsearch-logger.js';
@@ -22,7 +22,7 @@ import { tcpLogger } from '../../../src/plugins/observability/tcp-logger.js';
 import { tencentCloudCls } from '../../../src/plugins/observability/tencent-cloud-cls.js';
 import { zipkin } from '../../../src/plugins/observability/zipkin.js';
 import { instantiate } from '../../support/plugin-env.js';
-import { rejectsConfig, rejectsSchema, templatedEnv } from '../live-env.js';
+import { rejectsConfig, rejectsSchema, templatedEnv } from '../../support/node-run.js';
 
 after(() => closeAllPools());
 

@@ -6,9 +6,9 @@
 import assert from 'node:assert/strict';
 import { createHash, createHmac, generateKeyPairSync, verify } from 'node:crypto';
 import { after, before, test } from 'node:test';
-import type { Context } from '../../../src/engine/context.js';
+import type { Context } from '../../../src/core/context.js';
 import { closeAllPools } from '../../../src/outbound/pool-registry.js';
-import type { NodeInstance, PluginDefinition } from '../../../src/plugins/define.js';
+import type { NodeInstance, PluginDefinition } from '../../../src/core/plugin.js';
 import { clickhouseLogger } from '../../../src/plugins/observability/clickhouse-logger.js';
 import { elasticsearchLogger } from '../../../src/plugins/observability/elasticsearch-logger.js';
 import { googleCloudLogging } from '../../../src/plugins/observability/google-cloud-logging.js';
@@ -25,7 +25,7 @@ import { tencentCloudCls } from '../../../src/plugins/observability/tencent-clou
 import { zipkin } from '../../../src/plugins/observability/zipkin.js';
 import type { Origin, SeenRequest } from '../../support/origins.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
-import { runNow, templatedEnv } from '../live-env.js';
+import { runNow, templatedEnv } from '../../support/node-run.js';
 import {
   decodeProto,
   int,

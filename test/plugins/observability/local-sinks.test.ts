@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import type { Context } from '../../../src/engine/context.js';
-import { createGatewayScope } from '../../../src/engine/gateway-scope.js';
+import type { Context } from '../../../src/core/context.js';
+import { createGatewayScope } from '../../../src/core/gateway-scope.js';
 import { datadog } from '../../../src/plugins/observability/datadog.js';
 import { errorLogLogger } from '../../../src/plugins/observability/error-log-logger.js';
 import { fileLogger } from '../../../src/plugins/observability/file-logger.js';
@@ -15,7 +15,7 @@ import { tcpLogger } from '../../../src/plugins/observability/tcp-logger.js';
 import { udpLogger } from '../../../src/plugins/observability/udp-logger.js';
 import { capturingLogger, instantiate, requestContext } from '../../support/plugin-env.js';
 import { tempDir } from '../../support/temp-dir.js';
-import { runNow, templatedEnv } from '../live-env.js';
+import { runNow, templatedEnv } from '../../support/node-run.js';
 import {
   parse,
   startTcpCollector,

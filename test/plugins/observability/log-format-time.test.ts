@@ -10,7 +10,7 @@ import { echo, startOrigin } from '../../support/origins.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
 import { tempDir } from '../../support/temp-dir.js';
 import { waitFor } from '../../support/wait.js';
-import { runNow, templatedEnv } from '../live-env.js';
+import { runNow, templatedEnv } from '../../support/node-run.js';
 
 const closers: (() => unknown)[] = [];
 after(async () => {

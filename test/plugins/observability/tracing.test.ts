@@ -1,16 +1,16 @@
 /** Trace propagation and sampling of the three tracers (their export formats are in http-loggers.test.ts). */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import type { Context } from '../../../src/engine/context.js';
+import type { Context } from '../../../src/core/context.js';
 import { closeAllPools } from '../../../src/outbound/pool-registry.js';
-import type { NodeInstance, PluginDefinition } from '../../../src/plugins/define.js';
+import type { NodeInstance, PluginDefinition } from '../../../src/core/plugin.js';
 import { opentelemetry } from '../../../src/plugins/observability/opentelemetry.js';
 import { skywalkingLogger } from '../../../src/plugins/observability/skywalking-logger.js';
 import { skywalking } from '../../../src/plugins/observability/skywalking.js';
 import { zipkin } from '../../../src/plugins/observability/zipkin.js';
 import type { Origin, SeenRequest } from '../../support/origins.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
-import { runNow, templatedEnv } from '../live-env.js';
+import { runNow, templatedEnv } from '../../support/node-run.js';
 import {
   parse,
   startHttpCollector,

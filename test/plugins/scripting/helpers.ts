@@ -5,10 +5,10 @@ import { parse } from 'yaml';
 import { checkGatewayShape } from '../../../src/config/gateway.js';
 import { ConfigRejected } from '../../../src/config/schema-validate.js';
 import { compileGateway, type Runtime } from '../../../src/engine/compile.js';
-import { NodeError } from '../../../src/engine/errors.js';
+import { NodeError } from '../../../src/core/errors.js';
 import { templateFactory } from '../../../src/engine/templates.js';
-import { silentLogger } from '../../../src/observability/logger.js';
-import { ConfigError } from '../../../src/plugins/define.js';
+import { silentLogger } from '../../../src/core/logger.js';
+import { ConfigError } from '../../../src/core/plugin.js';
 import { registry } from '../../../src/plugins/index.js';
 import { tempDir } from '../../support/temp-dir.js';
 

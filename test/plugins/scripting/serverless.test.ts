@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ConfigRejected } from '../../../src/config/schema-validate.js';
-import { serverlessPostFunction } from '../../../src/plugins/scripting/serverless-post-function.js';
-import { serverlessPreFunction } from '../../../src/plugins/scripting/serverless-pre-function.js';
+import { serverlessPostFunction } from '../../../src/plugins/serverless/serverless-post-function.js';
+import { serverlessPreFunction } from '../../../src/plugins/serverless/serverless-pre-function.js';
 import { request } from '../../support/http.js';
 import { startGateway, type RunningGateway } from '../../support/in-process.js';
 import { echo, startOrigin } from '../../support/origins.js';

@@ -5,7 +5,7 @@ import { checkGatewayShape } from '../../../src/config/gateway.js';
 import { ConfigRejected } from '../../../src/config/schema-validate.js';
 import { compileGateway } from '../../../src/engine/compile.js';
 import { templateFactory } from '../../../src/engine/templates.js';
-import { silentLogger } from '../../../src/observability/logger.js';
+import { silentLogger } from '../../../src/core/logger.js';
 import { registry } from '../../../src/plugins/index.js';
 import { cors } from '../../../src/plugins/security/cors.js';
 import { startGateway, type RunningGateway } from '../../support/in-process.js';

@@ -5,7 +5,7 @@ import { startGateway, type RunningGateway } from '../../support/in-process.js';
 import { request } from '../../support/http.js';
 import { echo, startOrigin, type Origin } from '../../support/origins.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
-import { rejectsConfig, rejectsSchema, runNow } from '../live-env.js';
+import { rejectsConfig, rejectsSchema, runNow } from '../../support/node-run.js';
 import { LINEAR_BOUND_MS, REDOS_VALUE_RULE, redosInput, timed } from '../../support/redos.js';
 
 test('data-mask: query parameters are removed, replaced or regex-masked; the raw query follows', () => {

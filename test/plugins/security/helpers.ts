@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import type { Context } from '../../../src/engine/context.js';
-import type { NodeInstance, PortResult } from '../../../src/plugins/define.js';
+import type { Context } from '../../../src/core/context.js';
+import type { NodeInstance, PortResult } from '../../../src/core/plugin.js';
 import { templateFor } from '../../../src/template/index.js';
 import { pluginEnv, type TestEnvOptions, type TestPluginEnv } from '../../support/plugin-env.js';
 

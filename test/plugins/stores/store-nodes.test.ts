@@ -10,7 +10,7 @@ import { freePort } from '../../support/free-port.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
 import { skipWithoutRedis, startRedis, testStores, type RedisServer } from '../../support/redis.js';
 import { waitFor } from '../../support/wait.js';
-import { failsWith, rejectsConfig, rejectsSchema, templatedEnv } from '../live-env.js';
+import { failsWith, rejectsConfig, rejectsSchema, templatedEnv } from '../../support/node-run.js';
 
 describe('store nodes: configuration', () => {
   let stores: StoreSet;

@@ -6,7 +6,7 @@ import { startGateway, type RunningGateway } from '../../support/in-process.js';
 import { request } from '../../support/http.js';
 import { startOrigin, type Origin } from '../../support/origins.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
-import { bodyText, rejectsConfig, rejectsSchema, runNow } from '../live-env.js';
+import { bodyText, rejectsConfig, rejectsSchema, runNow } from '../../support/node-run.js';
 
 let ids = 0;
 const pair = (extra: Record<string, unknown> = {}) => {

@@ -4,7 +4,7 @@ import { faultInjection } from '../../../src/plugins/traffic/fault-injection.js'
 import { startGateway, type RunningGateway } from '../../support/in-process.js';
 import { request } from '../../support/http.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
-import { bodyText, rejectsConfig, rejectsSchema, runNow, templatedEnv } from '../live-env.js';
+import { bodyText, rejectsConfig, rejectsSchema, runNow, templatedEnv } from '../../support/node-run.js';
 
 test('fault-injection: abort prepares status, templated body and headers, and leaves on abort', () => {
   const node = instantiate(

@@ -3,14 +3,14 @@ import { once } from 'node:events';
 import { createServer, type Socket } from 'node:net';
 import { after, test } from 'node:test';
 import { closeAllPools } from '../../../src/outbound/pool-registry.js';
-import type { NodeInstance } from '../../../src/plugins/define.js';
+import type { NodeInstance } from '../../../src/core/plugin.js';
 import { mirrorsInFlight, proxyMirror } from '../../../src/plugins/traffic/proxy-mirror.js';
 import { startGateway, type RunningGateway } from '../../support/in-process.js';
 import { request } from '../../support/http.js';
 import { startOrigin, type Origin } from '../../support/origins.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
 import { waitFor } from '../../support/wait.js';
-import { rejectsConfig, rejectsSchema, runNow, templatedEnv } from '../live-env.js';
+import { rejectsConfig, rejectsSchema, runNow, templatedEnv } from '../../support/node-run.js';
 
 const origins: Origin[] = [];
 const nodes: NodeInstance[] = [];

@@ -4,7 +4,7 @@ import { trafficLabel } from '../../../src/plugins/traffic/traffic-label.js';
 import { read, startAdmin, type AdminHarness } from '../../admin/harness.js';
 import type { Origin } from '../../support/origins.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
-import { rejectsConfig, rejectsSchema, runNow, templatedEnv } from '../live-env.js';
+import { rejectsConfig, rejectsSchema, runNow, templatedEnv } from '../../support/node-run.js';
 import { startSlowOrigin } from '../streaming-probe.js';
 
 test('traffic-label: the first matching rule sets request headers and label.<key> message entries (legacy + {{…}})', () => {

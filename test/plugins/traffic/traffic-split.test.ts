@@ -1,14 +1,14 @@
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { closeAllPools } from '../../../src/outbound/pool-registry.js';
-import type { NodeInstance } from '../../../src/plugins/define.js';
+import type { NodeInstance } from '../../../src/core/plugin.js';
 import { trafficSplit } from '../../../src/plugins/traffic/traffic-split.js';
 import { startGateway, type RunningGateway } from '../../support/in-process.js';
 import { request } from '../../support/http.js';
 import { deadPort, echo, startOrigin, type Origin } from '../../support/origins.js';
-import { createGatewayScope } from '../../../src/engine/gateway-scope.js';
+import { createGatewayScope } from '../../../src/core/gateway-scope.js';
 import { instantiate, pluginEnv, requestContext } from '../../support/plugin-env.js';
-import { bodyText, failsWith, rejectsConfig, rejectsSchema } from '../live-env.js';
+import { bodyText, failsWith, rejectsConfig, rejectsSchema } from '../../support/node-run.js';
 
 const origins: Origin[] = [];
 const nodes: NodeInstance[] = [];

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { ConfigRejected, validateAgainst } from '../../../src/config/schema-validate.js';
 import { upstream, type UpstreamNode } from '../../../src/plugins/core/upstream.js';
-import { ConfigError } from '../../../src/plugins/define.js';
+import { ConfigError } from '../../../src/core/plugin.js';
 import { pluginEnv } from '../../support/plugin-env.js';
 import { closeAll, createUpstream } from './helpers.js';
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { Readable } from 'node:stream';
-import type { Context } from '../../../src/engine/context.js';
-import { NodeError } from '../../../src/engine/errors.js';
+import type { Context } from '../../../src/core/context.js';
+import { NodeError } from '../../../src/core/errors.js';
 import { closeAllPools } from '../../../src/outbound/pool-registry.js';
 import {
   upstream,
@@ -9,7 +9,7 @@ import {
   type UpstreamNode,
   type UpstreamTargetState,
 } from '../../../src/plugins/core/upstream.js';
-import type { NodeInstance } from '../../../src/plugins/define.js';
+import type { NodeInstance } from '../../../src/core/plugin.js';
 import { instantiate, pluginEnv, type TestEnvOptions, type TestPluginEnv } from '../../support/plugin-env.js';
 
 const created: UpstreamNode[] = [];

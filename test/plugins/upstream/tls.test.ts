@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import type { TLSSocket } from 'node:tls';
 import { after, before, test } from 'node:test';
-import { ConfigError } from '../../../src/plugins/define.js';
+import { ConfigError } from '../../../src/core/plugin.js';
 import {
   createTestPki,
   echo,

@@ -1,4 +1,4 @@
-import type { Context } from '../../../engine/context.js';
+import type { Context } from '../../../core/context.js';
 import { TokenRejected } from './provider.js';
 
 /** `claim_validator`, resolved at load time. */

@@ -1,6 +1,6 @@
 import type { JWSAlgorithm } from 'jose';
 import { sessionSchemaProperties, type SessionConfig } from '../../../sessions/index.js';
-import { ConfigError } from '../../define.js';
+import { ConfigError } from '../../../core/plugin.js';
 import { calloutTlsSchema, type CalloutTlsConfig } from '../../callout-tls.js';
 
 /** The node config after schema defaults (docs/plugins/openid-connect.md). */

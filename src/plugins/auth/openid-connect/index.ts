@@ -1,8 +1,8 @@
-import type { Context } from '../../../engine/context.js';
+import type { Context } from '../../../core/context.js';
 import { hasPlaceholder } from '../../../config/interpolate.js';
 import { calloutTls } from '../../callout-tls.js';
 import { resolveSessionSettings, type SessionSettings } from '../../../sessions/index.js';
-import { ConfigError, definePlugin, type PluginEnv } from '../../define.js';
+import { ConfigError, definePlugin, type PluginEnv } from '../../../core/plugin.js';
 import { INTERACTIVE_OUTPUTS } from '../cas-auth.js';
 import { requestHeader } from '../shared.js';
 import { attachIdentity, checkClaims, type AttachOptions, type ClaimRules } from './claims.js';

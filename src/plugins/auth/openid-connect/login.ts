@@ -1,6 +1,6 @@
 import * as oidc from 'openid-client';
-import type { Context } from '../../../engine/context.js';
-import type { Logger } from '../../../observability/logger.js';
+import type { Context } from '../../../core/context.js';
+import type { Logger } from '../../../core/logger.js';
 import { appendSetCookie, sessionCookie, type CookieSettings } from '../../../sessions/cookie.js';
 import {
   deleteSession,

@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Agent, fetch as undiciFetch, Response as UndiciResponse } from 'undici';
-import { NodeError } from '../../../engine/errors.js';
+import { NodeError } from '../../../core/errors.js';
 import { undiciConnect, type TlsMaterial } from '../../../outbound/tls.js';
 
 /** docs/plugins/openid-connect.md: 502 `provider_error` on the error port, no challenge header. */

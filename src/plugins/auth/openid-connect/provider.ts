@@ -9,7 +9,7 @@ import {
   type JWTVerifyGetKey,
 } from 'jose';
 import * as oidc from 'openid-client';
-import { NodeError } from '../../../engine/errors.js';
+import { NodeError } from '../../../core/errors.js';
 import { clientGone, forClient, providerError, shared, type ProviderFetch } from './provider-fetch.js';
 
 /** The presented token (or login result) was judged and refused: a denial, never a provider failure. */

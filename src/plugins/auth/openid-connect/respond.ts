@@ -1,4 +1,4 @@
-import type { Context } from '../../../engine/context.js';
+import type { Context } from '../../../core/context.js';
 
 /** A 302 the browser must follow (login, callback, logout); never cached. */
 export function redirect(ctx: Context, location: string): 'redirect' {

@@ -1,7 +1,7 @@
-import type { Context } from '../../../engine/context.js';
+import type { Context } from '../../../core/context.js';
 import { compileLegacy } from '../../../template/legacy.js';
 import { jsonEncoder, jsonHoles } from '../../../template/json-context.js';
-import type { PluginEnv, TemplateOptions } from '../../define.js';
+import type { PluginEnv, TemplateOptions } from '../../../core/plugin.js';
 
 /**
  * body-transformer's own template dialect, separate from the gateway

@@ -1,7 +1,7 @@
-import type { Context } from '../../../engine/context.js';
-import { NodeError } from '../../../engine/errors.js';
+import type { Context } from '../../../core/context.js';
+import { NodeError } from '../../../core/errors.js';
 import { decodeBody } from '../../content-codec.js';
-import { ConfigError, definePlugin, type PluginEnv } from '../../define.js';
+import { ConfigError, definePlugin, type PluginEnv } from '../../../core/plugin.js';
 import { compileDialect, DialectError, type BodyRender } from './dialect.js';
 import { parseXml } from './xml.js';
 

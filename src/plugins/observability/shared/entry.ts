@@ -1,5 +1,5 @@
-import type { Context, HeaderMap, ResponsePart } from '../../../engine/context.js';
-import type { PluginEnv, Template } from '../../define.js';
+import type { Context, HeaderMap, ResponsePart } from '../../../core/context.js';
+import type { PluginEnv, Template } from '../../../core/plugin.js';
 import { mentionsResponseBody } from '../../response-body-refs.js';
 
 /** `log_format`: output field name → legacy `$var` / `{{…}}` template, or a constant scalar. */

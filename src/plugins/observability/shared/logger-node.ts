@@ -1,5 +1,5 @@
-import type { Context } from '../../../engine/context.js';
-import type { JsonSchema, NodeInstance, PluginEnv } from '../../define.js';
+import type { Context } from '../../../core/context.js';
+import type { JsonSchema, NodeInstance, PluginEnv } from '../../../core/plugin.js';
 import { BatchSender, type BatchSettings, type BatchStats, type Ship } from './batch.js';
 
 /** The batch keys every logger shares (docs/plugins/http-logger.md) (times in seconds; fractions allowed). */

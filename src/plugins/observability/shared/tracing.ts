@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import type { Context } from '../../../engine/context.js';
-import type { NodeInstance, PluginEnv } from '../../define.js';
+import type { Context } from '../../../core/context.js';
+import type { NodeInstance, PluginEnv } from '../../../core/plugin.js';
 import { BatchSender, type BatchSettings, type Ship } from './batch.js';
 
 /** The trace a request continues, as read from its propagation headers. */

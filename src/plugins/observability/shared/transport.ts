@@ -5,7 +5,7 @@ import { connect } from 'node:net';
 import { exchange, type ExchangeLimits } from '../../../outbound/exchange.js';
 import { acquirePool, type PoolLease } from '../../../outbound/pool-registry.js';
 import { calloutTls, type CalloutTlsConfig } from '../../callout-tls.js';
-import { ConfigError } from '../../define.js';
+import { ConfigError } from '../../../core/plugin.js';
 import { Undeliverable } from './batch.js';
 
 export interface HttpAnswer {
