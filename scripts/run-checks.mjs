@@ -1,10 +1,11 @@
 #!/usr/bin/env node
-// The static checks of `npm test` — tsc for the gateway, tsc for the editor, ESLint, Prettier —
+// The static checks of `npm test` — tsc for the gateway, tsc for the editor, ESLint, Prettier and
+// the layering check (docs/architecture.md) —
 // run at the same time instead of one after another: each is single-threaded, so on a machine
 // with two or more cores the four take about as long as the longest of them (or their CPU total
 // divided by the cores) rather than their sum. Each tool's output is printed as a block when it
 // ends, with its wall time; the exit status is non-zero when any of them failed.
-// CHECK_CONCURRENCY caps how many run at once (default: all four).
+// CHECK_CONCURRENCY caps how many run at once (default: all of them).
 //   node scripts/run-checks.mjs            # what `npm run check` and `npm test` run
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -23,6 +24,7 @@ const CHECKS = [
   { name: 'tsc -p tsconfig.json', argv: [bin('typescript', 'tsc'), '-p', 'tsconfig.json', '--noEmit'] },
   { name: 'tsc -p ui/tsconfig.json', argv: [bin('typescript', 'tsc'), '-p', 'ui/tsconfig.json', '--noEmit'] },
   { name: 'prettier --check .', argv: [bin('prettier'), '--check', '.'] },
+  { name: 'check-layers', argv: [join(import.meta.dirname, 'check-layers.mjs')] },
 ];
 
 function run({ name, argv }) {

@@ -21,7 +21,7 @@ import { persistGatewayConfig } from './config/persist.js';
 import { EtcdConfigSource } from './config/etcd-source.js';
 import type { GatewayMetrics, NodeSample } from './observability/metrics.js';
 import type { GatewayScope } from './core/plugin.js';
-import { createGatewayScope } from './core/gateway-scope.js';
+import { createGatewayScope } from './observability/gateway-scope.js';
 import { AcmeManager, acmeConfigOf, acmeStoreIssues } from './acme/index.js';
 import { registerAcmeMetrics } from './acme/metrics.js';
 import { answerHttp01 } from './acme/http01-responder.js';
@@ -66,7 +66,9 @@ export class Gateway {
   readonly debug: DebugService;
   readonly metrics: GatewayMetrics;
   /** Outlives runtime swaps: local limit counters and the local response cache live here. */
-  readonly scope: GatewayScope;
+  readonly scope: GatewayScope<GatewayMetrics>;
+  /** The node types this gateway compiles with (the sandbox reads their ports). */
+  readonly plugins = registry;
   #slot: RuntimeSlot;
   #listener: Listener | undefined;
   #watcher: ConfigWatcher | undefined;
@@ -86,7 +88,7 @@ export class Gateway {
   /** What `/metrics` serves: this process's registry, or every worker's aggregated (src/cluster/). */
   renderMetrics: () => Promise<{ contentType: string; body: string }> = () => this.metrics.render();
 
-  private constructor(options: GatewayOptions, runtime: Runtime, scope: GatewayScope) {
+  private constructor(options: GatewayOptions, runtime: Runtime, scope: GatewayScope<GatewayMetrics>) {
     this.scope = scope;
     this.metrics = scope.metrics;
     this.metrics.setNodeSource(() => nodeSamples(this.#slot.runtime));

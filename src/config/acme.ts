@@ -1,5 +1,19 @@
-import type { ConfigIssue } from '../config/schema-validate.js';
-import type { SystemConfig, TlsConfig } from '../config/system.js';
+import type { ConfigIssue } from './schema-validate.js';
+
+/**
+ * The parts of system.yaml this section reads: `SystemConfig` and `TlsConfig` (./system.ts) fit
+ * them. Named here rather than imported, because system.ts calls `acmeConfigIssues`
+ * (docs/architecture.md: no file cycles).
+ */
+interface TlsConfig {
+  sni_certs: readonly { server_name: string; acme?: unknown }[];
+  acme?: unknown;
+}
+interface SystemConfig {
+  acme?: unknown;
+  tls?: TlsConfig;
+  admin?: { tls?: TlsConfig };
+}
 
 /** The top-level `acme:` block of system.yaml once validated (docs/acme.md). */
 export interface AcmeConfig {

@@ -1,7 +1,9 @@
-import type { ConsumerConfig } from './gateway.js';
 import { interpolateLeaves } from './interpolate.js';
 import type { ConfigIssue } from './schema-validate.js';
+import type { ConsumerIndex, ConsumerRecord } from '../core/consumers.js';
 import { JWT_ALGORITHMS } from '../signing/jwt-key.js';
+
+export type { ConsumerIndex, ConsumerRecord } from '../core/consumers.js';
 
 /**
  * The `consumers:` resource (docs/consumers.md): named API clients with
@@ -65,23 +67,14 @@ export const CREDENTIAL_ID_FIELDS: Readonly<Record<string, string>> = {
   'jwe-decrypt': 'key',
 };
 
-/** A declared consumer as auth plugins see it: `${ENV}` resolved, frozen. */
-export interface ConsumerRecord {
-  readonly name: string;
-  readonly group?: string;
-  readonly labels: Readonly<Record<string, string>>;
-  /** Credentials keyed by auth plugin type, e.g. `credentials['key-auth'].key`. */
-  readonly credentials: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
-}
-
-/** Read-only lookup over the `consumers:` section, built once per compiled configuration. */
-export interface ConsumerIndex {
-  readonly size: number;
-  byName(name: string): ConsumerRecord | undefined;
-  /** The consumer whose `credentials[plugin][field]` equals `value`; undefined when none or shared. */
-  byCredential(plugin: string, field: string, value: string): ConsumerRecord | undefined;
-  /** Every unambiguous value of `credentials[plugin][field]` with its consumer, for a node's own map. */
-  credentialMap(plugin: string, field: string): ReadonlyMap<string, ConsumerRecord>;
+/** One `consumers:` item (docs/consumers.md); `credentialsSchema` above gives the credential shapes. */
+export interface ConsumerConfig {
+  name: string;
+  group?: string;
+  description?: string;
+  labels?: Record<string, string>;
+  /** Keyed by auth plugin type, e.g. `key-auth: {key}`, `basic-auth: {username, password}`. */
+  credentials?: Record<string, Record<string, unknown>>;
 }
 
 const NO_CONSUMERS: ReadonlyMap<string, ConsumerRecord> = new Map();

@@ -1,5 +1,7 @@
 import { readFileSync } from 'node:fs';
-import { credentialsSchema, labelsSchema } from './consumers.js';
+import { credentialsSchema, labelsSchema, type ConsumerConfig } from './consumers.js';
+
+export type { ConsumerConfig } from './consumers.js';
 import { ConfigRejected, validateAgainst, yamlSyntaxIssue } from './schema-validate.js';
 import { parseYamlData } from './yaml-data.js';
 
@@ -95,16 +97,6 @@ export interface StoreConfig {
   connect_timeout_ms?: number | string;
   connect_budget_ms?: number | string;
   tls?: { ca_cert_path?: string };
-}
-
-/** One `consumers:` item (docs/consumers.md); see src/config/consumers.ts for the credential shapes. */
-export interface ConsumerConfig {
-  name: string;
-  group?: string;
-  description?: string;
-  labels?: Record<string, string>;
-  /** Keyed by auth plugin type, e.g. `key-auth: {key}`, `basic-auth: {username, password}`. */
-  credentials?: Record<string, Record<string, unknown>>;
 }
 
 /** gateway.yaml as stored: `${ENV}` placeholders are kept and resolved at compile time. */

@@ -11,10 +11,10 @@ import {
   type ConfigIssue,
 } from './schema-validate.js';
 import { acmeConfigIssues } from './acme.js';
-import { debugGateIssues } from '../debug/trigger-gate.js';
+import { debugGateIssues } from './debug-gate.js';
 import { emptyCredentialIssues } from './system-credentials.js';
-import type { AccessLogConfig } from '../observability/access-log.js';
-import { metricsAuthIssues } from '../admin/metrics-auth.js';
+import type { AccessLogConfig } from './access-log.js';
+import { metricsAuthIssues } from './metrics-auth.js';
 import { resolveCompatNames, type CompatConfig } from './compat-names.js';
 
 export interface TlsConfig {
@@ -136,7 +136,7 @@ export interface SystemConfig {
   };
   stream: StreamListenerConfig[];
   debug: DebugConfig;
-  /** Validated by src/acme/config.ts; read it through `acmeConfigOf`. */
+  /** Validated by src/config/acme.ts; read it through `acmeConfigOf`. */
   acme?: Record<string, unknown>;
   /** Outbound connection pools shared by every upstream node. */
   upstream: { max_connections_per_target: number };

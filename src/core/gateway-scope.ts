@@ -1,11 +1,25 @@
-import { GatewayMetrics } from '../observability/metrics.js';
+import { Registry } from 'prom-client';
+
+/** What `gateway_cache_events_total` counts (docs/metrics.md); `invalid_entry` is a stored value that does not parse. */
+export type CacheEvent =
+  'hit' | 'miss' | 'backend_error' | 'eviction' | 'size_skip' | 'invalid_entry' | 'purge';
+
+/** What nodes may record in the gateway's metrics registry (`GatewayMetrics`, src/observability/metrics.ts). */
+export interface ScopeMetrics {
+  /** Where a node registers a series of its own (the prometheus node). */
+  readonly registry: Registry;
+  cacheEvent(backend: string, store: string, event: CacheEvent): void;
+}
+
+/** Records nothing: for a compile outside a gateway (`switchyard validate`), whose metrics nobody reads. */
+export const unreadMetrics = (): ScopeMetrics => ({ registry: new Registry(), cacheEvent: () => undefined });
 
 /** Lives as long as the gateway, not one runtime: system settings and state that survives reloads. */
-export interface GatewayScope {
+export interface GatewayScope<M extends ScopeMetrics = ScopeMetrics> {
   /** system.yaml `cache.max_entries`: the bound of the in-process response cache. */
   readonly cacheMaxEntries: number;
   /** The gateway's own metrics registry. */
-  readonly metrics: GatewayMetrics;
+  readonly metrics: M;
   /** The value kept under `key` for the gateway's lifetime; `create` runs on first use only. */
   shared<T>(key: string, create: () => T): T;
 }
@@ -13,11 +27,11 @@ export interface GatewayScope {
 /** docs/security.md#limits-and-their-defaults: the local response cache holds at most this many entries unless system.yaml says otherwise. */
 export const DEFAULT_CACHE_MAX_ENTRIES = 10000;
 
-export interface GatewayScopeOptions {
+export interface GatewayScopeOptions<M extends ScopeMetrics = ScopeMetrics> {
   /** system.yaml `cache.max_entries`. */
   cacheMaxEntries?: number;
-  /** The gateway's registry; a fresh one when compiling outside a gateway (`switchyard validate`, tests). */
-  metrics?: GatewayMetrics;
+  /** The gateway's registry (src/observability/gateway-scope.ts gives it one). */
+  metrics: M;
   /**
    * Replaces a shared value on first use: with `workers` each worker swaps its
    * local counters and cache for gateway-wide ones (src/cluster/, docs/workers.md).
@@ -33,12 +47,12 @@ export interface GatewayScopeOptions {
  * @example
  * const counters = env.scope.shared('limit-count', () => new FixedWindowCounters());
  */
-export function createGatewayScope(options: GatewayScopeOptions = {}): GatewayScope {
+export function createScope<M extends ScopeMetrics>(options: GatewayScopeOptions<M>): GatewayScope<M> {
   const values = new Map<string, unknown>();
   const wrap = options.wrapShared;
   return {
     cacheMaxEntries: options.cacheMaxEntries ?? DEFAULT_CACHE_MAX_ENTRIES,
-    metrics: options.metrics ?? new GatewayMetrics(),
+    metrics: options.metrics,
     shared<T>(key: string, create: () => T): T {
       if (values.has(key)) return values.get(key) as T;
       const value = wrap === undefined ? create() : (wrap(key, create()) as T);

@@ -1,8 +1,7 @@
 import type { Context } from './context.js';
-import type { ConsumerIndex } from '../config/consumers.js';
+import type { ConsumerIndex } from './consumers.js';
 import type { Logger } from './logger.js';
-import type { StoreLookup } from '../stores/index.js';
-import type { CacheTarget } from '../engine/cache-pairs.js';
+import type { StoreLookup } from './store.js';
 import type { GatewayScope } from './gateway-scope.js';
 
 export type JsonSchema = Record<string, unknown>;
@@ -62,9 +61,21 @@ export interface PluginEnv {
   readonly scope: GatewayScope;
 }
 
-export type { ConsumerIndex, ConsumerRecord } from '../config/consumers.js';
-export type { CacheTarget } from '../engine/cache-pairs.js';
+export type { ConsumerIndex, ConsumerRecord } from './consumers.js';
 export type { GatewayScope } from './gateway-scope.js';
+
+/** What one response-cache node tells the compiler and the Admin API about itself (`NodeInstance.cache`). */
+export interface CacheTarget {
+  /** Namespace shared by the halves of a pair. */
+  readonly id: string;
+  readonly phase: 'lookup' | 'store' | 'purge';
+  /** `local` (this process) or `redis` (a named store, shared by every instance). */
+  readonly backend: 'local' | 'redis';
+  /** The `stores:` name for `redis`; '' for `local`. */
+  readonly store: string;
+  /** Removes every entry of namespace `id` from this backend; resolves to how many went. */
+  purge(): Promise<number>;
+}
 
 /** Raised by `create` for a semantic config problem; `path` is relative to the node's config. */
 export class ConfigError extends Error {

@@ -10,7 +10,7 @@ import type { Runtime } from '../engine/compile.js';
 import type { CompiledPolicy } from '../core/graph-types.js';
 import { runPolicy } from '../engine/run.js';
 import type { Logger } from '../core/logger.js';
-import { registry } from '../plugins/index.js';
+import type { PluginDefinition } from '../core/plugin.js';
 import { environmentReferences } from '../template/env-references.js';
 import type { RenderedTrace } from './render.js';
 import { renderTrace } from './render.js';
@@ -64,6 +64,8 @@ export interface SandboxHost {
   readonly logger: Logger;
   readonly debug: DebugService;
   compile(config: GatewayConfig): Runtime;
+  /** The node types it compiles with (src/plugins/index.ts), for the ports of ad-hoc nodes. */
+  readonly plugins: ReadonlyMap<string, PluginDefinition<never, string>>;
 }
 
 const REQUEST_FIELDS = new Set(['nodes', 'policy', 'on_error', 'context']);
@@ -151,7 +153,12 @@ function environmentReads(value: unknown, path: string): ConfigIssue[] {
  * ports the chain leaves open go straight to the client (they must be wired to
  * compile); error ports stay open with `stop`, so a failure shows as `unhandled`.
  */
-export function synthesizePolicy(nodes: NodeConfig[], onError: OnError, config: GatewayConfig): PolicyConfig {
+export function synthesizePolicy(
+  nodes: NodeConfig[],
+  onError: OnError,
+  config: GatewayConfig,
+  plugins: SandboxHost['plugins'],
+): PolicyConfig {
   const seen = new Set<string>();
   for (const node of nodes) {
     if (node.type === 'listener' || node.type === 'client')
@@ -166,7 +173,7 @@ export function synthesizePolicy(nodes: NodeConfig[], onError: OnError, config: 
   nodes.forEach((node, i) => {
     const next = nodes[i + 1];
     edges.push({ from: `${node.id}.success`, to: next === undefined ? 'client.in' : `${next.id}.in` });
-    for (const port of outcomePorts(node, config))
+    for (const port of outcomePorts(node, config, plugins))
       edges.push({ from: `${node.id}.${port}`, to: 'client.in' });
     if (onError === 'client') edges.push({ from: `${node.id}.error`, to: 'client.in' });
   });
@@ -178,13 +185,13 @@ export function synthesizePolicy(nodes: NodeConfig[], onError: OnError, config: 
 }
 
 /** Mandatory output ports other than `success`: declared outcomes, or a supernode's named outputs. */
-function outcomePorts(node: NodeConfig, config: GatewayConfig): string[] {
+function outcomePorts(node: NodeConfig, config: GatewayConfig, plugins: SandboxHost['plugins']): string[] {
   if (node.type === 'supernode') {
     const name = node.config?.['name'];
     const def = config.supernodes.find((s) => s.name === name);
     return (def?.nodes ?? []).filter((n) => n.type === 'output' && n.id !== 'output').map((n) => n.id);
   }
-  const def = registry.get(node.type);
+  const def = plugins.get(node.type);
   if (def === undefined) return [];
   return Object.entries(def.outputs)
     .filter(([name, spec]) => name !== 'success' && spec.kind !== 'error')
@@ -209,7 +216,7 @@ export async function runSandbox(host: SandboxHost, body: Record<string, unknown
       throw new SandboxError(404, { error: `unknown policy '${request.policy as string}'` });
   } else {
     const current = host.runtime.config;
-    const synthetic = synthesizePolicy(request.nodes as NodeConfig[], request.onError, current);
+    const synthetic = synthesizePolicy(request.nodes as NodeConfig[], request.onError, current, host.plugins);
     const shape = validateAgainst(policySchema, synthetic, 'sandbox');
     if (shape.length > 0) throw badRequest(formatIssues(shape), shape);
     try {

@@ -1,18 +1,8 @@
 import type { ConfigIssue } from '../config/schema-validate.js';
 import type { CachePairReport } from '../core/graph-types.js';
+import type { CacheTarget } from '../core/plugin.js';
 
-/** What one response-cache node tells the compiler and the Admin API about itself (`NodeInstance.cache`). */
-export interface CacheTarget {
-  /** Namespace shared by the halves of a pair. */
-  readonly id: string;
-  readonly phase: 'lookup' | 'store' | 'purge';
-  /** `local` (this process) or `redis` (a named store, shared by every instance). */
-  readonly backend: 'local' | 'redis';
-  /** The `stores:` name for `redis`; '' for `local`. */
-  readonly store: string;
-  /** Removes every entry of namespace `id` from this backend; resolves to how many went. */
-  purge(): Promise<number>;
-}
+export type { CacheTarget } from '../core/plugin.js';
 
 export interface CacheHalf {
   node: string;

@@ -8,7 +8,7 @@ import type { GatewayScope, PluginDefinition } from '../core/plugin.js';
 import { routerBuilder, validateRouteMatch, type ResolvedMatch, type Router } from './router.js';
 import { compilePolicy, type CompileContext } from './compile-policy.js';
 import type { CompiledPolicy } from '../core/graph-types.js';
-import { createGatewayScope } from '../core/gateway-scope.js';
+import { createScope, unreadMetrics } from '../core/gateway-scope.js';
 import { checkSupernodeDefinition, checkSupernodeNesting } from './supernode-rules.js';
 import { checkGlobalRules, withGlobalRules } from './global-rules.js';
 import { resolveSharedChains } from './node-config.js';
@@ -40,7 +40,7 @@ export interface CompileOptions {
   templateFactory: CompileContext['templateFactory'];
   /** Directory of gateway.yaml, when the config came from a file. */
   configDir?: string | undefined;
-  /** The gateway's lifetime scope; a fresh one (defaults, own metrics) when absent. */
+  /** The gateway's lifetime scope; a fresh one (defaults, metrics not recorded) when absent. */
   scope?: GatewayScope | undefined;
   /**
    * The running runtime of a reload: a policy it compiled whose stored form, and every shared
@@ -202,7 +202,7 @@ function* compileSteps(config: GatewayConfig, options: CompileOptions): Generato
     templateFactory: options.templateFactory,
     configDir: options.configDir,
     stores,
-    scope: options.scope ?? createGatewayScope(),
+    scope: options.scope ?? createScope({ metrics: unreadMetrics() }),
   };
   const policies = new Map<string, CompiledPolicy>();
   const byName = new Map<string, Compiled>();

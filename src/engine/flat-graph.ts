@@ -1,6 +1,8 @@
 import type { EdgeConfig, NodeConfig, PolicyConfig, SupernodeConfig } from '../config/gateway.js';
 import { didYouMean, type ConfigIssue } from '../config/schema-validate.js';
-import { MAX_SUPERNODE_DEPTH, resolveParams, substituteParams } from './supernode-rules.js';
+import { MAX_SUPERNODE_DEPTH, parseEndpoint, resolveParams, substituteParams } from './supernode-rules.js';
+
+export { parseEndpoint } from './supernode-rules.js';
 
 /** Where a node came from in the stored config, for messages and issue paths. */
 export interface NodeOrigin {
@@ -39,13 +41,6 @@ export interface FlatGraph {
   instances: Map<string, { supernode: string; junctions: FlatNode[] }>;
   /** Nested instances left out (unknown supernode, cycle): reported per definition, so their edges are skipped. */
   broken: Set<string>;
-}
-
-/** `node.port` split on the LAST dot; no dot means port `out` (docs/configuration.md#gatewayyaml). */
-export function parseEndpoint(text: string): { node: string; port: string } {
-  const dot = text.lastIndexOf('.');
-  if (dot === -1) return { node: text, port: 'out' };
-  return { node: text.slice(0, dot), port: text.slice(dot + 1) };
 }
 
 const BOUNDARY_TYPES = new Set(['input', 'output', 'error']);

@@ -1,7 +1,13 @@
 import type { SupernodeConfig, SupernodeParamSpec } from '../config/gateway.js';
 import { didYouMean, type ConfigIssue } from '../config/schema-validate.js';
 import type { PluginDefinition } from '../core/plugin.js';
-import { parseEndpoint } from './flat-graph.js';
+
+/** `node.port` split on the LAST dot; no dot means port `out` (docs/configuration.md#gatewayyaml). */
+export function parseEndpoint(text: string): { node: string; port: string } {
+  const dot = text.lastIndexOf('.');
+  if (dot === -1) return { node: text, port: 'out' };
+  return { node: text.slice(0, dot), port: text.slice(dot + 1) };
+}
 
 /** How deep supernode instances may nest inside each other (docs/supernodes.md#nesting). */
 export const MAX_SUPERNODE_DEPTH = 8;

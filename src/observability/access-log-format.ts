@@ -1,3 +1,4 @@
+import type { AccessFormat } from '../config/access-log.js';
 import type { Context } from '../core/context.js';
 import type { ServerRequest } from '../server/data-plane.js';
 import { REDACTED, type Redaction } from '../debug/redaction.js';
@@ -12,7 +13,7 @@ export interface AccessFacts {
   ctx: Context | undefined;
 }
 
-export type AccessFormat = 'json' | 'combined';
+export type { AccessFormat } from '../config/access-log.js';
 
 /** Builds one access-log line (with its newline) from the facts of a finished request. */
 export type LineFormatter = (facts: AccessFacts) => string;

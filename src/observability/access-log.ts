@@ -4,18 +4,10 @@ import type { SystemConfig } from '../config/system.js';
 import { createRedaction } from '../debug/redaction.js';
 import type { Logger } from '../core/logger.js';
 import type { RequestFinished } from './metrics.js';
-import { lineFormatter, type AccessFormat, type LineFormatter } from './access-log-format.js';
+import type { AccessLogConfig } from '../config/access-log.js';
+import { lineFormatter, type LineFormatter } from './access-log-format.js';
 
-/** system.yaml `access_log` (docs/logging.md#access-log). */
-export interface AccessLogConfig {
-  /** `off`, `stdout`, or a file path. */
-  output: string;
-  format: AccessFormat;
-  /** Request header whose value is logged as `request_id` (the request-id node's default). */
-  request_id_header: string;
-  /** Lines waiting for the disk beyond this many bytes are dropped (and counted), never queued unbounded. */
-  max_buffer_bytes: number;
-}
+export type { AccessLogConfig } from '../config/access-log.js';
 
 type Destination = ReturnType<typeof pino.destination>;
 

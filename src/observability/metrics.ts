@@ -1,15 +1,16 @@
 import { Counter, Gauge, Registry } from 'prom-client';
 import type { Context } from '../core/context.js';
+import type { CacheEvent, ScopeMetrics } from '../core/gateway-scope.js';
 import type { ServerRequest } from '../server/data-plane.js';
 import { statusClass, transferOf } from './request-facts.js';
 import { FastCounter, FastHistogram, type CounterCell, type HistogramCell } from './fast-metrics.js';
-import { registerNodeDurationHistogram } from './node-histogram.js';
+import { registerNodeDurationHistogram, type NodeSample } from './node-histogram.js';
+
+export type { NodeSample } from './node-histogram.js';
 
 type CounterChild = ReturnType<Counter<string>['labels']>;
 
-/** What `gateway_cache_events_total` counts (docs/metrics.md); `invalid_entry` is a stored value that does not parse. */
-export type CacheEvent =
-  'hit' | 'miss' | 'backend_error' | 'eviction' | 'size_skip' | 'invalid_entry' | 'purge';
+export type { CacheEvent } from '../core/gateway-scope.js';
 
 /** Per-route cells, looked up on a route's first request (and again after a reload), then reused. */
 interface RouteChildren {
@@ -46,18 +47,7 @@ const OTHER_SLOT = METHODS.length - 1;
  * methods are bound arrow functions: pass them straight as data-plane hooks.
  * Label children are cached, so a request costs map lookups, not label objects.
  */
-/** One node's counters as the scrape reads them. */
-export interface NodeSample {
-  policy: string;
-  nodeId: string;
-  type: string;
-  runs: number;
-  ms: number;
-  /** Runs per bucket of NODE_DURATION_BOUNDS_MS, the last past the highest bound. */
-  buckets: Float64Array;
-}
-
-export class GatewayMetrics {
+export class GatewayMetrics implements ScopeMetrics {
   readonly registry = new Registry();
   // Per-request series: cells resolved once, plain additions per request (./fast-metrics.ts).
   readonly #requests: FastCounter<'route' | 'status'>;

@@ -1,6 +1,16 @@
 import type { Registry } from 'prom-client';
 import { NODE_DURATION_BOUNDS_MS } from '../core/graph-types.js';
-import type { NodeSample } from './metrics.js';
+
+/** One node's counters as the scrape reads them. */
+export interface NodeSample {
+  policy: string;
+  nodeId: string;
+  type: string;
+  runs: number;
+  ms: number;
+  /** Runs per bucket of NODE_DURATION_BOUNDS_MS, the last past the highest bound. */
+  buckets: Float64Array;
+}
 
 const NAME = 'gateway_node_duration_seconds';
 const BOUNDS_SECONDS = NODE_DURATION_BOUNDS_MS.map((ms) => ms / 1000);

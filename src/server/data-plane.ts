@@ -28,11 +28,10 @@ import { attachGrpcWebReply, isGrpcWebRequest, sendGrpcWebResponse } from './grp
 import type { RuntimeSlot } from './runtime-slot.js';
 import type { DebugTap } from '../debug/tap.js';
 import type { TraceRecorder } from '../core/graph-types.js';
-import type { LeanRequest } from './lean/lean-request.js';
+import type { ServerRequest } from './server-request.js';
 import { LeanResponse } from './lean/lean-response.js';
 
-/** HTTP/1.1 (node:http or the lean front) and HTTP/2 (compatibility API) requests go through one handler. */
-export type ServerRequest = IncomingMessage | Http2ServerRequest | LeanRequest;
+export type { ServerRequest } from './server-request.js';
 export type ServerReply = ServerResponse | Http2ServerResponse | LeanResponse;
 
 export interface DataPlaneOptions {

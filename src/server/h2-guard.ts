@@ -8,6 +8,7 @@ import {
   type ServerHttp2Stream,
 } from 'node:http2';
 import type { Http2Config } from '../config/system.js';
+import { lastProgress } from '../outbound/grpc/progress.js';
 import { isGrpcContentType, sendGrpcError } from './grpc-error.js';
 import type { ThrottledLog } from './throttled-log.js';
 
@@ -152,19 +153,6 @@ function requestTimedOut(req: Http2ServerRequest, res: Http2ServerResponse): voi
   res.end(TIMEOUT_BODY);
   // RST_STREAM(NO_ERROR) once the 408 is out (RFC 9113 §8.1): stop the client sending the rest.
   stream.close(NGHTTP2_NO_ERROR);
-}
-
-/** When each watched gRPC stream last made progress (performance.now()). */
-const lastProgress = new WeakMap<ServerHttp2Stream, { at: number }>();
-
-/**
- * Told by the gRPC relay (src/outbound/grpc/relay.ts) for every message it
- * moves, in either direction, on `stream`: the stream is not idle. Cheap: one
- * lookup and a store, no timer work.
- */
-export function grpcStreamProgressed(stream: ServerHttp2Stream): void {
-  const progress = lastProgress.get(stream);
-  if (progress !== undefined) progress.at = performance.now();
 }
 
 /**

@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import { constants as h2, type Http2ServerRequest } from 'node:http2';
 import type { Context } from '../core/context.js';
 import { RequestBodyStream, requestStreamOf, type RequestBodySource } from '../outbound/request-stream.js';
-import type { ServerRequest } from './data-plane.js';
+import type { ServerRequest } from './server-request.js';
 import { LeanRequest, RequestAborted, resetSocket } from './lean/lean-request.js';
 
 export class BodyTooLarge extends Error {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { StoreConnection } from './connection.js';
-import type { Store } from './index.js';
+import type { Store } from '../core/store.js';
 
 /** Atomic "SET if absent with TTL, then INCRBY": the expiry is pinned to the key's creation. */
 function incrPinned(client: Redis, key: string, by: number, ttlSeconds: number): Promise<number> {

@@ -1,7 +1,7 @@
 import type { StoreConfig } from '../config/gateway.js';
 import type { ConfigIssue } from '../config/schema-validate.js';
 import { StoreConnection } from './connection.js';
-import type { Store, StoreLookup } from './index.js';
+import type { Store, StoreLookup } from '../core/store.js';
 import { RedisStore } from './redis-store.js';
 import { resolveStoreConfig } from './resolve.js';
 

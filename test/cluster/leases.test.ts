@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import { PrimaryChannel } from '../../src/cluster/primary-channel.js';
 import { SharedService } from '../../src/cluster/shared-service.js';
 import { WindowLeases, workerSharedState } from '../../src/cluster/worker-shared.js';
-import { createGatewayScope } from '../../src/core/gateway-scope.js';
+import { createGatewayScope } from '../../src/observability/gateway-scope.js';
 import type { WindowCounter, WindowResult } from '../../src/plugins/traffic/window-counter.js';
 
 interface SimWorker {

@@ -5,7 +5,7 @@ import { ConfigRejected, validateAgainst } from '../../src/config/schema-validat
 import { Context, type RequestInit } from '../../src/core/context.js';
 import { silentLogger, type Logger } from '../../src/core/logger.js';
 import { NO_STORES, type StoreLookup } from '../../src/stores/index.js';
-import { createGatewayScope } from '../../src/core/gateway-scope.js';
+import { createGatewayScope } from '../../src/observability/gateway-scope.js';
 import type {
   GatewayScope,
   NodeInstance,

@@ -8,7 +8,7 @@ import {
 import type { Context } from '../../core/context.js';
 import { NodeError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
-import { grpcStreamProgressed } from '../../server/h2-guard.js';
+import { grpcStreamProgressed } from './progress.js';
 import { markRelayed } from '../websocket-relay.js';
 import { classifyCause } from '../classify.js';
 import { ClientAbortedError, DeadlineExceededError, type ExchangePhase } from '../errors.js';

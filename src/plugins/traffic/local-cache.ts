@@ -1,5 +1,5 @@
 import { LRUCache } from 'lru-cache';
-import type { GatewayMetrics } from '../../observability/metrics.js';
+import type { ScopeMetrics } from '../../core/gateway-scope.js';
 import { namespacePrefix, type CachedResponse, type ResponseCache } from './response-cache.js';
 
 /**
@@ -12,7 +12,7 @@ export class LocalResponseCache implements ResponseCache {
   readonly store = '';
   readonly #entries: LRUCache<string, CachedResponse>;
 
-  constructor(maxEntries: number, metrics: GatewayMetrics) {
+  constructor(maxEntries: number, metrics: ScopeMetrics) {
     this.#entries = new LRUCache<string, CachedResponse>({
       max: maxEntries,
       ttlAutopurge: false,

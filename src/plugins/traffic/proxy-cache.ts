@@ -3,7 +3,7 @@ import { pipeline, Transform, type Readable } from 'node:stream';
 import type { Context, HeaderMap } from '../../core/context.js';
 import { NodeError } from '../../core/errors.js';
 import { compatNames } from '../../config/compat-names.js';
-import type { CacheEvent } from '../../observability/metrics.js';
+import type { CacheEvent } from '../../core/gateway-scope.js';
 import {
   ConfigError,
   definePlugin,

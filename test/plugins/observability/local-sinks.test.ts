@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import type { Context } from '../../../src/core/context.js';
-import { createGatewayScope } from '../../../src/core/gateway-scope.js';
+import { createGatewayScope } from '../../../src/observability/gateway-scope.js';
 import { datadog } from '../../../src/plugins/observability/datadog.js';
 import { errorLogLogger } from '../../../src/plugins/observability/error-log-logger.js';
 import { fileLogger } from '../../../src/plugins/observability/file-logger.js';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { createGatewayScope } from '../../../src/core/gateway-scope.js';
+import { createGatewayScope } from '../../../src/observability/gateway-scope.js';
 import { ConcurrencyTable } from '../../../src/plugins/traffic/concurrency.js';
 import { limitConn } from '../../../src/plugins/traffic/limit-conn.js';
 import { request } from '../../support/http.js';

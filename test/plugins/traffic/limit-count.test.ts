@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, mock, test } from 'node:test';
-import { createGatewayScope } from '../../../src/core/gateway-scope.js';
+import { createGatewayScope } from '../../../src/observability/gateway-scope.js';
 import { limitCount } from '../../../src/plugins/traffic/limit-count.js';
 import { LocalWindowCounters } from '../../../src/plugins/traffic/window-counter.js';
 import { request } from '../../support/http.js';

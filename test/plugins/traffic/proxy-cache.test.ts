@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { Readable } from 'node:stream';
 import { test } from 'node:test';
 import type { Context } from '../../../src/core/context.js';
-import { createGatewayScope } from '../../../src/core/gateway-scope.js';
+import { createGatewayScope } from '../../../src/observability/gateway-scope.js';
 import type { GatewayScope } from '../../../src/core/plugin.js';
 import { proxyCache } from '../../../src/plugins/traffic/proxy-cache.js';
 import { LocalResponseCache } from '../../../src/plugins/traffic/local-cache.js';
@@ -19,7 +19,10 @@ import {
 } from '../../support/node-run.js';
 import { cacheEvents } from './cache-helpers.js';
 
-function halves(extra: Record<string, unknown> = {}, scope: GatewayScope = createGatewayScope()) {
+function halves(
+  extra: Record<string, unknown> = {},
+  scope: GatewayScope<GatewayMetrics> = createGatewayScope(),
+) {
   const make = (phase: string, nodeId: string) =>
     instantiate(proxyCache, { phase, id: 'products', ...extra }, templatedEnv({ nodeId, scope }));
   return {

@@ -6,7 +6,7 @@ import { trafficSplit } from '../../../src/plugins/traffic/traffic-split.js';
 import { startGateway, type RunningGateway } from '../../support/in-process.js';
 import { request } from '../../support/http.js';
 import { deadPort, echo, startOrigin, type Origin } from '../../support/origins.js';
-import { createGatewayScope } from '../../../src/core/gateway-scope.js';
+import { createGatewayScope } from '../../../src/observability/gateway-scope.js';
 import { instantiate, pluginEnv, requestContext } from '../../support/plugin-env.js';
 import { bodyText, failsWith, rejectsConfig, rejectsSchema } from '../../support/node-run.js';
 
