@@ -10,7 +10,7 @@ import { request, type SimpleResponse } from '../support/http.js';
 import { startGateway, type RunningGateway } from '../support/in-process.js';
 import { pluginEnv } from '../support/plugin-env.js';
 import { tempDir } from '../support/temp-dir.js';
-import { rejectsConfig } from '../support/node-run.js';
+import { assertConfigError } from '../support/node-run.js';
 
 /** The previous release's sealing, written out here: version 1, key = SHA-256(secret), context as AAD. */
 function sealLikePreviousRelease(secret: string, plaintext: string, context: string): string {
@@ -62,11 +62,11 @@ describe('session secret rotation: sealing', () => {
       'b',
     ]);
     assert.deepEqual(resolveSessionSettings({ session_secret: 'a' }, env, 'c')?.secret, ['a']);
-    rejectsConfig(
+    assertConfigError(
       () => resolveSessionSettings({ session: { secret: ['a', ''] } }, env, 'c'),
       'session.secret[1]',
     );
-    rejectsConfig(
+    assertConfigError(
       () => resolveSessionSettings({ session: { secret: ['a'] }, session_secret: ['b'] }, env, 'c'),
       'session.secret',
       /conflicts/,

@@ -15,7 +15,7 @@ import type { StoreSet } from '../../src/stores/index.js';
 import { freePort } from '../support/free-port.js';
 import { pluginEnv, requestContext } from '../support/plugin-env.js';
 import { skipWithoutRedis, startRedis, testStores, type RedisServer } from '../support/redis.js';
-import { rejectsConfig } from '../support/node-run.js';
+import { assertConfigError } from '../support/node-run.js';
 
 const setCookies = (headers: Record<string, unknown>): string[] =>
   (headers['set-cookie'] as string[] | undefined) ?? [];
@@ -78,27 +78,27 @@ describe('sessions: settings', () => {
   });
 
   test('sessions: kvstore needs a known store; an empty secret and conflicting aliases are rejected', () => {
-    rejectsConfig(() => resolve({ session: { secret: 'k', storage: 'kvstore' } }), 'session.store');
-    rejectsConfig(
+    assertConfigError(() => resolve({ session: { secret: 'k', storage: 'kvstore' } }), 'session.store');
+    assertConfigError(
       () => resolve({ session: { secret: 'k', storage: 'kvstore', store: 'nope' } }),
       'session.store',
       /unknown store 'nope'/,
     );
-    rejectsConfig(
+    assertConfigError(
       () => resolve({ session_secret: 'k', session_storage: 'kvstore', session_store: 'nope' }),
       'session_store',
     );
-    rejectsConfig(() => resolve({ session: { secret: '' } }), 'session.secret');
-    rejectsConfig(
+    assertConfigError(() => resolve({ session: { secret: '' } }), 'session.secret');
+    assertConfigError(
       () => resolve({ session: { secret: 'a' }, session_secret: 'b' }),
       'session.secret',
       /conflicts/,
     );
-    rejectsConfig(
+    assertConfigError(
       () => resolve({ session: { secret: 'a', cookie: { name: 'bad name' } } }),
       'session.cookie.name',
     );
-    rejectsConfig(
+    assertConfigError(
       () => resolve({ session: { secret: 'a', cookie: { path: 'app' } } }),
       'session.cookie.path',
     );

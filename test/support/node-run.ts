@@ -3,12 +3,9 @@ import type { Context } from '../../src/core/context.js';
 import { NodeError } from '../../src/core/errors.js';
 import type { NodeInstance, PortResult } from '../../src/core/plugin.js';
 import { templateFor } from '../../src/template/index.js';
-import { pluginEnv, type TestEnvOptions, type TestPluginEnv } from '../support/plugin-env.js';
+import { pluginEnv, type TestEnvOptions, type TestPluginEnv } from './plugin-env.js';
 
-export {
-  assertConfigError as rejectsConfig,
-  assertSchemaRejects as rejectsSchema,
-} from '../support/assertions.js';
+export { assertConfigError, assertSchemaRejects } from './assertions.js';
 
 /** A plugin env whose templates are compiled for real; template warnings land in `warnings`. */
 export function templatedEnv(options: TestEnvOptions = {}, vars: NodeJS.ProcessEnv = {}): TestPluginEnv {
@@ -28,6 +25,11 @@ export function runNow<P extends string>(node: NodeInstance<P>, ctx: Context): P
   return port as PortResult<P>;
 }
 
+/** Runs the node and asserts it left through `success`. */
+export async function runOk(node: NodeInstance<'success'>, ctx: Context): Promise<void> {
+  assert.equal(await node.run(ctx), 'success');
+}
+
 /** Runs the node expecting a NodeError with `code` and `status`; returns it. */
 export async function failsWith(
   node: NodeInstance,
@@ -42,8 +44,8 @@ export async function failsWith(
     caught = err;
   }
   assert.ok(caught instanceof NodeError, `expected NodeError ${code}, got ${String(caught)}`);
-  assert.equal(caught.code, code);
-  assert.equal(caught.status, status);
+  assert.equal(caught.code, code, caught.message);
+  assert.equal(caught.status, status, caught.message);
   return caught;
 }
 

@@ -7,7 +7,7 @@ import { request } from '../../support/http.js';
 import { startGateway, type RunningGateway } from '../../support/in-process.js';
 import { instantiate, pluginEnv, requestContext } from '../../support/plugin-env.js';
 import { tempDir } from '../../support/temp-dir.js';
-import { bodyText, rejectsConfig, rejectsSchema, runNow } from '../../support/node-run.js';
+import { assertConfigError, assertSchemaRejects, bodyText, runNow } from '../../support/node-run.js';
 
 const MODEL = `[request_definition]
 r = sub, obj, act
@@ -121,7 +121,7 @@ describe('authz-casbin: model and policy files', () => {
   });
 
   test('authz-casbin: an unreadable file is rejected at load with its key', () => {
-    rejectsConfig(
+    assertConfigError(
       () =>
         instantiate(
           authzCasbin,
@@ -138,32 +138,32 @@ describe('authz-casbin: configuration', () => {
   const build = (config: Record<string, unknown>) => instantiate(authzCasbin, config);
 
   test('authz-casbin: exactly one source pair is required', () => {
-    rejectsConfig(() => build({}), 'model');
-    rejectsConfig(() => build({ model: MODEL }), 'policy');
-    rejectsConfig(() => build({ policy: POLICY }), 'model');
-    rejectsConfig(() => build({ model_path: '/m' }), 'policy_path');
-    rejectsConfig(() => build({ policy_path: '/p' }), 'model_path');
-    rejectsConfig(() => build({ model: MODEL, policy: POLICY, model_path: '/m' }), 'model', /not both/);
-    rejectsSchema(() => build({ model: MODEL, policy: POLICY, adapter: 'x' }), 'adapter');
+    assertConfigError(() => build({}), 'model');
+    assertConfigError(() => build({ model: MODEL }), 'policy');
+    assertConfigError(() => build({ policy: POLICY }), 'model');
+    assertConfigError(() => build({ model_path: '/m' }), 'policy_path');
+    assertConfigError(() => build({ policy_path: '/p' }), 'model_path');
+    assertConfigError(() => build({ model: MODEL, policy: POLICY, model_path: '/m' }), 'model', /not both/);
+    assertSchemaRejects(() => build({ model: MODEL, policy: POLICY, adapter: 'x' }), 'adapter');
   });
 
   test('authz-casbin: a malformed model, matcher or request definition is rejected at load', () => {
-    rejectsConfig(() => build({ model: 'not a model', policy: '' }), 'model');
-    rejectsConfig(() => build({ model: MODEL.replace('[matchers]', '[nothing]'), policy: '' }), 'model');
-    rejectsConfig(
+    assertConfigError(() => build({ model: 'not a model', policy: '' }), 'model');
+    assertConfigError(() => build({ model: MODEL.replace('[matchers]', '[nothing]'), policy: '' }), 'model');
+    assertConfigError(
       () => build({ model: MODEL.replace('m = g(r.sub', 'm = g((r.sub'), policy: POLICY }),
       'model',
     );
-    rejectsConfig(
+    assertConfigError(
       () => build({ model: MODEL.replace('r = sub, obj, act', 'r = sub, dom, obj, act'), policy: '' }),
       'model',
     );
   });
 
   test('authz-casbin: policy lines of unknown types or the wrong width are rejected with the line', () => {
-    rejectsConfig(() => build({ model: MODEL, policy: 'x, alice, /a, GET' }), 'policy', /line 1/);
-    rejectsConfig(() => build({ model: MODEL, policy: '\np, alice, /a' }), 'policy', /line 2.*takes 3/);
-    rejectsConfig(() => build({ model: MODEL, policy: 'g, alice' }), 'policy', /line 1/);
+    assertConfigError(() => build({ model: MODEL, policy: 'x, alice, /a, GET' }), 'policy', /line 1/);
+    assertConfigError(() => build({ model: MODEL, policy: '\np, alice, /a' }), 'policy', /line 2.*takes 3/);
+    assertConfigError(() => build({ model: MODEL, policy: 'g, alice' }), 'policy', /line 1/);
   });
 });
 

@@ -10,8 +10,8 @@ import { startGateway, type RunningGateway } from '../../support/in-process.js';
 import { deadPort, echo, startOrigin, type Origin } from '../../support/origins.js';
 import { instantiate, pluginEnv, requestContext } from '../../support/plugin-env.js';
 import { skipWithoutRedis, startRedis, testStores, type RedisServer } from '../../support/redis.js';
-import { failsWith, rejectsConfig, rejectsSchema } from '../../support/node-run.js';
 import { responseJson, runNode } from './helpers.js';
+import { assertConfigError, assertSchemaRejects, failsWith } from '../../support/node-run.js';
 
 const APP = 'http://app.test';
 const SECRET = 'casdoor session secret';
@@ -411,34 +411,34 @@ test('authz-casdoor: config rejections', () => {
   const base = { endpoint_addr: 'http://door.test', client_id: 'c', client_secret: 's' };
   const build = (config: Record<string, unknown>, env = pluginEnv()) =>
     instantiate(authzCasdoor, config, env);
-  rejectsSchema(() => build({ client_id: 'c', client_secret: 's' }), 'endpoint_addr');
-  rejectsSchema(() => build({ endpoint_addr: 'http://door.test', client_secret: 's' }), 'client_id');
-  rejectsSchema(() => build({ endpoint_addr: 'http://door.test', client_id: 'c' }), 'client_secret');
-  rejectsConfig(() => build({ ...base, endpoint_addr: 'door.test' }), 'endpoint_addr', /absolute URL/);
-  rejectsConfig(() => build({ ...base, session_secret: 'k' }), 'callback_url', /required/);
-  rejectsConfig(() => build({ ...base, session_secret: 'k', callback_url: '/callback' }), 'callback_url');
-  rejectsConfig(
+  assertSchemaRejects(() => build({ client_id: 'c', client_secret: 's' }), 'endpoint_addr');
+  assertSchemaRejects(() => build({ endpoint_addr: 'http://door.test', client_secret: 's' }), 'client_id');
+  assertSchemaRejects(() => build({ endpoint_addr: 'http://door.test', client_id: 'c' }), 'client_secret');
+  assertConfigError(() => build({ ...base, endpoint_addr: 'door.test' }), 'endpoint_addr', /absolute URL/);
+  assertConfigError(() => build({ ...base, session_secret: 'k' }), 'callback_url', /required/);
+  assertConfigError(() => build({ ...base, session_secret: 'k', callback_url: '/callback' }), 'callback_url');
+  assertConfigError(
     () =>
       build({ ...base, callback_url: 'https://app/cb', session: { secret: 'k', cookie: { path: '/app' } } }),
     'session.cookie.path',
     /does not cover/,
   );
-  rejectsConfig(
+  assertConfigError(
     () =>
       build({ ...base, callback_url: 'https://app/cb', session_secret: 'k', session_cookie_path: '/app' }),
     'session_cookie_path',
   );
-  rejectsConfig(() => build({ ...base, logout_path: 'logout' }), 'logout_path');
-  rejectsConfig(
+  assertConfigError(() => build({ ...base, logout_path: 'logout' }), 'logout_path');
+  assertConfigError(
     () => build({ ...base, session_secret: '', callback_url: 'https://app/cb' }),
     'session_secret',
   );
-  rejectsConfig(
+  assertConfigError(
     () => build({ ...base, callback_url: 'https://app/cb', session: { secret: 'k', storage: 'redis' } }),
     'session.store',
   );
-  rejectsSchema(() => build({ ...base, timeout: 0 }), 'timeout');
-  rejectsSchema(() => build({ ...base, cookie: { secret: 'k' } }), 'cookie');
+  assertSchemaRejects(() => build({ ...base, timeout: 0 }), 'timeout');
+  assertSchemaRejects(() => build({ ...base, cookie: { secret: 'k' } }), 'cookie');
   const env = pluginEnv();
   void build({ ...base, callback_url: 'https://app/cb' }, env).close?.();
   assert.match(env.warnings[0]?.message ?? '', /no effect without a session secret/);

@@ -8,8 +8,8 @@ import { startGateway, type RunningGateway } from '../../support/in-process.js';
 import { startKeycloakServer, type KeycloakServer } from '../../support/keycloak-server.js';
 import { deadPort, echo, startOrigin, type Origin } from '../../support/origins.js';
 import { instantiate, pluginEnv, requestContext } from '../../support/plugin-env.js';
-import { failsWith, rejectsConfig, rejectsSchema } from '../../support/node-run.js';
 import { responseJson, runNode } from './helpers.js';
+import { assertConfigError, assertSchemaRejects, failsWith } from '../../support/node-run.js';
 
 let kc: KeycloakServer;
 let backend: Origin;
@@ -185,17 +185,23 @@ test('authz-keycloak: Keycloak unreachable or slower than timeout → 502 AUTHZ_
 
 test('authz-keycloak: config rejections', () => {
   const base = { token_endpoint: 'http://kc/token', client_id: 'c' };
-  rejectsSchema(() => instantiate(authzKeycloak, { client_id: 'c' }), 'token_endpoint');
-  rejectsSchema(() => instantiate(authzKeycloak, { token_endpoint: 'http://kc/token' }), 'client_id');
-  rejectsConfig(() => instantiate(authzKeycloak, { ...base, token_endpoint: '/token' }), 'token_endpoint');
-  rejectsConfig(() => instantiate(authzKeycloak, { ...base, token_endpoint: 'ldap://kc' }), 'token_endpoint');
-  rejectsSchema(
+  assertSchemaRejects(() => instantiate(authzKeycloak, { client_id: 'c' }), 'token_endpoint');
+  assertSchemaRejects(() => instantiate(authzKeycloak, { token_endpoint: 'http://kc/token' }), 'client_id');
+  assertConfigError(
+    () => instantiate(authzKeycloak, { ...base, token_endpoint: '/token' }),
+    'token_endpoint',
+  );
+  assertConfigError(
+    () => instantiate(authzKeycloak, { ...base, token_endpoint: 'ldap://kc' }),
+    'token_endpoint',
+  );
+  assertSchemaRejects(
     () => instantiate(authzKeycloak, { ...base, policy_enforcement_mode: 'LAX' }),
     'policy_enforcement_mode',
   );
-  rejectsSchema(() => instantiate(authzKeycloak, { ...base, timeout: 0 }), 'timeout');
-  rejectsSchema(() => instantiate(authzKeycloak, { ...base, permissions: 'orders' }), 'permissions');
-  rejectsSchema(
+  assertSchemaRejects(() => instantiate(authzKeycloak, { ...base, timeout: 0 }), 'timeout');
+  assertSchemaRejects(() => instantiate(authzKeycloak, { ...base, permissions: 'orders' }), 'permissions');
+  assertSchemaRejects(
     () => instantiate(authzKeycloak, { ...base, discovery: 'http://kc/.well-known' }),
     'discovery',
   );

@@ -12,7 +12,7 @@ import { deadPort, createTestPki, type TestPki } from '../../support/origins.js'
 import { instantiate, requestContext } from '../../support/plugin-env.js';
 import { skipWithoutRedis, startRedis, testStores, type RedisServer } from '../../support/redis.js';
 import { waitFor } from '../../support/wait.js';
-import { failsWith, rejectsConfig, rejectsSchema, templatedEnv } from '../../support/node-run.js';
+import { assertConfigError, assertSchemaRejects, failsWith, templatedEnv } from '../../support/node-run.js';
 
 const SECRET = 'correct horse battery staple';
 
@@ -55,18 +55,18 @@ describe('cas-auth: configuration', () => {
   const build = (config: Record<string, unknown>) => instantiate(casAuth, config, templatedEnv({ stores }));
 
   test('cas-auth: a missing idp_uri is a schema error; a blank or relative one a config error', () => {
-    rejectsSchema(() => build({}), 'idp_uri');
-    rejectsConfig(() => build({ idp_uri: '   ' }), 'idp_uri', /blank/);
-    rejectsConfig(() => build({ idp_uri: '/cas' }), 'idp_uri');
-    rejectsConfig(() => build({ idp_uri: 'ftp://cas.test/cas' }), 'idp_uri');
+    assertSchemaRejects(() => build({}), 'idp_uri');
+    assertConfigError(() => build({ idp_uri: '   ' }), 'idp_uri', /blank/);
+    assertConfigError(() => build({ idp_uri: '/cas' }), 'idp_uri');
+    assertConfigError(() => build({ idp_uri: 'ftp://cas.test/cas' }), 'idp_uri');
   });
 
   test('cas-auth: kvstore storage needs a declared store (nested and flat spellings)', () => {
-    rejectsConfig(
+    assertConfigError(
       () => build({ idp_uri: 'http://cas.test', session: { secret: 's', storage: 'kvstore' } }),
       'session.store',
     );
-    rejectsConfig(
+    assertConfigError(
       () =>
         build({
           idp_uri: 'http://cas.test',
@@ -83,20 +83,20 @@ describe('cas-auth: configuration', () => {
   });
 
   test('cas-auth: other rejections: empty secret, conflicting aliases, bad logout_path, unknown key', () => {
-    rejectsConfig(() => build({ idp_uri: 'http://cas.test', session_secret: '' }), 'session_secret');
-    rejectsConfig(
+    assertConfigError(() => build({ idp_uri: 'http://cas.test', session_secret: '' }), 'session_secret');
+    assertConfigError(
       () => build({ idp_uri: 'http://cas.test', session: { secret: 'a' }, session_secret: 'b' }),
       'session.secret',
     );
-    rejectsConfig(
+    assertConfigError(
       () => build({ idp_uri: 'http://cas.test', session_secret: 'a', logout_path: 'logout' }),
       'logout_path',
     );
-    rejectsSchema(
+    assertSchemaRejects(
       () => build({ idp_uri: 'http://cas.test', session: { secret: 'a', storage: 'disk' } }),
       'session.storage',
     );
-    rejectsSchema(() => build({ idp_uri: 'http://cas.test', tickets: 'x' }), 'tickets');
+    assertSchemaRejects(() => build({ idp_uri: 'http://cas.test', tickets: 'x' }), 'tickets');
   });
 
   test('cas-auth: an unknown store fails compilation with the node path', async () => {

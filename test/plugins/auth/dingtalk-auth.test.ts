@@ -9,8 +9,8 @@ import { request } from '../../support/http.js';
 import { startGateway, type RunningGateway } from '../../support/in-process.js';
 import { deadPort, echo, startOrigin, type Origin } from '../../support/origins.js';
 import { instantiate, pluginEnv, requestContext } from '../../support/plugin-env.js';
-import { failsWith, rejectsConfig, rejectsSchema } from '../../support/node-run.js';
 import { responseJson, runNode } from './helpers.js';
+import { assertConfigError, assertSchemaRejects, failsWith } from '../../support/node-run.js';
 
 let dt: DingtalkServer;
 let backend: Origin;
@@ -260,21 +260,24 @@ describe('dingtalk-auth: session mode', () => {
 
 test('dingtalk-auth: config rejections', () => {
   const base = { app_key: 'k', app_secret: 's' };
-  rejectsSchema(() => instantiate(dingtalkAuth, { app_secret: 's' }), 'app_key');
-  rejectsSchema(() => instantiate(dingtalkAuth, { app_key: 'k' }), 'app_secret');
-  rejectsConfig(
+  assertSchemaRejects(() => instantiate(dingtalkAuth, { app_secret: 's' }), 'app_key');
+  assertSchemaRejects(() => instantiate(dingtalkAuth, { app_key: 'k' }), 'app_secret');
+  assertConfigError(
     () => instantiate(dingtalkAuth, { ...base, access_token_url: 'api.dingtalk.com/token' }),
     'access_token_url',
   );
-  rejectsConfig(() => instantiate(dingtalkAuth, { ...base, userinfo_url: 'ftp://oapi' }), 'userinfo_url');
-  rejectsSchema(() => instantiate(dingtalkAuth, { ...base, timeout: 0 }), 'timeout');
-  rejectsSchema(() => instantiate(dingtalkAuth, { ...base, secret_fallbacks: ['x'] }), 'secret_fallbacks');
-  rejectsConfig(
+  assertConfigError(() => instantiate(dingtalkAuth, { ...base, userinfo_url: 'ftp://oapi' }), 'userinfo_url');
+  assertSchemaRejects(() => instantiate(dingtalkAuth, { ...base, timeout: 0 }), 'timeout');
+  assertSchemaRejects(
+    () => instantiate(dingtalkAuth, { ...base, secret_fallbacks: ['x'] }),
+    'secret_fallbacks',
+  );
+  assertConfigError(
     () => instantiate(dingtalkAuth, { ...base, session_secret: 'x' }),
     'redirect_uri',
     /required/,
   );
-  rejectsConfig(
+  assertConfigError(
     () => instantiate(dingtalkAuth, { ...base, session: { secret: '' }, redirect_uri: 'https://l' }),
     'session.secret',
   );

@@ -8,8 +8,8 @@ import { request } from '../../support/http.js';
 import { startGateway, type RunningGateway } from '../../support/in-process.js';
 import { deadPort, echo, startOrigin, type Origin } from '../../support/origins.js';
 import { instantiate, pluginEnv, requestContext } from '../../support/plugin-env.js';
-import { failsWith, rejectsConfig, rejectsSchema } from '../../support/node-run.js';
 import { responseJson, runNode } from './helpers.js';
+import { assertConfigError, assertSchemaRejects, failsWith } from '../../support/node-run.js';
 
 const REDIRECT = 'http://127.0.0.1:18081/feishu/callback';
 let fs: FeishuServer;
@@ -248,29 +248,32 @@ describe('feishu-auth: session mode', () => {
 
 test('feishu-auth: config rejections', () => {
   const base = { app_id: 'i', app_secret: 's', auth_redirect_uri: 'https://app.test/cb' };
-  rejectsSchema(
+  assertSchemaRejects(
     () => instantiate(feishuAuth, { app_secret: 's', auth_redirect_uri: 'https://a/cb' }),
     'app_id',
   );
-  rejectsSchema(
+  assertSchemaRejects(
     () => instantiate(feishuAuth, { app_id: 'i', auth_redirect_uri: 'https://a/cb' }),
     'app_secret',
   );
-  rejectsSchema(() => instantiate(feishuAuth, { app_id: 'i', app_secret: 's' }), 'auth_redirect_uri');
-  rejectsConfig(() => instantiate(feishuAuth, { ...base, auth_redirect_uri: '/cb' }), 'auth_redirect_uri');
-  rejectsConfig(
+  assertSchemaRejects(() => instantiate(feishuAuth, { app_id: 'i', app_secret: 's' }), 'auth_redirect_uri');
+  assertConfigError(
+    () => instantiate(feishuAuth, { ...base, auth_redirect_uri: '/cb' }),
+    'auth_redirect_uri',
+  );
+  assertConfigError(
     () => instantiate(feishuAuth, { ...base, access_token_url: 'open.feishu.cn/token' }),
     'access_token_url',
   );
-  rejectsConfig(() => instantiate(feishuAuth, { ...base, userinfo_url: 'ws://feishu' }), 'userinfo_url');
-  rejectsSchema(() => instantiate(feishuAuth, { ...base, timeout: 0 }), 'timeout');
-  rejectsSchema(() => instantiate(feishuAuth, { ...base, cookie_expires_in: 60 }), 'cookie_expires_in');
-  rejectsConfig(
+  assertConfigError(() => instantiate(feishuAuth, { ...base, userinfo_url: 'ws://feishu' }), 'userinfo_url');
+  assertSchemaRejects(() => instantiate(feishuAuth, { ...base, timeout: 0 }), 'timeout');
+  assertSchemaRejects(() => instantiate(feishuAuth, { ...base, cookie_expires_in: 60 }), 'cookie_expires_in');
+  assertConfigError(
     () => instantiate(feishuAuth, { ...base, session: { secret: 'x' } }),
     'redirect_uri',
     /required/,
   );
-  rejectsConfig(
+  assertConfigError(
     () =>
       instantiate(feishuAuth, {
         ...base,

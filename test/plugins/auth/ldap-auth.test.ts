@@ -9,7 +9,7 @@ import { deadPort } from '../../support/origins.js';
 import { instantiate, pluginEnv, requestContext } from '../../support/plugin-env.js';
 import { skipWithoutSlapd, SLAPD_PEOPLE, startSlapd, type SlapdServer } from '../../support/slapd.js';
 import { waitFor } from '../../support/wait.js';
-import { bodyText, failsWith, rejectsConfig, rejectsSchema } from '../../support/node-run.js';
+import { assertConfigError, assertSchemaRejects, bodyText, failsWith } from '../../support/node-run.js';
 
 const basic = (user: string, password: string): string =>
   `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
@@ -21,17 +21,17 @@ describe('ldap-auth: configuration', () => {
   const build = (config: Record<string, unknown>) => instantiate(ldapAuth, config);
 
   test('ldap-auth: base_dn and ldap_uri are required; blank or non-LDAP values are rejected', () => {
-    rejectsSchema(() => build({ ldap_uri: 'ldap://127.0.0.1' }), 'base_dn');
-    rejectsSchema(() => build({ base_dn: 'dc=x' }), 'ldap_uri');
-    rejectsConfig(() => build({ base_dn: '  ', ldap_uri: 'ldap://127.0.0.1' }), 'base_dn', /blank/);
-    rejectsConfig(() => build({ base_dn: 'dc=x', ldap_uri: '' }), 'ldap_uri', /blank/);
-    rejectsConfig(() => build({ base_dn: 'dc=x', ldap_uri: 'http://127.0.0.1' }), 'ldap_uri');
-    rejectsConfig(() => build({ base_dn: 'dc=x', ldap_uri: 'not a uri' }), 'ldap_uri');
+    assertSchemaRejects(() => build({ ldap_uri: 'ldap://127.0.0.1' }), 'base_dn');
+    assertSchemaRejects(() => build({ base_dn: 'dc=x' }), 'ldap_uri');
+    assertConfigError(() => build({ base_dn: '  ', ldap_uri: 'ldap://127.0.0.1' }), 'base_dn', /blank/);
+    assertConfigError(() => build({ base_dn: 'dc=x', ldap_uri: '' }), 'ldap_uri', /blank/);
+    assertConfigError(() => build({ base_dn: 'dc=x', ldap_uri: 'http://127.0.0.1' }), 'ldap_uri');
+    assertConfigError(() => build({ base_dn: 'dc=x', ldap_uri: 'not a uri' }), 'ldap_uri');
   });
 
   test('ldap-auth: uid must be an attribute name; unknown keys are rejected', () => {
-    rejectsConfig(() => build({ base_dn: 'dc=x', ldap_uri: 'ldap://h', uid: 'cn,ou=x' }), 'uid');
-    rejectsSchema(() => build({ base_dn: 'dc=x', ldap_uri: 'ldap://h', bind_dn: 'x' }), 'bind_dn');
+    assertConfigError(() => build({ base_dn: 'dc=x', ldap_uri: 'ldap://h', uid: 'cn,ou=x' }), 'uid');
+    assertSchemaRejects(() => build({ base_dn: 'dc=x', ldap_uri: 'ldap://h', bind_dn: 'x' }), 'bind_dn');
     assert.ok(build({ base_dn: 'dc=x', ldap_uri: 'ldap://h', uid: '0.9.2342.19200300.100.1.1' }));
   });
 

@@ -8,8 +8,8 @@ import { startGateway, type RunningGateway } from '../../support/in-process.js';
 import { startOpaServer, type OpaServer } from '../../support/opa-server.js';
 import { deadPort, echo, startOrigin, type Origin } from '../../support/origins.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
-import { bodyText, failsWith, rejectsConfig, rejectsSchema } from '../../support/node-run.js';
 import { responseJson, runNode } from './helpers.js';
+import { assertConfigError, assertSchemaRejects, bodyText, failsWith } from '../../support/node-run.js';
 
 let server: OpaServer;
 let backend: Origin;
@@ -248,14 +248,17 @@ test('opa: a client that goes away mid-callout is UPSTREAM_CLIENT_ABORTED, not a
 });
 
 test('opa: config rejections', () => {
-  rejectsSchema(() => instantiate(opa, { policy: 'p' }), 'host');
-  rejectsSchema(() => instantiate(opa, { host: 'http://opa' }), 'policy');
-  rejectsConfig(() => instantiate(opa, { host: 'opa/v1', policy: 'p' }), 'host', /absolute URL/);
-  rejectsConfig(() => instantiate(opa, { host: 'ftp://opa', policy: 'p' }), 'host', /http/);
-  rejectsConfig(() => instantiate(opa, { host: 'http://opa', policy: '///' }), 'policy');
-  rejectsSchema(() => instantiate(opa, { host: 'http://opa', policy: 'p', timeout: 0 }), 'timeout');
-  rejectsSchema(() => instantiate(opa, { host: 'http://opa', policy: 'p', keepalive: true }), 'keepalive');
-  rejectsSchema(
+  assertSchemaRejects(() => instantiate(opa, { policy: 'p' }), 'host');
+  assertSchemaRejects(() => instantiate(opa, { host: 'http://opa' }), 'policy');
+  assertConfigError(() => instantiate(opa, { host: 'opa/v1', policy: 'p' }), 'host', /absolute URL/);
+  assertConfigError(() => instantiate(opa, { host: 'ftp://opa', policy: 'p' }), 'host', /http/);
+  assertConfigError(() => instantiate(opa, { host: 'http://opa', policy: '///' }), 'policy');
+  assertSchemaRejects(() => instantiate(opa, { host: 'http://opa', policy: 'p', timeout: 0 }), 'timeout');
+  assertSchemaRejects(
+    () => instantiate(opa, { host: 'http://opa', policy: 'p', keepalive: true }),
+    'keepalive',
+  );
+  assertSchemaRejects(
     () => instantiate(opa, { host: 'http://opa', policy: 'p', send_headers_upstream: 'x-user' }),
     'send_headers_upstream',
   );

@@ -10,7 +10,7 @@ import { startIdp, type TestIdp } from '../../support/oidc-idp.js';
 import { deadPort } from '../../support/origins.js';
 import { instantiate, pluginEnv, requestContext } from '../../support/plugin-env.js';
 import { skipWithoutRedis, startRedis, type RedisServer } from '../../support/redis.js';
-import { bodyText, failsWith, rejectsConfig, rejectsSchema } from '../../support/node-run.js';
+import { assertConfigError, assertSchemaRejects, bodyText, failsWith } from '../../support/node-run.js';
 
 const CLIENT = { clientId: 'gateway', clientSecret: 'gateway-secret' };
 const SECRET = 'oidc session secret for tests';
@@ -65,15 +65,15 @@ describe('openid-connect: configuration', () => {
   };
 
   test('openid-connect: a JWKS source or an introspection endpoint is required', () => {
-    rejectsConfig(() => build({}), '', /JWKS source/);
-    rejectsConfig(() => build({ discovery: 'not a url' }), 'discovery');
-    rejectsConfig(() => build({ jwks_uri: 'ftp://idp.test/jwks' }), 'jwks_uri');
+    assertConfigError(() => build({}), '', /JWKS source/);
+    assertConfigError(() => build({ discovery: 'not a url' }), 'discovery');
+    assertConfigError(() => build({ jwks_uri: 'ftp://idp.test/jwks' }), 'jwks_uri');
     assert.ok(build({ jwks_uri: 'http://idp.test/jwks' }));
   });
 
   test('openid-connect: introspection needs client credentials', () => {
-    rejectsConfig(() => build({ introspection_endpoint: 'http://idp.test/i' }), 'client_id');
-    rejectsConfig(
+    assertConfigError(() => build({ introspection_endpoint: 'http://idp.test/i' }), 'client_id');
+    assertConfigError(
       () => build({ introspection_endpoint: 'http://idp.test/i', client_id: 'c' }),
       'client_secret',
     );
@@ -82,37 +82,37 @@ describe('openid-connect: configuration', () => {
 
   test('openid-connect: only asymmetric algorithms; audience matching needs client_id', () => {
     const jwks = { jwks_uri: 'http://idp.test/jwks' };
-    rejectsConfig(
+    assertConfigError(
       () => build({ ...jwks, token_signing_alg_values_expected: 'HS256' }),
       'token_signing_alg_values_expected',
     );
-    rejectsConfig(
+    assertConfigError(
       () => build({ ...jwks, token_signing_alg_values_expected: ['none'] }),
       'token_signing_alg_values_expected',
     );
     assert.ok(build({ ...jwks, token_signing_alg_values_expected: 'RS256, ES256' }));
-    rejectsConfig(
+    assertConfigError(
       () => build({ ...jwks, claim_validator: { audience: { match_with_client_id: true } } }),
       'claim_validator.audience.match_with_client_id',
     );
-    rejectsSchema(
+    assertSchemaRejects(
       () => build({ ...jwks, claim_validator: { audience: { aud: 'x' } } }),
       'claim_validator.audience.aud',
     );
-    rejectsSchema(() => build({ ...jwks, unknown_key: 1 }), 'unknown_key');
+    assertSchemaRejects(() => build({ ...jwks, unknown_key: 1 }), 'unknown_key');
   });
 
   test('openid-connect: interactive mode needs a session secret, client credentials and redirect_uri', () => {
     assert.ok(build(interactive));
     const without = (key: string) =>
       Object.fromEntries(Object.entries(interactive).filter(([k]) => k !== key));
-    rejectsConfig(() => build(without('session_secret')), 'session.secret');
-    rejectsConfig(() => build({ ...interactive, session_secret: '' }), 'session_secret');
-    rejectsConfig(() => build(without('client_secret')), 'client_secret');
-    rejectsConfig(() => build(without('client_id')), 'client_id');
-    rejectsConfig(() => build(without('redirect_uri')), 'redirect_uri');
-    rejectsConfig(() => build({ ...interactive, redirect_uri: '//evil.test/cb' }), 'redirect_uri');
-    rejectsConfig(
+    assertConfigError(() => build(without('session_secret')), 'session.secret');
+    assertConfigError(() => build({ ...interactive, session_secret: '' }), 'session_secret');
+    assertConfigError(() => build(without('client_secret')), 'client_secret');
+    assertConfigError(() => build(without('client_id')), 'client_id');
+    assertConfigError(() => build(without('redirect_uri')), 'redirect_uri');
+    assertConfigError(() => build({ ...interactive, redirect_uri: '//evil.test/cb' }), 'redirect_uri');
+    assertConfigError(
       () => build({ ...without('discovery'), jwks_uri: 'http://idp.test/jwks' }),
       'authorization_endpoint',
     );
@@ -127,7 +127,7 @@ describe('openid-connect: configuration', () => {
   });
 
   test('openid-connect: the session cookie path must cover the redirect_uri path', () => {
-    rejectsConfig(
+    assertConfigError(
       () => build({ ...interactive, session: { secret: 'x', cookie: { path: '/app' } } }),
       'session.cookie.path',
       /login would loop/,
@@ -136,8 +136,8 @@ describe('openid-connect: configuration', () => {
   });
 
   test('openid-connect: kvstore sessions need a declared store', () => {
-    rejectsConfig(() => build({ ...interactive, session_storage: 'redis' }), 'session.store');
-    rejectsConfig(
+    assertConfigError(() => build({ ...interactive, session_storage: 'redis' }), 'session.store');
+    assertConfigError(
       () => build({ ...interactive, session: { secret: 'x', storage: 'kvstore', store: 'ghost' } }),
       'session.store',
       /unknown store/,

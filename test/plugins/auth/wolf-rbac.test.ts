@@ -8,8 +8,8 @@ import { startGateway, type RunningGateway } from '../../support/in-process.js';
 import { deadPort, echo, startOrigin, type Origin } from '../../support/origins.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
 import { startWolfServer, type WolfServer } from '../../support/wolf-server.js';
-import { failsWith, rejectsConfig, rejectsSchema } from '../../support/node-run.js';
 import { responseJson, runNode } from './helpers.js';
+import { assertConfigError, assertSchemaRejects, failsWith } from '../../support/node-run.js';
 
 let wolf: WolfServer;
 let backend: Origin;
@@ -168,11 +168,11 @@ test('wolf-rbac: no decision (500, non-JSON 200, reset) → 502 WOLF_RBAC_UPSTRE
 });
 
 test('wolf-rbac: config rejections and defaults', () => {
-  rejectsConfig(() => instantiate(wolfRbac, { server: 'wolf:12180' }), 'server');
-  rejectsConfig(() => instantiate(wolfRbac, { server: 'tcp://wolf' }), 'server');
-  rejectsSchema(() => instantiate(wolfRbac, { timeout_ms: 0 }), 'timeout_ms');
-  rejectsSchema(() => instantiate(wolfRbac, { appid: '' }), 'appid');
-  rejectsSchema(() => instantiate(wolfRbac, { rejected_code: 403 }), 'rejected_code');
+  assertConfigError(() => instantiate(wolfRbac, { server: 'wolf:12180' }), 'server');
+  assertConfigError(() => instantiate(wolfRbac, { server: 'tcp://wolf' }), 'server');
+  assertSchemaRejects(() => instantiate(wolfRbac, { timeout_ms: 0 }), 'timeout_ms');
+  assertSchemaRejects(() => instantiate(wolfRbac, { appid: '' }), 'appid');
+  assertSchemaRejects(() => instantiate(wolfRbac, { rejected_code: 403 }), 'rejected_code');
   const node = instantiate(wolfRbac, {});
   void node.close?.();
 });

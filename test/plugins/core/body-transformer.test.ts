@@ -5,10 +5,10 @@ import { bodyTransformer } from '../../../src/plugins/core/body-transformer/inde
 import { parseXml } from '../../../src/plugins/core/body-transformer/xml.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
 import {
+  assertConfigError,
+  assertSchemaRejects,
   bodyText,
   failsWith,
-  rejectsConfig,
-  rejectsSchema,
   runNow,
   templatedEnv,
 } from '../../support/node-run.js';
@@ -134,21 +134,21 @@ test('body-transformer: only a response template reads the response body (stream
 });
 
 test('body-transformer: config rejections', () => {
-  rejectsConfig(() => instantiate(bodyTransformer, {}), '', /request.*response/);
-  rejectsConfig(
+  assertConfigError(() => instantiate(bodyTransformer, {}), '', /request.*response/);
+  assertConfigError(
     () => instantiate(bodyTransformer, { request: { template: 'a {{body.x' } }),
     'request.template',
     /unclosed/,
   );
-  rejectsConfig(
+  assertConfigError(
     () => instantiate(bodyTransformer, { response: { template: 'x', template_is_base64: true } }),
     'response.template_is_base64',
   );
-  rejectsSchema(
+  assertSchemaRejects(
     () => instantiate(bodyTransformer, { request: { template: 'x', input_format: 'yaml' } }),
     'request.input_format',
   );
-  rejectsSchema(() => instantiate(bodyTransformer, { request: {} }), 'request.template');
+  assertSchemaRejects(() => instantiate(bodyTransformer, { request: {} }), 'request.template');
 });
 
 test('body-transformer: L6 XML elements named constructor, toString, hasOwnProperty and __proto__ are ordinary values', () => {

@@ -4,8 +4,8 @@ import type { PluginDefinition } from '../../../src/core/plugin.js';
 import { read, startAdmin, type AdminHarness } from '../../admin/harness.js';
 import type { Origin } from '../../support/origins.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
-import { rejectsSchema, runNow } from '../../support/node-run.js';
 import { startSlowOrigin } from '../streaming-probe.js';
+import { assertSchemaRejects, runNow } from '../../support/node-run.js';
 
 /** The behaviours gzip and brotli share, run against one of them. */
 export function compressionCases(
@@ -81,10 +81,10 @@ export function compressionCases(
   });
 
   test(`${type}: config rejections`, () => {
-    rejectsSchema(() => instantiate(plugin, { comp_level: levels.invalid }), 'comp_level');
-    rejectsSchema(() => instantiate(plugin, { min_length: 0 }), 'min_length');
-    rejectsSchema(() => instantiate(plugin, { types: [] }), 'types');
-    rejectsSchema(() => instantiate(plugin, { level: 3 }), 'level');
+    assertSchemaRejects(() => instantiate(plugin, { comp_level: levels.invalid }), 'comp_level');
+    assertSchemaRejects(() => instantiate(plugin, { min_length: 0 }), 'min_length');
+    assertSchemaRejects(() => instantiate(plugin, { types: [] }), 'types');
+    assertSchemaRejects(() => instantiate(plugin, { level: 3 }), 'level');
   });
 
   const harnesses: AdminHarness[] = [];

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { degraphql } from '../../../src/plugins/core/degraphql.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
-import { failsWith, rejectsConfig, rejectsSchema, runNow } from '../../support/node-run.js';
+import { assertConfigError, assertSchemaRejects, failsWith, runNow } from '../../support/node-run.js';
 
 const QUERY = 'query ($name: String!, $age: Int) { persons(filter: { name: $name, age: $age }) { id name } }';
 
@@ -54,9 +54,9 @@ test('degraphql: a body needed for variables that is not JSON → 400 INVALID_RE
 });
 
 test('degraphql: config rejections', () => {
-  rejectsSchema(() => instantiate(degraphql, {}), 'query');
-  rejectsSchema(() => instantiate(degraphql, { query: 'x'.repeat(1025) }), 'query');
-  rejectsSchema(() => instantiate(degraphql, { query: QUERY, variables: [] }), 'variables');
-  rejectsConfig(() => instantiate(degraphql, { query: '{ a { b }' }), 'query', /unbalanced/);
-  rejectsConfig(() => instantiate(degraphql, { query: 'query' }), 'query', /selection/);
+  assertSchemaRejects(() => instantiate(degraphql, {}), 'query');
+  assertSchemaRejects(() => instantiate(degraphql, { query: 'x'.repeat(1025) }), 'query');
+  assertSchemaRejects(() => instantiate(degraphql, { query: QUERY, variables: [] }), 'variables');
+  assertConfigError(() => instantiate(degraphql, { query: '{ a { b }' }), 'query', /unbalanced/);
+  assertConfigError(() => instantiate(degraphql, { query: 'query' }), 'query', /selection/);
 });

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { proxyRewrite } from '../../../src/plugins/core/proxy-rewrite.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
-import { assertConfigError, assertSchemaRejects, liveEnv, runSync } from '../security/helpers.js';
 import { LINEAR_BOUND_MS, redosPath, timed } from '../../support/redos.js';
+import { assertConfigError, assertSchemaRejects, runNow, templatedEnv } from '../../support/node-run.js';
 
 test('proxy-rewrite: strip_path_prefix then add_path_prefix rewrite the path, query kept', () => {
   const node = instantiate(proxyRewrite, { strip_path_prefix: '/api', add_path_prefix: '/v2/' });
@@ -11,20 +11,20 @@ test('proxy-rewrite: strip_path_prefix then add_path_prefix rewrite the path, qu
   assert.equal(node.run(ctx), 'success');
   assert.equal(ctx.request.url, '/v2/users?page=2');
   const root = requestContext({ url: '/api' });
-  runSync(instantiate(proxyRewrite, { strip_path_prefix: '/api' }), root);
+  runNow(instantiate(proxyRewrite, { strip_path_prefix: '/api' }), root);
   assert.equal(root.request.path, '/');
   const other = requestContext({ url: '/other' });
-  runSync(instantiate(proxyRewrite, { strip_path_prefix: '/api' }), other);
+  runNow(instantiate(proxyRewrite, { strip_path_prefix: '/api' }), other);
   assert.equal(other.request.path, '/other');
 });
 
 test('proxy-rewrite: uri replaces the path (and the query when it has one); templated', () => {
-  const node = instantiate(proxyRewrite, { uri: '/users/{{request.headers.x-user}}' }, liveEnv());
+  const node = instantiate(proxyRewrite, { uri: '/users/{{request.headers.x-user}}' }, templatedEnv());
   const ctx = requestContext({ url: '/me?x=1', headers: { host: 'gw', 'x-user': '42' } });
-  runSync(node, ctx);
+  runNow(node, ctx);
   assert.equal(ctx.request.url, '/users/42?x=1');
   const withQuery = requestContext({ url: '/me?x=1' });
-  runSync(instantiate(proxyRewrite, { uri: '/search?q={{request.method}}' }, liveEnv()), withQuery);
+  runNow(instantiate(proxyRewrite, { uri: '/search?q={{request.method}}' }, templatedEnv()), withQuery);
   assert.equal(withQuery.request.path, '/search');
   assert.equal(withQuery.request.rawQuery, 'q=GET');
 });
@@ -34,13 +34,13 @@ test('proxy-rewrite: regex_uri rewrites with the first matching pair; uri wins o
     regex_uri: ['^/nomatch/(.*)', '/x/$1', '^/api/v(\\d+)/(.*)', '/$2/v$1'],
   });
   const ctx = requestContext({ url: '/api/v3/items?a=b' });
-  runSync(node, ctx);
+  runNow(node, ctx);
   assert.equal(ctx.request.url, '/items/v3?a=b');
   const untouched = requestContext({ url: '/else' });
-  runSync(node, untouched);
+  runNow(node, untouched);
   assert.equal(untouched.request.path, '/else');
   const both = requestContext({ url: '/api/v3/items' });
-  runSync(instantiate(proxyRewrite, { uri: '/fixed', regex_uri: ['.*', '/regex'] }, liveEnv()), both);
+  runNow(instantiate(proxyRewrite, { uri: '/fixed', regex_uri: ['.*', '/regex'] }, templatedEnv()), both);
   assert.equal(both.request.path, '/fixed');
 });
 
@@ -48,10 +48,10 @@ test('proxy-rewrite: method and host are replaced; host templated', () => {
   const node = instantiate(
     proxyRewrite,
     { method: 'POST', host: '{{request.headers.x-tenant}}.internal' },
-    liveEnv(),
+    templatedEnv(),
   );
   const ctx = requestContext({ method: 'GET', headers: { host: 'gw', 'x-tenant': 'acme' } });
-  runSync(node, ctx);
+  runNow(node, ctx);
   assert.equal(ctx.request.method, 'POST');
   assert.equal(ctx.request.host, 'acme.internal');
   assert.equal(ctx.request.headers.host, 'acme.internal');
@@ -61,10 +61,10 @@ test('proxy-rewrite: add_headers append (templated), remove_headers delete', () 
   const node = instantiate(
     proxyRewrite,
     { add_headers: { 'X-Tpl': 'm={{request.method}} $keep', 'x-num': 2 }, remove_headers: ['X-Internal'] },
-    liveEnv(),
+    templatedEnv(),
   );
   const ctx = requestContext({ headers: { host: 'gw', 'x-tpl': 'old', 'x-internal': 'secret' } });
-  runSync(node, ctx);
+  runNow(node, ctx);
   assert.deepEqual(ctx.request.headers['x-tpl'], ['old', 'm=GET $keep']);
   assert.equal(ctx.request.headers['x-num'], '2');
   assert.equal(ctx.request.headers['x-internal'], undefined);
@@ -75,7 +75,7 @@ test('proxy-rewrite: add_headers append (templated), remove_headers delete', () 
       { name: '', value: 'skipped' },
     ],
   });
-  runSync(listed, list);
+  runNow(listed, list);
   assert.equal(list.request.headers['x-a'], 'v');
 });
 
@@ -89,13 +89,13 @@ test('proxy-rewrite: headers.add, headers.remove then headers.set, in that order
         set: { 'x-replaced': 'new', 'x-tenant': '{{request.query.t}}' },
       },
     },
-    liveEnv(),
+    templatedEnv(),
   );
   const ctx = requestContext({
     url: '/?t=acme',
     headers: { host: 'gw', 'x-gone': '1', 'x-replaced': 'old' },
   });
-  runSync(node, ctx);
+  runNow(node, ctx);
   const h = ctx.request.headers;
   assert.equal(h['x-added'], 'a');
   assert.equal(h['x-gone'], undefined);
@@ -104,7 +104,7 @@ test('proxy-rewrite: headers.add, headers.remove then headers.set, in that order
 });
 
 test('proxy-rewrite: phase response acts on the response headers only', () => {
-  const env = liveEnv();
+  const env = templatedEnv();
   const node = instantiate(
     proxyRewrite,
     {
@@ -118,7 +118,7 @@ test('proxy-rewrite: phase response acts on the response headers only', () => {
   const ctx = requestContext({ url: '/api/x' });
   ctx.response.status = 201;
   ctx.response.headers['x-powered-by'] = 'php';
-  runSync(node, ctx);
+  runNow(node, ctx);
   assert.equal(ctx.request.path, '/api/x');
   assert.equal(ctx.response.headers['x-powered-by'], undefined);
   assert.equal(ctx.response.headers['x-status'], '201');
@@ -159,11 +159,11 @@ test('proxy-rewrite: config rejections — bad regex, odd regex_uri, bad header 
 test('proxy-rewrite: M3 a nested-quantifier regex_uri answers the attack path in linear time', () => {
   const node = instantiate(proxyRewrite, { regex_uri: ['^/redos/((a+)+)$', '/clean/$1'] });
   const attack = requestContext({ url: redosPath(30) });
-  const run = timed(() => runSync(node, attack));
+  const run = timed(() => runNow(node, attack));
   assert.ok(run.ms < LINEAR_BOUND_MS, `took ${run.ms.toFixed(1)} ms`);
   assert.equal(attack.request.path, redosPath(30), 'no match leaves the path alone');
   const ok = requestContext({ url: '/redos/aaa' });
-  runSync(node, ok);
+  runNow(node, ok);
   assert.equal(ok.request.path, '/clean/aaa');
 });
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { parseAddress, realIp } from '../../../src/plugins/core/real-ip.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
-import { assertConfigError, assertSchemaRejects, runSync } from '../security/helpers.js';
+import { assertConfigError, assertSchemaRejects, runNow } from '../../support/node-run.js';
 
 function from(remoteAddress: string, headers: Record<string, string> = {}, url = '/') {
   return requestContext({ remoteAddress, remotePort: 5000, url, headers: { host: 'gw', ...headers } });
@@ -32,7 +32,7 @@ test('real-ip: an untrusted peer, a missing source or a bad address leave the ad
 test('real-ip: without trusted_addresses the source always applies; a source port wins', () => {
   const node = instantiate(realIp, { source: 'http_x_real_ip' });
   const ctx = from('198.51.100.9', { 'x-real-ip': '[2001:db8::1]:9000' });
-  runSync(node, ctx);
+  runNow(node, ctx);
   assert.equal(ctx.request.remoteAddress, '2001:db8::1');
   assert.equal(ctx.request.remotePort, 9000);
 });
@@ -41,7 +41,7 @@ test('real-ip: X-Forwarded-For takes the last hop, or with recursive the first u
   const xff = { 'x-forwarded-for': '203.0.113.7, 10.1.1.1, 10.2.2.2' };
   const last = instantiate(realIp, { source: 'http_x_forwarded_for', trusted_addresses: ['127.0.0.0/24'] });
   const a = from('127.0.0.1', xff);
-  runSync(last, a);
+  runNow(last, a);
   assert.equal(a.request.remoteAddress, '10.2.2.2');
 
   const recursive = instantiate(realIp, {
@@ -50,19 +50,19 @@ test('real-ip: X-Forwarded-For takes the last hop, or with recursive the first u
     recursive: true,
   });
   const b = from('127.0.0.1', xff);
-  runSync(recursive, b);
+  runNow(recursive, b);
   assert.equal(b.request.remoteAddress, '203.0.113.7');
   const c = from('127.0.0.1', { 'x-forwarded-for': '10.9.9.9, 10.1.1.1' });
-  runSync(recursive, c);
+  runNow(recursive, c);
   assert.equal(c.request.remoteAddress, '10.9.9.9');
 });
 
 test('real-ip: arg_ and cookie_ sources read the query and cookies', () => {
   const byArg = from('192.0.2.1', {}, '/x?realip=198.51.100.4');
-  runSync(instantiate(realIp, { source: 'arg_realip' }), byArg);
+  runNow(instantiate(realIp, { source: 'arg_realip' }), byArg);
   assert.equal(byArg.request.remoteAddress, '198.51.100.4');
   const byCookie = from('192.0.2.1', { cookie: 'ip=198.51.100.5' });
-  runSync(instantiate(realIp, { source: 'cookie_ip' }), byCookie);
+  runNow(instantiate(realIp, { source: 'cookie_ip' }), byCookie);
   assert.equal(byCookie.request.remoteAddress, '198.51.100.5');
 });
 

@@ -4,8 +4,14 @@ import { redirect } from '../../../src/plugins/core/redirect.js';
 import { startGateway, type RunningGateway } from '../../support/in-process.js';
 import { request } from '../../support/http.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
-import { bodyText, rejectsConfig, rejectsSchema, runNow, templatedEnv } from '../../support/node-run.js';
 import { LINEAR_BOUND_MS, redosPath, timed } from '../../support/redos.js';
+import {
+  assertConfigError,
+  assertSchemaRejects,
+  bodyText,
+  runNow,
+  templatedEnv,
+} from '../../support/node-run.js';
 
 test('redirect: uri mode prepares ret_code + location (legacy $var and {{…}}) on the redirect port', () => {
   const node = instantiate(
@@ -83,20 +89,20 @@ test('redirect: encode_uri percent-encodes what a Location cannot carry, keeping
 });
 
 test('redirect: config rejections', () => {
-  rejectsConfig(() => instantiate(redirect, {}), '', /exactly one/);
-  rejectsConfig(() => instantiate(redirect, { uri: '/a', http_to_https: true }), '', /exactly one/);
-  rejectsConfig(
+  assertConfigError(() => instantiate(redirect, {}), '', /exactly one/);
+  assertConfigError(() => instantiate(redirect, { uri: '/a', http_to_https: true }), '', /exactly one/);
+  assertConfigError(
     () => instantiate(redirect, { http_to_https: true, append_query_string: true }),
     'append_query_string',
   );
-  rejectsConfig(() => instantiate(redirect, { regex_uri: ['^/a', '/b', '^/c'] }), 'regex_uri');
-  rejectsConfig(
+  assertConfigError(() => instantiate(redirect, { regex_uri: ['^/a', '/b', '^/c'] }), 'regex_uri');
+  assertConfigError(
     () => instantiate(redirect, { regex_uri: ['(', '/b'] }),
     'regex_uri[0]',
     /not a valid regular expression/,
   );
-  rejectsSchema(() => instantiate(redirect, { uri: '/a', ret_code: 100 }), 'ret_code');
-  rejectsSchema(() => instantiate(redirect, { uri: '/a', https_port: 443 }), 'https_port');
+  assertSchemaRejects(() => instantiate(redirect, { uri: '/a', ret_code: 100 }), 'ret_code');
+  assertSchemaRejects(() => instantiate(redirect, { uri: '/a', https_port: 443 }), 'https_port');
 });
 
 const gateways: RunningGateway[] = [];
@@ -141,7 +147,7 @@ test('redirect: M3 a nested-quantifier regex_uri answers the attack path in line
 });
 
 test('redirect: M3 a regex_uri that needs backtracking is refused at load naming the pattern', () => {
-  rejectsConfig(
+  assertConfigError(
     () => instantiate(redirect, { regex_uri: ['^/(?=old)(.*)', '/new/$1'] }),
     'regex_uri[0]',
     /lookahead/,

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { requestId } from '../../../src/plugins/core/request-id.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
-import { assertConfigError, assertSchemaRejects, liveEnv, runSync } from '../security/helpers.js';
+import { assertConfigError, assertSchemaRejects, runNow, templatedEnv } from '../../support/node-run.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
@@ -17,47 +17,47 @@ test('request-id: a uuid v4 is generated when absent and echoed on the response'
 test('request-id: a client-supplied id is kept; an empty one is replaced', () => {
   const node = instantiate(requestId, {});
   const kept = requestContext({ headers: { host: 'gw', 'x-request-id': 'client-1' } });
-  runSync(node, kept);
+  runNow(node, kept);
   assert.equal(kept.request.headers['x-request-id'], 'client-1');
   assert.equal(kept.response.headers['x-request-id'], 'client-1');
   const empty = requestContext({ headers: { host: 'gw', 'x-request-id': '' } });
-  runSync(node, empty);
+  runNow(node, empty);
   assert.match(empty.request.headers['x-request-id'] as string, UUID);
 });
 
 test('request-id: an id already on the response wins; include_in_response false leaves it alone', () => {
   const ctx = requestContext();
   ctx.response.headers['x-request-id'] = 'upstream-id';
-  runSync(instantiate(requestId, {}), ctx);
+  runNow(instantiate(requestId, {}), ctx);
   assert.equal(ctx.response.headers['x-request-id'], 'upstream-id');
   const quiet = requestContext();
-  runSync(instantiate(requestId, { include_in_response: false }), quiet);
+  runNow(instantiate(requestId, { include_in_response: false }), quiet);
   assert.equal(quiet.response.headers['x-request-id'], undefined);
 });
 
 test('request-id: nanoid gives 21 URL-safe characters; range_id follows char_set and length', () => {
   const nano = requestContext();
-  runSync(instantiate(requestId, { algorithm: 'nanoid', header_name: 'X-Trace' }), nano);
+  runNow(instantiate(requestId, { algorithm: 'nanoid', header_name: 'X-Trace' }), nano);
   assert.match(nano.request.headers['x-trace'] as string, /^[A-Za-z0-9_-]{21}$/);
   const ids = new Set<string>();
   const node = instantiate(requestId, { algorithm: 'range_id', range_id: { char_set: 'ab', length: 32 } });
   for (let i = 0; i < 50; i++) {
     const ctx = requestContext();
-    runSync(node, ctx);
+    runNow(node, ctx);
     const id = ctx.request.headers['x-request-id'] as string;
     assert.match(id, /^[ab]{32}$/);
     ids.add(id);
   }
   assert.equal(ids.size, 50);
   const dflt = requestContext();
-  runSync(instantiate(requestId, { algorithm: 'range_id' }), dflt);
+  runNow(instantiate(requestId, { algorithm: 'range_id' }), dflt);
   assert.match(dflt.request.headers['x-request-id'] as string, /^[A-Za-z0-9]{16}$/);
 });
 
 test('request-id: header_name is templated and lowercased', () => {
-  const node = instantiate(requestId, { header_name: 'X-{{request.headers.x-tenant}}-Id' }, liveEnv());
+  const node = instantiate(requestId, { header_name: 'X-{{request.headers.x-tenant}}-Id' }, templatedEnv());
   const ctx = requestContext({ headers: { host: 'gw', 'x-tenant': 'Acme' } });
-  runSync(node, ctx);
+  runNow(node, ctx);
   assert.match(ctx.request.headers['x-acme-id'] as string, UUID);
   assert.equal(ctx.response.headers['x-acme-id'], ctx.request.headers['x-acme-id']);
 });
@@ -78,7 +78,10 @@ test('request-id: only a header_name that renders the response body counts for s
 
 test('request-id: config rejections — unknown algorithm, bad header name, bad range_id', () => {
   assertSchemaRejects(() => instantiate(requestId, { algorithm: 'ksuid' }), 'algorithm');
-  assertConfigError(() => instantiate(requestId, { header_name: 'bad header' }, liveEnv()), 'header_name');
+  assertConfigError(
+    () => instantiate(requestId, { header_name: 'bad header' }, templatedEnv()),
+    'header_name',
+  );
   assertSchemaRejects(() => instantiate(requestId, { range_id: { length: 0 } }), 'range_id.length');
   assertSchemaRejects(() => instantiate(requestId, { range_id: { size: 3 } }), 'range_id.size');
 });

@@ -5,9 +5,15 @@ import { responseRewrite } from '../../../src/plugins/core/response-rewrite.js';
 import { read, startAdmin, type AdminHarness } from '../../admin/harness.js';
 import type { Origin } from '../../support/origins.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
-import { bodyText, rejectsConfig, rejectsSchema, runNow, templatedEnv } from '../../support/node-run.js';
 import { startSlowOrigin } from '../streaming-probe.js';
 import { LINEAR_BOUND_MS, timed } from '../../support/redos.js';
+import {
+  assertConfigError,
+  assertSchemaRejects,
+  bodyText,
+  runNow,
+  templatedEnv,
+} from '../../support/node-run.js';
 
 function upstreamResponse(body = '{"ok":true}', headers: Record<string, string> = {}) {
   const ctx = requestContext({ url: '/r', headers: { host: 'h', 'x-id': 'abc' } });
@@ -140,21 +146,25 @@ test('response-rewrite: readsResponseBody only when the config references the bo
 });
 
 test('response-rewrite: config rejections', () => {
-  rejectsConfig(() => instantiate(responseRewrite, { add_headers: { a: 'b' } }), 'add_headers', /headers/);
-  rejectsConfig(
+  assertConfigError(
+    () => instantiate(responseRewrite, { add_headers: { a: 'b' } }),
+    'add_headers',
+    /headers/,
+  );
+  assertConfigError(
     () => instantiate(responseRewrite, { body: 'x', filters: [{ regex: 'a', replace: 'b' }] }),
     'filters',
   );
-  rejectsConfig(() => instantiate(responseRewrite, { body_base64: true }), 'body_base64');
-  rejectsConfig(() => instantiate(responseRewrite, { body: '%%%', body_base64: true }), 'body');
-  rejectsConfig(
+  assertConfigError(() => instantiate(responseRewrite, { body_base64: true }), 'body_base64');
+  assertConfigError(() => instantiate(responseRewrite, { body: '%%%', body_base64: true }), 'body');
+  assertConfigError(
     () => instantiate(responseRewrite, { filters: [{ regex: '(', replace: '' }] }),
     'filters[0].regex',
   );
-  rejectsConfig(() => instantiate(responseRewrite, { headers: { add: ['no colon'] } }), 'headers.add[0]');
-  rejectsConfig(() => instantiate(responseRewrite, { vars: [['status', 'bogus-op', 1]] }), 'vars[0][1]');
-  rejectsSchema(() => instantiate(responseRewrite, { status_code: 100 }), 'status_code');
-  rejectsSchema(
+  assertConfigError(() => instantiate(responseRewrite, { headers: { add: ['no colon'] } }), 'headers.add[0]');
+  assertConfigError(() => instantiate(responseRewrite, { vars: [['status', 'bogus-op', 1]] }), 'vars[0][1]');
+  assertSchemaRejects(() => instantiate(responseRewrite, { status_code: 100 }), 'status_code');
+  assertSchemaRejects(
     () => instantiate(responseRewrite, { filters: [{ regex: 'a', replace: 'b', options: 'jo' }] }),
     'filters[0].options',
   );
@@ -232,7 +242,7 @@ test('response-rewrite: M3 a nested-quantifier filter rewrites a crafted body in
 });
 
 test('response-rewrite: M3 a filter that needs backtracking is refused at load naming the filter', () => {
-  rejectsConfig(
+  assertConfigError(
     () =>
       instantiate(responseRewrite, {
         filters: [

@@ -5,7 +5,7 @@ import { startGateway, type RunningGateway } from '../../support/in-process.js';
 import { echo, startOrigin, type Origin } from '../../support/origins.js';
 import { request } from '../../support/http.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
-import { rejectsConfig, rejectsSchema, runNow, templatedEnv } from '../../support/node-run.js';
+import { assertConfigError, assertSchemaRejects, runNow, templatedEnv } from '../../support/node-run.js';
 
 test('set-vars: map form renders templates into context.message, overwriting', () => {
   const node = instantiate(
@@ -61,12 +61,12 @@ test('set-vars: after an upstream, response fields hold the real response', () =
 });
 
 test('set-vars: config rejections', () => {
-  rejectsSchema(() => instantiate(setVars, {}), 'vars');
-  rejectsSchema(() => instantiate(setVars, { vars: {} }), 'vars');
-  rejectsSchema(() => instantiate(setVars, { vars: [] }), 'vars');
-  rejectsConfig(() => instantiate(setVars, { vars: { 'bad name': 'x' } }), 'vars.bad name', /A-Z/);
-  rejectsConfig(() => instantiate(setVars, { vars: { __internal: 'x' } }), 'vars.__internal', /reserved/);
-  rejectsConfig(
+  assertSchemaRejects(() => instantiate(setVars, {}), 'vars');
+  assertSchemaRejects(() => instantiate(setVars, { vars: {} }), 'vars');
+  assertSchemaRejects(() => instantiate(setVars, { vars: [] }), 'vars');
+  assertConfigError(() => instantiate(setVars, { vars: { 'bad name': 'x' } }), 'vars.bad name', /A-Z/);
+  assertConfigError(() => instantiate(setVars, { vars: { __internal: 'x' } }), 'vars.__internal', /reserved/);
+  assertConfigError(
     () =>
       instantiate(setVars, {
         vars: [
@@ -77,9 +77,9 @@ test('set-vars: config rejections', () => {
     'vars[1]',
     /duplicate/,
   );
-  rejectsConfig(() => instantiate(setVars, { vars: [{ name: '', value: 'x' }] }), 'vars[0]');
-  rejectsConfig(() => instantiate(setVars, { vars: [{ name: 'a' }] }), 'vars[0]', /no value/);
-  rejectsConfig(() => instantiate(setVars, { vars: [{ name: 'a', value: 'x', from: 'y' }] }), 'vars[0]');
+  assertConfigError(() => instantiate(setVars, { vars: [{ name: '', value: 'x' }] }), 'vars[0]');
+  assertConfigError(() => instantiate(setVars, { vars: [{ name: 'a' }] }), 'vars[0]', /no value/);
+  assertConfigError(() => instantiate(setVars, { vars: [{ name: 'a', value: 'x', from: 'y' }] }), 'vars[0]');
 });
 
 const gateways: RunningGateway[] = [];

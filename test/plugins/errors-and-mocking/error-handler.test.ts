@@ -5,7 +5,7 @@ import { startGateway, type RunningGateway } from '../../support/in-process.js';
 import { request } from '../../support/http.js';
 import { deadPort } from '../../support/origins.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
-import { bodyText, rejectsSchema, runNow } from '../../support/node-run.js';
+import { assertSchemaRejects, bodyText, runNow } from '../../support/node-run.js';
 
 function failed() {
   const ctx = requestContext();
@@ -59,8 +59,8 @@ test('error-handler: content_type is accepted and ignored (the body is always JS
 });
 
 test('error-handler: config rejections', () => {
-  rejectsSchema(() => instantiate(errorHandler, { status_code: 99 }), 'status_code');
-  rejectsSchema(() => instantiate(errorHandler, { headers: {} }), 'headers');
+  assertSchemaRejects(() => instantiate(errorHandler, { status_code: 99 }), 'status_code');
+  assertSchemaRejects(() => instantiate(errorHandler, { headers: {} }), 'headers');
 });
 
 const gateways: RunningGateway[] = [];

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { errorPage } from '../../../src/plugins/errors-and-mocking/error-page.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
-import { bodyText, rejectsSchema, runNow, templatedEnv } from '../../support/node-run.js';
+import { assertSchemaRejects, bodyText, runNow, templatedEnv } from '../../support/node-run.js';
 
 function gatewayError(status: number) {
   const ctx = requestContext({ url: '/missing' });
@@ -51,7 +51,10 @@ test('error-page: statuses without a page, and upstream responses without errors
 });
 
 test('error-page: config rejections', () => {
-  rejectsSchema(() => instantiate(errorPage, { error_418: {} }), 'error_418');
-  rejectsSchema(() => instantiate(errorPage, { error_404: { body: 1, color: 'red' } }), 'error_404.color');
-  rejectsSchema(() => instantiate(errorPage, { error_404: 'page' }), 'error_404');
+  assertSchemaRejects(() => instantiate(errorPage, { error_418: {} }), 'error_418');
+  assertSchemaRejects(
+    () => instantiate(errorPage, { error_404: { body: 1, color: 'red' } }),
+    'error_404.color',
+  );
+  assertSchemaRejects(() => instantiate(errorPage, { error_404: 'page' }), 'error_404');
 });

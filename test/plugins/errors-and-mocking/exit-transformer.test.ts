@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { exitTransformer } from '../../../src/plugins/errors-and-mocking/exit-transformer.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
-import { bodyText, rejectsSchema, runNow, templatedEnv } from '../../support/node-run.js';
+import { assertSchemaRejects, bodyText, runNow, templatedEnv } from '../../support/node-run.js';
 
 function gatewayExit(status = 502) {
   const ctx = requestContext({ url: '/orders' });
@@ -51,7 +51,7 @@ test('exit-transformer: a body referencing $resp_body reads the response body (s
 });
 
 test('exit-transformer: config rejections', () => {
-  rejectsSchema(() => instantiate(exitTransformer, { status_map: { abc: 503 } }), 'status_map');
-  rejectsSchema(() => instantiate(exitTransformer, { status_map: { '502': 700 } }), 'status_map[502]');
-  rejectsSchema(() => instantiate(exitTransformer, { functions: [] }), 'functions');
+  assertSchemaRejects(() => instantiate(exitTransformer, { status_map: { abc: 503 } }), 'status_map');
+  assertSchemaRejects(() => instantiate(exitTransformer, { status_map: { '502': 700 } }), 'status_map[502]');
+  assertSchemaRejects(() => instantiate(exitTransformer, { functions: [] }), 'functions');
 });

@@ -2,7 +2,13 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { mocking } from '../../../src/plugins/errors-and-mocking/mocking.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
-import { bodyText, rejectsConfig, rejectsSchema, runNow, templatedEnv } from '../../support/node-run.js';
+import {
+  assertConfigError,
+  assertSchemaRejects,
+  bodyText,
+  runNow,
+  templatedEnv,
+} from '../../support/node-run.js';
 
 test('mocking: response_example with status, content type, headers and the mock header', () => {
   const node = instantiate(
@@ -84,18 +90,18 @@ test('mocking: response_example wins over response_schema, with a load warning',
 });
 
 test('mocking: config rejections', () => {
-  rejectsConfig(() => instantiate(mocking, {}), 'response_example', /response_schema/);
-  rejectsConfig(
+  assertConfigError(() => instantiate(mocking, {}), 'response_example', /response_schema/);
+  assertConfigError(
     () => instantiate(mocking, { response_example: 'x', content_type: 'image/png' }),
     'content_type',
   );
-  rejectsConfig(
+  assertConfigError(
     () => instantiate(mocking, { response_schema: { $ref: 'http://elsewhere/schema' } }),
     'response_schema',
   );
-  rejectsSchema(
+  assertSchemaRejects(
     () => instantiate(mocking, { response_example: 'x', response_status: 700 }),
     'response_status',
   );
-  rejectsSchema(() => instantiate(mocking, { response_schema: 'not a schema' }), 'response_schema');
+  assertSchemaRejects(() => instantiate(mocking, { response_schema: 'not a schema' }), 'response_schema');
 });

@@ -4,7 +4,8 @@ import { ConfigRejected } from '../../../src/config/schema-validate.js';
 import { azureFunctions } from '../../../src/plugins/faas/azure-functions.js';
 import { deadPort, gate } from '../../support/origins.js';
 import { requestContext } from '../../support/plugin-env.js';
-import { closeAll, createNode, echoed, echoRequest, runFails, runOk, startFunction } from './helpers.js';
+import { closeAll, createNode, echoed, echoRequest, startFunction } from './helpers.js';
+import { failsWith, runOk } from '../../support/node-run.js';
 
 after(closeAll);
 
@@ -68,10 +69,10 @@ test('azure-functions: status passes through; timeout 504, refused 503, invalid 
     function_uri: `http://127.0.0.1:${slow.port}/`,
     timeout: 150,
   }).node;
-  await runFails(timed, requestContext(), CODE, 504);
+  await failsWith(timed, requestContext(), CODE, 504);
   hold.release();
   const dead = createNode(azureFunctions, { function_uri: `http://127.0.0.1:${await deadPort()}/` }).node;
-  await runFails(dead, requestContext(), CODE, 503);
+  await failsWith(dead, requestContext(), CODE, 503);
   const bad = createNode(azureFunctions, { function_uri: '{{request.headers.x-target}}' }).node;
-  await runFails(bad, requestContext(), CODE, 502);
+  await failsWith(bad, requestContext(), CODE, 502);
 });

@@ -11,13 +11,12 @@ import {
   createNode,
   echoed,
   echoRequest,
-  runFails,
-  runOk,
   sha256Hex,
   startFunction,
   verifyingEndpoint,
   type SigningExpectation,
 } from './helpers.js';
+import { failsWith, runOk } from '../../support/node-run.js';
 
 after(closeAll);
 
@@ -179,7 +178,7 @@ test('aws-lambda: signs with x-amz-date (no token: host;x-amz-date) and reports 
   assert.equal(seen.headers['x-cloud-date'], undefined);
 
   const dead = createNode(awsLambda, { function_uri: `http://127.0.0.1:${await deadPort()}/` }).node;
-  await runFails(dead, requestContext(), 'CLOUD_FUNCTION_CALLOUT_ERROR', 503);
+  await failsWith(dead, requestContext(), 'CLOUD_FUNCTION_CALLOUT_ERROR', 503);
 });
 
 test('cloud-function: a wrong secret is caught by the verifying endpoint (the check is real)', async () => {
@@ -246,7 +245,7 @@ test('cloud-function: no response headers within timeout → 504', async () => {
   });
   const { node } = createNode(cloudFunction, { function_uri: `http://127.0.0.1:${fn.port}/`, timeout: 150 });
   const started = Date.now();
-  const err = await runFails(node, requestContext(), 'CLOUD_FUNCTION_CALLOUT_ERROR', 504);
+  const err = await failsWith(node, requestContext(), 'CLOUD_FUNCTION_CALLOUT_ERROR', 504);
   hold.release();
   assert.equal(err.error, 'gateway_timeout');
   assert.ok(Date.now() - started < 2000);
@@ -261,13 +260,13 @@ test('cloud-function: the timeout covers the response body too → 504 when the 
     res.end();
   });
   const { node } = createNode(cloudFunction, { function_uri: `http://127.0.0.1:${fn.port}/`, timeout: 150 });
-  await runFails(node, requestContext(), 'CLOUD_FUNCTION_CALLOUT_ERROR', 504);
+  await failsWith(node, requestContext(), 'CLOUD_FUNCTION_CALLOUT_ERROR', 504);
   hold.release();
 });
 
 test('cloud-function: connection refused → 503', async () => {
   const { node } = createNode(cloudFunction, { function_uri: `http://127.0.0.1:${await deadPort()}/` });
-  const err = await runFails(node, requestContext(), 'CLOUD_FUNCTION_CALLOUT_ERROR', 503);
+  const err = await failsWith(node, requestContext(), 'CLOUD_FUNCTION_CALLOUT_ERROR', 503);
   assert.equal(err.error, 'service_unavailable');
   assert.match(err.message, /connection refused/);
 });
@@ -277,21 +276,21 @@ test('cloud-function: the endpoint dropping the connection mid-exchange → 503'
     req.socket.destroy();
   });
   const { node } = createNode(cloudFunction, { function_uri: `http://127.0.0.1:${fn.port}/` });
-  await runFails(node, requestContext(), 'CLOUD_FUNCTION_CALLOUT_ERROR', 503);
+  await failsWith(node, requestContext(), 'CLOUD_FUNCTION_CALLOUT_ERROR', 503);
 });
 
 test('cloud-function: a function_uri that renders to an invalid URI → 502', async () => {
   const { node } = createNode(cloudFunction, {
     function_uri: 'http://127.0.0.1:{{request.headers.x-port}}/',
   });
-  const err = await runFails(
+  const err = await failsWith(
     node,
     requestContext({ headers: { host: 'gw', 'x-port': '99999' } }),
     'CLOUD_FUNCTION_CALLOUT_ERROR',
     502,
   );
   assert.equal(err.error, 'bad_gateway');
-  await runFails(
+  await failsWith(
     node,
     requestContext({ headers: { host: 'gw', 'x-port': 'abc' } }),
     'CLOUD_FUNCTION_CALLOUT_ERROR',
@@ -303,7 +302,7 @@ test('cloud-function: a static invalid function_uri loads with a warning and eve
   for (const uri of ['not a uri', 'ftp://fn.test/x', 'http://user:pw@fn.test/']) {
     const { node, env } = createNode(cloudFunction, { function_uri: uri }, pluginEnv());
     assert.equal(env.warnings[0]?.key, 'function_uri', uri);
-    await runFails(node, requestContext(), 'CLOUD_FUNCTION_CALLOUT_ERROR', 502);
+    await failsWith(node, requestContext(), 'CLOUD_FUNCTION_CALLOUT_ERROR', 502);
   }
 });
 
@@ -316,7 +315,7 @@ test('cloud-function: the client going away aborts the callout (499, nobody sees
   const { node } = createNode(cloudFunction, { function_uri: `http://127.0.0.1:${fn.port}/`, timeout: 5000 });
   const client = new AbortController();
   const ctx = requestContext({}, client.signal);
-  const run = runFails(node, ctx, 'CLOUD_FUNCTION_CALLOUT_ERROR', 499);
+  const run = failsWith(node, ctx, 'CLOUD_FUNCTION_CALLOUT_ERROR', 499);
   await fn.received(1);
   client.abort();
   await run;
@@ -333,7 +332,7 @@ test('cloud-function: ssl_verify defaults to true (a self-signed endpoint is ref
     });
     try {
       const strict = createNode(cloudFunction, { function_uri: `https://127.0.0.1:${fn.port}/` }).node;
-      const err = await runFails(strict, requestContext(), 'CLOUD_FUNCTION_CALLOUT_ERROR', 503);
+      const err = await failsWith(strict, requestContext(), 'CLOUD_FUNCTION_CALLOUT_ERROR', 503);
       assert.match(err.message, /certificate/);
       const lax = createNode(cloudFunction, {
         function_uri: `https://127.0.0.1:${fn.port}/`,

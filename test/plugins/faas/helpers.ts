@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { createHash, createHmac } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Context } from '../../../src/core/context.js';
-import { NodeError } from '../../../src/core/errors.js';
 import { closeAllPools } from '../../../src/outbound/pool-registry.js';
 import type { NodeInstance, PluginDefinition } from '../../../src/core/plugin.js';
 import { templateFor } from '../../../src/template/index.js';
@@ -43,28 +42,6 @@ export async function closeAll(): Promise<void> {
   for (const node of created.splice(0)) await node.close?.();
   await Promise.all(origins.splice(0).map((o) => o.close()));
   await closeAllPools();
-}
-
-export async function runOk(node: NodeInstance<'success'>, ctx: Context): Promise<void> {
-  assert.equal(await node.run(ctx), 'success');
-}
-
-/** Runs the node and returns the NodeError it failed with, checking code and status. */
-export async function runFails(
-  node: NodeInstance<'success'>,
-  ctx: Context,
-  code: string,
-  status: number,
-): Promise<NodeError> {
-  try {
-    await node.run(ctx);
-  } catch (err) {
-    assert.ok(err instanceof NodeError, `expected a NodeError, got ${String(err)}`);
-    assert.equal(err.code, code, err.message);
-    assert.equal(err.status, status, err.message);
-    return err;
-  }
-  assert.fail(`expected ${code}, but the node succeeded with status ${ctx.response.status}`);
 }
 
 /** What the function endpoint echoes back: enough to check forwarding without trusting the gateway. */

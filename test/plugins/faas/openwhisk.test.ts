@@ -5,7 +5,8 @@ import { ConfigError } from '../../../src/core/plugin.js';
 import { openwhisk } from '../../../src/plugins/faas/openwhisk.js';
 import { deadPort, gate, type Origin } from '../../support/origins.js';
 import { requestContext } from '../../support/plugin-env.js';
-import { closeAll, createNode, echoRequest, runFails, runOk, startFunction } from './helpers.js';
+import { closeAll, createNode, echoRequest, startFunction } from './helpers.js';
+import { failsWith, runOk } from '../../support/node-run.js';
 
 after(closeAll);
 
@@ -148,7 +149,7 @@ test('openwhisk: a segment rendering to . or .. or an empty action fails with 50
   const fn = await startFunction(echoRequest);
   const { node } = createNode(openwhisk, base(fn, { action: '{{request.query.a}}' }));
   for (const url of ['/?a=..', '/?a=.', '/']) {
-    await runFails(node, requestContext({ url }), CODE, 502);
+    await failsWith(node, requestContext({ url }), CODE, 502);
   }
   assert.equal(fn.requests.length, 0);
   assert.throws(
@@ -207,9 +208,9 @@ test('openwhisk: a plain JSON result and a platform error are relayed with their
 
 test('openwhisk: a reply that is not JSON, or an invalid statusCode, fails with 503', async () => {
   const text = await action('<html>gateway</html>');
-  await runFails(createNode(openwhisk, base(text)).node, requestContext(), CODE, 503);
+  await failsWith(createNode(openwhisk, base(text)).node, requestContext(), CODE, 503);
   const bad = await action({ statusCode: 'ok' });
-  await runFails(createNode(openwhisk, base(bad)).node, requestContext(), CODE, 503);
+  await failsWith(createNode(openwhisk, base(bad)).node, requestContext(), CODE, 503);
 });
 
 test('openwhisk: timeout → 504, connection refused → 503', async () => {
@@ -218,8 +219,8 @@ test('openwhisk: timeout → 504, connection refused → 503', async () => {
     await hold.wait;
     res.end('{}');
   });
-  await runFails(createNode(openwhisk, base(slow, { timeout: 150 })).node, requestContext(), CODE, 504);
+  await failsWith(createNode(openwhisk, base(slow, { timeout: 150 })).node, requestContext(), CODE, 504);
   hold.release();
   const dead = { port: await deadPort() } as Origin;
-  await runFails(createNode(openwhisk, base(dead)).node, requestContext(), CODE, 503);
+  await failsWith(createNode(openwhisk, base(dead)).node, requestContext(), CODE, 503);
 });

@@ -4,7 +4,7 @@ import { condition } from '../../../src/plugins/flow/condition.js';
 import { startGateway, type RunningGateway } from '../../support/in-process.js';
 import { request } from '../../support/http.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
-import { rejectsConfig, rejectsSchema, runNow } from '../../support/node-run.js';
+import { assertConfigError, assertSchemaRejects, runNow } from '../../support/node-run.js';
 
 test('condition: true port when the expression holds, false otherwise; nothing is changed', () => {
   const node = instantiate(condition, {
@@ -44,10 +44,10 @@ test('condition: reads the response body only for response_body subjects', () =>
 });
 
 test('condition: config rejections', () => {
-  rejectsSchema(() => instantiate(condition, {}), 'conditions');
-  rejectsSchema(() => instantiate(condition, { conditions: [] }), 'conditions');
-  rejectsConfig(() => instantiate(condition, { conditions: ['uri', '==', '/'] }), 'conditions');
-  rejectsConfig(() => instantiate(condition, { conditions: [['uri', '~~', '(']] }), 'conditions[0][2]');
+  assertSchemaRejects(() => instantiate(condition, {}), 'conditions');
+  assertSchemaRejects(() => instantiate(condition, { conditions: [] }), 'conditions');
+  assertConfigError(() => instantiate(condition, { conditions: ['uri', '==', '/'] }), 'conditions');
+  assertConfigError(() => instantiate(condition, { conditions: [['uri', '~~', '(']] }), 'conditions[0][2]');
 });
 
 const gateways: RunningGateway[] = [];

@@ -22,7 +22,7 @@ import { tcpLogger } from '../../../src/plugins/observability/tcp-logger.js';
 import { tencentCloudCls } from '../../../src/plugins/observability/tencent-cloud-cls.js';
 import { zipkin } from '../../../src/plugins/observability/zipkin.js';
 import { instantiate } from '../../support/plugin-env.js';
-import { rejectsConfig, rejectsSchema, templatedEnv } from '../../support/node-run.js';
+import { assertConfigError, assertSchemaRejects, templatedEnv } from '../../support/node-run.js';
 
 after(() => closeAllPools());
 
@@ -30,29 +30,35 @@ const make = (definition: PluginDefinition<never, string>, config: unknown) => (
   instantiate(definition, config, templatedEnv());
 
 test('config: endpoints must be http(s) URLs without credentials', () => {
-  rejectsSchema(make(httpLogger, {}), 'uri');
-  rejectsConfig(make(httpLogger, { uri: 'ftp://logs' }), 'uri');
-  rejectsConfig(make(httpLogger, { uri: 'not a url' }), 'uri');
-  rejectsConfig(make(httpLogger, { uri: 'http://u:p@logs' }), 'uri', /credentials/);
-  rejectsConfig(make(zipkin, { phase: 'start', endpoint: 'zipkin:9411' }), 'endpoint');
+  assertSchemaRejects(make(httpLogger, {}), 'uri');
+  assertConfigError(make(httpLogger, { uri: 'ftp://logs' }), 'uri');
+  assertConfigError(make(httpLogger, { uri: 'not a url' }), 'uri');
+  assertConfigError(make(httpLogger, { uri: 'http://u:p@logs' }), 'uri', /credentials/);
+  assertConfigError(make(zipkin, { phase: 'start', endpoint: 'zipkin:9411' }), 'endpoint');
 });
 
 test('config: schema rejections carry the key path', () => {
-  rejectsSchema(make(httpLogger, { uri: 'http://c', concat_method: 'csv' }), 'concat_method');
-  rejectsSchema(make(httpLogger, { uri: 'http://c', colour: 'red' }), 'colour');
-  rejectsSchema(make(httpLogger, { uri: 'http://c', log_format: { a: { nested: 1 } } }), 'log_format.a');
-  rejectsSchema(make(httpLogger, { uri: 'http://c', batch_max_size: 0 }), 'batch_max_size');
-  rejectsSchema(make(elasticsearchLogger, { endpoint_addr: 'http://es', field: {} }), 'field.index');
-  rejectsSchema(make(opentelemetry, { phase: 'middle' }), 'phase');
-  rejectsSchema(make(opentelemetry, { phase: 'start', sampler: { name: 'sometimes' } }), 'sampler.name');
-  rejectsSchema(
+  assertSchemaRejects(make(httpLogger, { uri: 'http://c', concat_method: 'csv' }), 'concat_method');
+  assertSchemaRejects(make(httpLogger, { uri: 'http://c', colour: 'red' }), 'colour');
+  assertSchemaRejects(
+    make(httpLogger, { uri: 'http://c', log_format: { a: { nested: 1 } } }),
+    'log_format.a',
+  );
+  assertSchemaRejects(make(httpLogger, { uri: 'http://c', batch_max_size: 0 }), 'batch_max_size');
+  assertSchemaRejects(make(elasticsearchLogger, { endpoint_addr: 'http://es', field: {} }), 'field.index');
+  assertSchemaRejects(make(opentelemetry, { phase: 'middle' }), 'phase');
+  assertSchemaRejects(
+    make(opentelemetry, { phase: 'start', sampler: { name: 'sometimes' } }),
+    'sampler.name',
+  );
+  assertSchemaRejects(
     make(opentelemetry, {
       phase: 'start',
       sampler: { name: 'trace_id_ratio', options: { fraction: 2 } },
     }),
     'sampler.options.fraction',
   );
-  rejectsSchema(make(zipkin, { phase: 'start' }), 'endpoint');
+  assertSchemaRejects(make(zipkin, { phase: 'start' }), 'endpoint');
   const lagoBase = {
     endpoint: 'http://lago',
     token: 't',
@@ -60,16 +66,16 @@ test('config: schema rejections carry the key path', () => {
     subscription_id: '$consumer_name',
     event_code: 'calls',
   };
-  rejectsSchema(make(lago, { ...lagoBase, batch_max_size: 101 }), 'batch_max_size');
-  rejectsSchema(make(lago, { ...lagoBase, event_code: undefined }), 'event_code');
+  assertSchemaRejects(make(lago, { ...lagoBase, batch_max_size: 101 }), 'batch_max_size');
+  assertSchemaRejects(make(lago, { ...lagoBase, event_code: undefined }), 'event_code');
 });
 
 test('config: semantic rejections from create', () => {
-  rejectsConfig(make(tcpLogger, { host: 'h', port: 1, tls: true }), 'tls');
-  rejectsConfig(make(syslog, { host: 'h', tls: true }), 'tls');
-  rejectsConfig(make(errorLogLogger, { host: 'h', port: 1, tls: true }), 'tls');
-  rejectsConfig(make(elasticsearchLogger, { field: { index: 'i' } }), 'endpoint_addr');
-  rejectsConfig(
+  assertConfigError(make(tcpLogger, { host: 'h', port: 1, tls: true }), 'tls');
+  assertConfigError(make(syslog, { host: 'h', tls: true }), 'tls');
+  assertConfigError(make(errorLogLogger, { host: 'h', port: 1, tls: true }), 'tls');
+  assertConfigError(make(elasticsearchLogger, { field: { index: 'i' } }), 'endpoint_addr');
+  assertConfigError(
     make(clickhouseLogger, {
       endpoint_addr: 'http://ch',
       database: 'd',
@@ -77,22 +83,22 @@ test('config: semantic rejections from create', () => {
     }),
     'logtable',
   );
-  rejectsConfig(make(splunkHecLogging, { endpoint: { token: 't' } }), 'endpoint.uri');
-  rejectsConfig(make(googleCloudLogging, {}), 'auth_config');
-  rejectsConfig(
+  assertConfigError(make(splunkHecLogging, { endpoint: { token: 't' } }), 'endpoint.uri');
+  assertConfigError(make(googleCloudLogging, {}), 'auth_config');
+  assertConfigError(
     make(googleCloudLogging, {
       auth_config: { client_email: 'a@b', private_key: 'not a key', project_id: 'p' },
     }),
     'auth_config.private_key',
   );
-  rejectsConfig(make(googleCloudLogging, { auth_file: '/nonexistent/sa.json' }), 'auth_file');
-  rejectsConfig(make(tencentCloudCls, { secret_id: 'i', secret_key: 'k', cls_topic: 't' }), 'cls_host');
-  rejectsConfig(make(tencentCloudCls, { secret_id: 'i', secret_key: 'k', endpoint: 'h' }), 'cls_topic');
-  rejectsConfig(
+  assertConfigError(make(googleCloudLogging, { auth_file: '/nonexistent/sa.json' }), 'auth_file');
+  assertConfigError(make(tencentCloudCls, { secret_id: 'i', secret_key: 'k', cls_topic: 't' }), 'cls_host');
+  assertConfigError(make(tencentCloudCls, { secret_id: 'i', secret_key: 'k', endpoint: 'h' }), 'cls_topic');
+  assertConfigError(
     make(zipkin, { phase: 'end', endpoint: 'http://z', server_addr: 'zipkin.local' }),
     'server_addr',
   );
-  rejectsConfig(
+  assertConfigError(
     make(opentelemetry, { phase: 'end', endpoint: 'http://a', collector: 'http://b' }),
     'collector',
   );

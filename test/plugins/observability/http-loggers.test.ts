@@ -25,7 +25,6 @@ import { tencentCloudCls } from '../../../src/plugins/observability/tencent-clou
 import { zipkin } from '../../../src/plugins/observability/zipkin.js';
 import type { Origin, SeenRequest } from '../../support/origins.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
-import { runNow, templatedEnv } from '../../support/node-run.js';
 import {
   decodeProto,
   int,
@@ -41,6 +40,7 @@ import {
   type Segment,
   type ZipkinSpan,
 } from './fakes.js';
+import { runNow, templatedEnv } from '../../support/node-run.js';
 
 type AnyDefinition = PluginDefinition<never, string>;
 

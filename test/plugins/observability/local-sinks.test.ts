@@ -15,7 +15,6 @@ import { tcpLogger } from '../../../src/plugins/observability/tcp-logger.js';
 import { udpLogger } from '../../../src/plugins/observability/udp-logger.js';
 import { capturingLogger, instantiate, requestContext } from '../../support/plugin-env.js';
 import { tempDir } from '../../support/temp-dir.js';
-import { runNow, templatedEnv } from '../../support/node-run.js';
 import {
   parse,
   startTcpCollector,
@@ -24,6 +23,7 @@ import {
   type TcpCollector,
   type UdpCollector,
 } from './fakes.js';
+import { runNow, templatedEnv } from '../../support/node-run.js';
 
 const closers: (() => Promise<void> | void)[] = [];
 after(async () => {

@@ -10,7 +10,6 @@ import { skywalking } from '../../../src/plugins/observability/skywalking.js';
 import { zipkin } from '../../../src/plugins/observability/zipkin.js';
 import type { Origin, SeenRequest } from '../../support/origins.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
-import { runNow, templatedEnv } from '../../support/node-run.js';
 import {
   parse,
   startHttpCollector,
@@ -19,6 +18,7 @@ import {
   type Segment,
   type ZipkinSpan,
 } from './fakes.js';
+import { runNow, templatedEnv } from '../../support/node-run.js';
 
 let collector: Origin;
 let base: string;

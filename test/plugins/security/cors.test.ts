@@ -11,8 +11,8 @@ import { cors } from '../../../src/plugins/security/cors.js';
 import { startGateway, type RunningGateway } from '../../support/in-process.js';
 import { echo, startOrigin, type Origin } from '../../support/origins.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
-import { assertConfigError, assertSchemaRejects, liveEnv, runSync } from './helpers.js';
 import { LINEAR_BOUND_MS, redosInput, timed } from '../../support/redos.js';
+import { assertConfigError, assertSchemaRejects, runNow, templatedEnv } from '../../support/node-run.js';
 
 const ORIGIN = 'https://app.example.com';
 
@@ -81,7 +81,7 @@ test('cors: a request without Origin gets no headers; origins are compared verba
   const none = requestContext({ method: 'GET' });
   assert.equal(node.run(none), 'success');
   assert.deepEqual(none.response.headers, {});
-  const env = liveEnv();
+  const env = templatedEnv();
   const strict = instantiate(
     cors,
     { allowed_origins: ['https://APP.example.com', 'https://{{request.host}}'] },
@@ -116,7 +116,7 @@ test('cors: allowed_methods and allowed_headers are templated per request', () =
       allowed_methods: ['GET', '{{request.headers.x-extra-method}}'],
       allowed_headers: ['{{request.headers.x-extra-header}}'],
     },
-    liveEnv(),
+    templatedEnv(),
   );
   const ctx = preflight({ 'x-extra-method': 'PATCH', 'x-extra-header': 'x-custom' });
   assert.equal(node.run(ctx), 'preflight');
@@ -136,12 +136,12 @@ test('cors: with credentials a wildcard echoes the origin and the requested head
 
 test('cors: max_age -1 omits the max-age header', () => {
   const ctx = preflight();
-  runSync(instantiate(cors, { max_age: -1 }), ctx);
+  runNow(instantiate(cors, { max_age: -1 }), ctx);
   assert.equal(ctx.response.headers['access-control-max-age'], undefined);
 });
 
 test('cors: legacy editor keys are accepted, ignored and warned about', () => {
-  const env = liveEnv();
+  const env = templatedEnv();
   const node = instantiate(cors, { allow_origins: 'https://x', max_age_s: 5 }, env);
   const ctx = preflight();
   assert.equal(node.run(ctx), 'preflight');

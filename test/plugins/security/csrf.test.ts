@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { csrf } from '../../../src/plugins/security/csrf.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
-import { assertSchemaRejects, responseJson } from './helpers.js';
+import { assertSchemaRejects } from '../../support/node-run.js';
+import { responseJson } from '../../support/assertions.js';
 
 const NAME = 'featherbit-csrf-token';
 

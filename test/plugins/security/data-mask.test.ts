@@ -5,8 +5,8 @@ import { startGateway, type RunningGateway } from '../../support/in-process.js';
 import { request } from '../../support/http.js';
 import { echo, startOrigin, type Origin } from '../../support/origins.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
-import { rejectsConfig, rejectsSchema, runNow } from '../../support/node-run.js';
 import { LINEAR_BOUND_MS, REDOS_VALUE_RULE, redosInput, timed } from '../../support/redos.js';
+import { assertConfigError, assertSchemaRejects, runNow } from '../../support/node-run.js';
 
 test('data-mask: query parameters are removed, replaced or regex-masked; the raw query follows', () => {
   const node = instantiate(dataMask, {
@@ -82,23 +82,23 @@ test('data-mask: non-JSON, empty and oversized bodies skip the body rules untouc
 });
 
 test('data-mask: config rejections', () => {
-  rejectsSchema(
+  assertSchemaRejects(
     () => instantiate(dataMask, { request: [{ type: 'cookie', name: 'a', action: 'remove' }] }),
     'request[0].type',
   );
-  rejectsSchema(
+  assertSchemaRejects(
     () => instantiate(dataMask, { request: [{ type: 'query', action: 'remove' }] }),
     'request[0].name',
   );
-  rejectsConfig(
+  assertConfigError(
     () => instantiate(dataMask, { request: [{ type: 'query', name: 'a', action: 'replace' }] }),
     'request[0].value',
   );
-  rejectsConfig(
+  assertConfigError(
     () => instantiate(dataMask, { request: [{ type: 'query', name: 'a', action: 'regex', value: 'x' }] }),
     'request[0].regex',
   );
-  rejectsConfig(
+  assertConfigError(
     () =>
       instantiate(dataMask, {
         request: [{ type: 'query', name: 'a', action: 'regex', regex: '(', value: 'x' }],
@@ -106,18 +106,18 @@ test('data-mask: config rejections', () => {
     'request[0].regex',
     /not a valid regular expression/,
   );
-  rejectsConfig(
+  assertConfigError(
     () => instantiate(dataMask, { request: [{ type: 'body', name: 'a', action: 'remove' }] }),
     'request[0].body_format',
   );
-  rejectsConfig(
+  assertConfigError(
     () =>
       instantiate(dataMask, {
         request: [{ type: 'body', body_format: 'json', name: 'a..b', action: 'remove' }],
       }),
     'request[0].name',
   );
-  rejectsSchema(() => instantiate(dataMask, { max_body_size: 0 }), 'max_body_size');
+  assertSchemaRejects(() => instantiate(dataMask, { max_body_size: 0 }), 'max_body_size');
 });
 
 const origins: Origin[] = [];
@@ -176,7 +176,7 @@ test('data-mask: M3 a nested-quantifier rule masks a crafted query value in line
 });
 
 test('data-mask: M3 a lookahead (the old card-number idiom) is refused at load naming the rule', () => {
-  rejectsConfig(
+  assertConfigError(
     () =>
       instantiate(dataMask, {
         request: [{ type: 'query', name: 'card', action: 'regex', regex: '\\d(?=\\d{4})', value: '*' }],

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ipRestriction } from '../../../src/plugins/security/ip-restriction.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
-import { assertConfigError, assertSchemaRejects, responseJson } from './helpers.js';
+import { assertConfigError, assertSchemaRejects } from '../../support/node-run.js';
+import { responseJson } from '../../support/assertions.js';
 
 const from = (remoteAddress: string) => requestContext({ remoteAddress });
 

@@ -2,8 +2,9 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { oasValidator } from '../../../src/plugins/security/oas-validator.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
-import { assertConfigError, assertSchemaRejects, liveEnv, responseJson, runSync } from './helpers.js';
 import { LINEAR_BOUND_MS, REDOS_VALUE_RULE, redosInput, timed } from '../../support/redos.js';
+import { assertConfigError, assertSchemaRejects, runNow, templatedEnv } from '../../support/node-run.js';
+import { responseJson } from '../../support/assertions.js';
 
 const SPEC = {
   openapi: '3.0.3',
@@ -72,7 +73,7 @@ function request(method: string, url: string, headers: Record<string, string> = 
 const node = instantiate(oasValidator, { spec: SPEC });
 
 function denied(ctx: ReturnType<typeof request>, message: RegExp, status = 400): void {
-  assert.equal(runSync(node, ctx), 'denied');
+  assert.equal(runNow(node, ctx), 'denied');
   assert.equal(ctx.response.status, status);
   const body = responseJson(ctx) as { error: string; message: string };
   assert.equal(body.error, 'oas_validation_failed');
@@ -80,15 +81,15 @@ function denied(ctx: ReturnType<typeof request>, message: RegExp, status = 400):
 }
 
 test('oas-validator: a request that matches its operation leaves by success', () => {
-  assert.equal(runSync(node, request('GET', '/users?limit=10&tags=a,b')), 'success');
+  assert.equal(runNow(node, request('GET', '/users?limit=10&tags=a,b')), 'success');
   const json = request(
     'POST',
     '/users',
     { 'x-tenant': 't', 'content-type': 'application/json' },
     '{"name":"ann"}',
   );
-  assert.equal(runSync(node, json), 'success');
-  assert.equal(runSync(node, request('GET', '/users/7', { cookie: 'session=abcd' })), 'success');
+  assert.equal(runNow(node, json), 'success');
+  assert.equal(runNow(node, request('GET', '/users/7', { cookie: 'session=abcd' })), 'success');
 });
 
 test('oas-validator: query parameters are coerced and validated', () => {
@@ -98,7 +99,7 @@ test('oas-validator: query parameters are coerced and validated', () => {
 
 test('oas-validator: path parameters are validated; a concrete path wins over a template', () => {
   denied(request('GET', '/users/abc', { cookie: 'session=abcd' }), /^path parameter 'id' must be integer/);
-  assert.equal(runSync(node, request('GET', '/users/me')), 'success');
+  assert.equal(runNow(node, request('GET', '/users/me')), 'success');
 });
 
 test('oas-validator: required headers (through $ref) and cookies must be present', () => {
@@ -116,7 +117,7 @@ test('oas-validator: required headers (through $ref) and cookies must be present
 test('oas-validator: the JSON body is validated against the schema, $refs and nullable included', () => {
   const post = (body: string, type = 'application/json') =>
     request('POST', '/users', { 'x-tenant': 't', 'content-type': type }, body);
-  assert.equal(runSync(node, post('{"name":"ann","email":null}')), 'success');
+  assert.equal(runNow(node, post('{"name":"ann","email":null}')), 'success');
   denied(post('{"email":"a@b.c"}'), /^body validation failed: body must have required property 'name'/);
   denied(post('{"name":"ann","email":"nope"}'), /body\/email must match format "email"/);
   denied(post('{"name":'), /^failed to decode the request body/);
@@ -127,13 +128,13 @@ test('oas-validator: the JSON body is validated against the schema, $refs and nu
 test('oas-validator: form bodies are validated with coerced types', () => {
   const form = (body: string) =>
     request('POST', '/users', { 'x-tenant': 't', 'content-type': 'application/x-www-form-urlencoded' }, body);
-  assert.equal(runSync(node, form('name=ann&age=3')), 'success');
+  assert.equal(runNow(node, form('name=ann&age=3')), 'success');
   denied(form('name=ann&age=old'), /body\/age must be integer/);
 });
 
 test('oas-validator: requests no operation describes pass; the server base path is honoured', () => {
-  assert.equal(runSync(node, request('GET', '/elsewhere')), 'success');
-  assert.equal(runSync(node, request('DELETE', '/users')), 'success');
+  assert.equal(runNow(node, request('GET', '/elsewhere')), 'success');
+  assert.equal(runNow(node, request('DELETE', '/users')), 'success');
   denied(request('GET', '/v1/users?limit=0'), /limit/);
 });
 
@@ -150,13 +151,13 @@ paths:
   const custom = instantiate(
     oasValidator,
     { spec: yaml, rejected_code: 422, rejected_msg: 'bad {{request.method}}' },
-    liveEnv(),
+    templatedEnv(),
   );
   const ctx = request('GET', '/items/x');
-  assert.equal(runSync(custom, ctx), 'denied');
+  assert.equal(runNow(custom, ctx), 'denied');
   assert.equal(ctx.response.status, 422);
   assert.deepEqual(responseJson(ctx), { error: 'oas_validation_failed', message: 'bad GET' });
-  assert.equal(runSync(custom, request('GET', '/items/3')), 'success');
+  assert.equal(runNow(custom, request('GET', '/items/3')), 'success');
 });
 
 test('oas-validator: config rejections — not OpenAPI 3, bad schema, unresolved $ref, bad parameter, bad status', () => {
@@ -203,13 +204,13 @@ const patternSpec = (pattern: string) => ({
 test('oas-validator: M3 path templates and schema patterns run on the linear-time engine', () => {
   const node = instantiate(oasValidator, { spec: patternSpec(REDOS_VALUE_RULE) });
   // Adjacent templates compile to ([^/]+)([^/]+): quadratic on a backtracking engine.
-  const path = timed(() => runSync(node, request('GET', `/items/${'x'.repeat(50_000)}/`)));
+  const path = timed(() => runNow(node, request('GET', `/items/${'x'.repeat(50_000)}/`)));
   assert.equal(path.value, 'success');
   assert.ok(path.ms < LINEAR_BOUND_MS, `path took ${path.ms.toFixed(1)} ms`);
-  const query = timed(() => runSync(node, request('GET', `/items/ab?q=${redosInput(30)}`)));
+  const query = timed(() => runNow(node, request('GET', `/items/ab?q=${redosInput(30)}`)));
   assert.equal(query.value, 'denied');
   assert.ok(query.ms < LINEAR_BOUND_MS, `pattern took ${query.ms.toFixed(1)} ms`);
-  assert.equal(runSync(node, request('GET', '/items/ab?q=aaa')), 'success');
+  assert.equal(runNow(node, request('GET', '/items/ab?q=aaa')), 'success');
 });
 
 test('oas-validator: M3 a schema pattern that needs backtracking is refused at load', () => {

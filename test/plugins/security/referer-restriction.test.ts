@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { refererHost, refererRestriction } from '../../../src/plugins/security/referer-restriction.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
-import { assertConfigError, assertSchemaRejects, liveEnv, responseJson } from './helpers.js';
+import { assertConfigError, assertSchemaRejects, templatedEnv } from '../../support/node-run.js';
+import { responseJson } from '../../support/assertions.js';
 
 const withReferer = (referer?: string) =>
   requestContext({ headers: referer === undefined ? { host: 'gw' } : { host: 'gw', referer } });
@@ -39,7 +40,7 @@ test('referer-restriction: message is templated', () => {
   const node = instantiate(
     refererRestriction,
     { whitelist: ['example.com'], message: 'blocked for {{request.path}}' },
-    liveEnv(),
+    templatedEnv(),
   );
   const ctx = requestContext({ url: '/secret', headers: { host: 'gw', referer: 'https://evil.com/' } });
   assert.equal(node.run(ctx), 'denied');

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { requestSizeLimit } from '../../../src/plugins/security/request-size-limit.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
-import { assertSchemaRejects, responseJson } from './helpers.js';
+import { assertSchemaRejects } from '../../support/node-run.js';
+import { responseJson } from '../../support/assertions.js';
 
 const post = (body: string | null) =>
   requestContext({ method: 'POST', body: body === null ? null : Buffer.from(body) });

@@ -4,8 +4,9 @@ import { requestValidation } from '../../../src/plugins/security/request-validat
 import { startGateway, type RunningGateway } from '../../support/in-process.js';
 import { echo, startOrigin, type Origin } from '../../support/origins.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
-import { assertConfigError, assertSchemaRejects, liveEnv, responseJson, runSync } from './helpers.js';
 import { LINEAR_BOUND_MS, REDOS_VALUE_RULE, redosInput, timed } from '../../support/redos.js';
+import { assertConfigError, assertSchemaRejects, runNow, templatedEnv } from '../../support/node-run.js';
+import { responseJson } from '../../support/assertions.js';
 
 const NAME_SCHEMA = {
   type: 'object',
@@ -24,14 +25,14 @@ function post(body: string, contentType = 'application/json', headers: Record<st
 test('request-validation: a body that matches body_schema leaves by success, unchanged', () => {
   const node = instantiate(requestValidation, { body_schema: NAME_SCHEMA });
   const ctx = post('{"name":  "jack", "age": 3}');
-  assert.equal(runSync(node, ctx), 'success');
+  assert.equal(runNow(node, ctx), 'success');
   assert.equal(ctx.request.body?.toString(), '{"name":  "jack", "age": 3}');
 });
 
 test('request-validation: a body that fails body_schema is denied with 400 validation_failed and the detail', () => {
   const node = instantiate(requestValidation, { body_schema: NAME_SCHEMA });
   const ctx = post('{"age": "three"}');
-  assert.equal(runSync(node, ctx), 'denied');
+  assert.equal(runNow(node, ctx), 'denied');
   assert.equal(ctx.response.status, 400);
   const body = responseJson(ctx) as { error: string; message: string };
   assert.equal(body.error, 'validation_failed');
@@ -42,10 +43,10 @@ test('request-validation: a body that fails body_schema is denied with 400 valid
 test('request-validation: an empty or undecodable body is denied when body_schema is set', () => {
   const node = instantiate(requestValidation, { body_schema: { type: 'object' } });
   const empty = post('');
-  assert.equal(runSync(node, empty), 'denied');
+  assert.equal(runNow(node, empty), 'denied');
   assert.deepEqual(responseJson(empty), { error: 'validation_failed', message: 'request body is required' });
   const junk = post('not json');
-  assert.equal(runSync(node, junk), 'denied');
+  assert.equal(runNow(node, junk), 'denied');
   assert.match((responseJson(junk) as { message: string }).message, /^failed to decode the request body/);
 });
 
@@ -58,10 +59,10 @@ test('request-validation: form-urlencoded bodies validate as a flat object', () 
     },
   });
   assert.equal(
-    runSync(node, post('user=jack&note=hello%20world', 'application/x-www-form-urlencoded')),
+    runNow(node, post('user=jack&note=hello%20world', 'application/x-www-form-urlencoded')),
     'success',
   );
-  assert.equal(runSync(node, post('note=only', 'application/x-www-form-urlencoded')), 'denied');
+  assert.equal(runNow(node, post('note=only', 'application/x-www-form-urlencoded')), 'denied');
 });
 
 test('request-validation: header_schema sees lowercase names, first values, coerced types', () => {
@@ -72,24 +73,24 @@ test('request-validation: header_schema sees lowercase names, first values, coer
       properties: { 'x-api-version': { type: 'integer', enum: [2] } },
     },
   });
-  assert.equal(runSync(node, requestContext({ headers: { host: 'gw', 'x-api-version': '2' } })), 'success');
+  assert.equal(runNow(node, requestContext({ headers: { host: 'gw', 'x-api-version': '2' } })), 'success');
   const missing = requestContext();
-  assert.equal(runSync(node, missing), 'denied');
+  assert.equal(runNow(node, missing), 'denied');
   assert.match(
     (responseJson(missing) as { message: string }).message,
     /^header validation failed: headers must have/,
   );
-  assert.equal(runSync(node, requestContext({ headers: { host: 'gw', 'x-api-version': '3' } })), 'denied');
+  assert.equal(runNow(node, requestContext({ headers: { host: 'gw', 'x-api-version': '3' } })), 'denied');
 });
 
 test('request-validation: rejected_code and a templated rejected_msg replace status and detail', () => {
   const node = instantiate(
     requestValidation,
     { body_schema: { type: 'object' }, rejected_code: 422, rejected_msg: 'bad payload for {{request.path}}' },
-    liveEnv(),
+    templatedEnv(),
   );
   const ctx = post('[1,2,3]');
-  assert.equal(runSync(node, ctx), 'denied');
+  assert.equal(runNow(node, ctx), 'denied');
   assert.equal(ctx.response.status, 422);
   assert.deepEqual(responseJson(ctx), { error: 'validation_failed', message: 'bad payload for /' });
 });
@@ -103,9 +104,9 @@ const CONDITIONS = [
 test('request-validation: conditions pass, or deny with "request conditions not satisfied"', () => {
   const node = instantiate(requestValidation, { conditions: CONDITIONS, rejected_code: 401 });
   const ok = post('{"user":{"email":"a@b.c"}}', 'application/json', { authorization: 'Bearer tok' });
-  assert.equal(runSync(node, ok), 'success');
+  assert.equal(runNow(node, ok), 'success');
   const no = post('{"user":{"id":null}}', 'application/json', { authorization: 'Bearer tok' });
-  assert.equal(runSync(node, no), 'denied');
+  assert.equal(runNow(node, no), 'denied');
   assert.equal(no.response.status, 401);
   assert.deepEqual(responseJson(no), {
     error: 'validation_failed',
@@ -119,7 +120,7 @@ test('request-validation: schemas run before conditions', () => {
     conditions: [['http_x_never', 'present']],
   });
   const ctx = post('{}');
-  runSync(node, ctx);
+  runNow(node, ctx);
   assert.match((responseJson(ctx) as { message: string }).message, /^body validation failed/);
 });
 
@@ -228,10 +229,10 @@ test('request-validation: E2E-VC-05 a non-null id satisfies NOT is_null → 200'
 test('request-validation: M3 a nested-quantifier schema pattern checks a crafted field in linear time', () => {
   const schema = { type: 'object', properties: { name: { type: 'string', pattern: REDOS_VALUE_RULE } } };
   const node = instantiate(requestValidation, { body_schema: schema });
-  const run = timed(() => runSync(node, post(JSON.stringify({ name: redosInput(30) }))));
+  const run = timed(() => runNow(node, post(JSON.stringify({ name: redosInput(30) }))));
   assert.equal(run.value, 'denied');
   assert.ok(run.ms < LINEAR_BOUND_MS, `took ${run.ms.toFixed(1)} ms`);
-  assert.equal(runSync(node, post('{"name":"aaa"}')), 'success');
+  assert.equal(runNow(node, post('{"name":"aaa"}')), 'success');
 });
 
 test('request-validation: M3 a schema pattern that needs backtracking is refused at load', () => {

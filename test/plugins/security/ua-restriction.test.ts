@@ -2,8 +2,9 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { uaRestriction } from '../../../src/plugins/security/ua-restriction.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
-import { assertConfigError, assertSchemaRejects, liveEnv, responseJson } from './helpers.js';
 import { LINEAR_BOUND_MS, REDOS_VALUE_RULE, redosInput, timed } from '../../support/redos.js';
+import { assertConfigError, assertSchemaRejects, templatedEnv } from '../../support/node-run.js';
+import { responseJson } from '../../support/assertions.js';
 
 const withUa = (ua?: string) =>
   requestContext({ headers: ua === undefined ? { host: 'gw' } : { host: 'gw', 'user-agent': ua } });
@@ -37,7 +38,7 @@ test('ua-restriction: rejected_code and a templated rejected_msg shape the denia
   const node = instantiate(
     uaRestriction,
     { denylist: ['curl'], rejected_code: 405, rejected_msg: 'go away from {{request.path}}' },
-    liveEnv(),
+    templatedEnv(),
   );
   const ctx = requestContext({ url: '/x', headers: { host: 'gw', 'user-agent': 'curl/8' } });
   assert.equal(node.run(ctx), 'denied');

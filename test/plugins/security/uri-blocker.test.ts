@@ -2,8 +2,9 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { uriBlocker } from '../../../src/plugins/security/uri-blocker.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
-import { assertConfigError, assertSchemaRejects, liveEnv, responseJson } from './helpers.js';
 import { LINEAR_BOUND_MS, REDOS_RULE, redosPath, timed } from '../../support/redos.js';
+import { assertConfigError, assertSchemaRejects, templatedEnv } from '../../support/node-run.js';
+import { responseJson } from '../../support/assertions.js';
 
 const at = (url: string) => requestContext({ url });
 
@@ -35,7 +36,7 @@ test('uri-blocker: rejected_code and a templated rejected_msg give {"error_msg":
   const node = instantiate(
     uriBlocker,
     { block_rules: ['^/admin'], rejected_code: 404, rejected_msg: 'no {{request.path}} here' },
-    liveEnv(),
+    templatedEnv(),
   );
   const ctx = at('/admin');
   assert.equal(node.run(ctx), 'denied');

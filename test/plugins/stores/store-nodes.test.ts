@@ -10,7 +10,7 @@ import { freePort } from '../../support/free-port.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
 import { skipWithoutRedis, startRedis, testStores, type RedisServer } from '../../support/redis.js';
 import { waitFor } from '../../support/wait.js';
-import { failsWith, rejectsConfig, rejectsSchema, templatedEnv } from '../../support/node-run.js';
+import { assertConfigError, assertSchemaRejects, failsWith, templatedEnv } from '../../support/node-run.js';
 
 describe('store nodes: configuration', () => {
   let stores: StoreSet;
@@ -28,7 +28,7 @@ describe('store nodes: configuration', () => {
       [storeDelete, { store: 'nope', key: 'k' }],
     ] as const;
     for (const [def, config] of configs) {
-      rejectsConfig(
+      assertConfigError(
         () => instantiate(def as typeof storeGet, config, env()),
         'store',
         /unknown store 'nope'/,
@@ -37,21 +37,21 @@ describe('store nodes: configuration', () => {
   });
 
   test('store nodes: ttl_seconds 0 is rejected (omit it for no expiry)', () => {
-    rejectsConfig(
+    assertConfigError(
       () => instantiate(storeSet, { store: 's', key: 'k', value: 'v', ttl_seconds: 0 }, env()),
       'ttl_seconds',
     );
-    rejectsConfig(
+    assertConfigError(
       () => instantiate(storeIncr, { store: 's', key: 'k', name: 'n', ttl_seconds: 0 }, env()),
       'ttl_seconds',
     );
   });
 
   test('store nodes: required keys and unknown keys are schema errors', () => {
-    rejectsSchema(() => instantiate(storeGet, { store: 's', key: 'k' }, env()), 'name');
-    rejectsSchema(() => instantiate(storeSet, { store: 's', key: 'k' }, env()), 'value');
-    rejectsSchema(() => instantiate(storeIncr, { store: 's', name: 'n' }, env()), 'key');
-    rejectsSchema(() => instantiate(storeDelete, { store: 's', key: 'k', ttl: 1 }, env()), 'ttl');
+    assertSchemaRejects(() => instantiate(storeGet, { store: 's', key: 'k' }, env()), 'name');
+    assertSchemaRejects(() => instantiate(storeSet, { store: 's', key: 'k' }, env()), 'value');
+    assertSchemaRejects(() => instantiate(storeIncr, { store: 's', name: 'n' }, env()), 'key');
+    assertSchemaRejects(() => instantiate(storeDelete, { store: 's', key: 'k', ttl: 1 }, env()), 'ttl');
   });
 
   test('store nodes: only a response-body reference makes an upstream buffer', () => {

@@ -6,7 +6,7 @@ import { startGateway, type RunningGateway } from '../../support/in-process.js';
 import { request } from '../../support/http.js';
 import { startOrigin, type Origin } from '../../support/origins.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
-import { bodyText, rejectsConfig, rejectsSchema, runNow } from '../../support/node-run.js';
+import { assertConfigError, assertSchemaRejects, bodyText, runNow } from '../../support/node-run.js';
 
 let ids = 0;
 const pair = (extra: Record<string, unknown> = {}) => {
@@ -91,19 +91,19 @@ test('api-breaker: nodes with different ids do not share state', () => {
 });
 
 test('api-breaker: config rejections', () => {
-  rejectsConfig(() => instantiate(apiBreaker, { id: 'x' }), 'phase');
-  rejectsConfig(() => instantiate(apiBreaker, { id: 'x', phase: 'check', role: 'observe' }), 'role');
-  rejectsSchema(() => instantiate(apiBreaker, { phase: 'check' }), 'id');
-  rejectsSchema(() => instantiate(apiBreaker, { id: 'x', phase: 'open' }), 'phase');
-  rejectsSchema(
+  assertConfigError(() => instantiate(apiBreaker, { id: 'x' }), 'phase');
+  assertConfigError(() => instantiate(apiBreaker, { id: 'x', phase: 'check', role: 'observe' }), 'role');
+  assertSchemaRejects(() => instantiate(apiBreaker, { phase: 'check' }), 'id');
+  assertSchemaRejects(() => instantiate(apiBreaker, { id: 'x', phase: 'open' }), 'phase');
+  assertSchemaRejects(
     () => instantiate(apiBreaker, { id: 'x', phase: 'check', max_breaker_sec: 2 }),
     'max_breaker_sec',
   );
-  rejectsSchema(
+  assertSchemaRejects(
     () => instantiate(apiBreaker, { id: 'x', phase: 'check', unhealthy: { failures: 0 } }),
     'unhealthy.failures',
   );
-  rejectsSchema(
+  assertSchemaRejects(
     () => instantiate(apiBreaker, { id: 'x', phase: 'check', healthy: { http_statuses: [] } }),
     'healthy.http_statuses',
   );

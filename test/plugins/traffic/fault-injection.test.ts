@@ -4,7 +4,13 @@ import { faultInjection } from '../../../src/plugins/traffic/fault-injection.js'
 import { startGateway, type RunningGateway } from '../../support/in-process.js';
 import { request } from '../../support/http.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
-import { bodyText, rejectsConfig, rejectsSchema, runNow, templatedEnv } from '../../support/node-run.js';
+import {
+  assertConfigError,
+  assertSchemaRejects,
+  bodyText,
+  runNow,
+  templatedEnv,
+} from '../../support/node-run.js';
 
 test('fault-injection: abort prepares status, templated body and headers, and leaves on abort', () => {
   const node = instantiate(
@@ -104,15 +110,18 @@ test('fault-injection: a delay ends early when the client goes away', async () =
 });
 
 test('fault-injection: config rejections', () => {
-  rejectsConfig(() => instantiate(faultInjection, {}), '', /abort.*delay/);
-  rejectsSchema(() => instantiate(faultInjection, { abort: {} }), 'abort.http_status');
-  rejectsSchema(() => instantiate(faultInjection, { abort: { http_status: 100 } }), 'abort.http_status');
-  rejectsSchema(
+  assertConfigError(() => instantiate(faultInjection, {}), '', /abort.*delay/);
+  assertSchemaRejects(() => instantiate(faultInjection, { abort: {} }), 'abort.http_status');
+  assertSchemaRejects(
+    () => instantiate(faultInjection, { abort: { http_status: 100 } }),
+    'abort.http_status',
+  );
+  assertSchemaRejects(
     () => instantiate(faultInjection, { abort: { http_status: 500, percentage: 101 } }),
     'abort.percentage',
   );
-  rejectsSchema(() => instantiate(faultInjection, { delay: {} }), 'delay.duration');
-  rejectsConfig(
+  assertSchemaRejects(() => instantiate(faultInjection, { delay: {} }), 'delay.duration');
+  assertConfigError(
     () => instantiate(faultInjection, { abort: { http_status: 500, vars: [[['x', 'nope', 1]]] } }),
     'abort.vars[0][0][1]',
   );

@@ -9,7 +9,13 @@ import { request } from '../../support/http.js';
 import { startGateway, type RunningGateway } from '../../support/in-process.js';
 import { gate, startOrigin, type Origin } from '../../support/origins.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
-import { bodyText, rejectsConfig, rejectsSchema, runNow, templatedEnv } from '../../support/node-run.js';
+import {
+  assertConfigError,
+  assertSchemaRejects,
+  bodyText,
+  runNow,
+  templatedEnv,
+} from '../../support/node-run.js';
 
 function pair(config: Record<string, unknown> = {}) {
   const scope = createGatewayScope();
@@ -82,12 +88,12 @@ test('limit-conn: slots of a request dropped without a release come back when it
 });
 
 test('limit-conn: config rejections', () => {
-  rejectsConfig(() => instantiate(limitConn, {}), 'phase');
-  rejectsConfig(() => instantiate(limitConn, { phase: 'acquire', role: 'release' }), 'role');
-  rejectsSchema(() => instantiate(limitConn, { phase: 'hold' }), 'phase');
-  rejectsSchema(() => instantiate(limitConn, { phase: 'acquire', conn: 0 }), 'conn');
-  rejectsSchema(() => instantiate(limitConn, { phase: 'acquire', burst: -1 }), 'burst');
-  rejectsSchema(() => instantiate(limitConn, { phase: 'acquire', policy: 'redis' }), 'policy');
+  assertConfigError(() => instantiate(limitConn, {}), 'phase');
+  assertConfigError(() => instantiate(limitConn, { phase: 'acquire', role: 'release' }), 'role');
+  assertSchemaRejects(() => instantiate(limitConn, { phase: 'hold' }), 'phase');
+  assertSchemaRejects(() => instantiate(limitConn, { phase: 'acquire', conn: 0 }), 'conn');
+  assertSchemaRejects(() => instantiate(limitConn, { phase: 'acquire', burst: -1 }), 'burst');
+  assertSchemaRejects(() => instantiate(limitConn, { phase: 'acquire', policy: 'redis' }), 'policy');
   // APISIX's delay knob is accepted and has no effect.
   instantiate(limitConn, { phase: 'acquire', default_conn_delay: 0.1 });
 });

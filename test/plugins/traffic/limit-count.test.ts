@@ -6,7 +6,13 @@ import { LocalWindowCounters } from '../../../src/plugins/traffic/window-counter
 import { request } from '../../support/http.js';
 import { startGateway, type RunningGateway } from '../../support/in-process.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
-import { bodyText, rejectsConfig, rejectsSchema, runNow, templatedEnv } from '../../support/node-run.js';
+import {
+  assertConfigError,
+  assertSchemaRejects,
+  bodyText,
+  runNow,
+  templatedEnv,
+} from '../../support/node-run.js';
 
 const node = (config: Record<string, unknown>, nodeId = 'quota') =>
   instantiate(limitCount, config, templatedEnv({ nodeId }));
@@ -127,15 +133,19 @@ test('limit-count: expired windows are swept as new keys arrive', () => {
 });
 
 test('limit-count: config rejections', () => {
-  rejectsSchema(() => node({ time_window: 60 }), 'count');
-  rejectsSchema(() => node({ count: 1 }), 'time_window');
-  rejectsSchema(() => node({ count: 0, time_window: 60 }), 'count');
-  rejectsSchema(() => node({ count: 1, time_window: 0 }), 'time_window');
-  rejectsSchema(() => node({ count: 1, time_window: 1, rejected_code: 600 }), 'rejected_code');
-  rejectsSchema(() => node({ count: 1, time_window: 1, policy: 'redis-cluster' }), 'policy');
-  rejectsSchema(() => node({ count: 1, time_window: 1, window_type: 'sliding' }), 'window_type');
-  rejectsConfig(() => node({ count: 1, time_window: 1, policy: 'redis' }), 'store', /required/);
-  rejectsConfig(() => node({ count: 1, time_window: 1, policy: 'kvstore', store: 'nope' }), 'store', /nope/);
+  assertSchemaRejects(() => node({ time_window: 60 }), 'count');
+  assertSchemaRejects(() => node({ count: 1 }), 'time_window');
+  assertSchemaRejects(() => node({ count: 0, time_window: 60 }), 'count');
+  assertSchemaRejects(() => node({ count: 1, time_window: 0 }), 'time_window');
+  assertSchemaRejects(() => node({ count: 1, time_window: 1, rejected_code: 600 }), 'rejected_code');
+  assertSchemaRejects(() => node({ count: 1, time_window: 1, policy: 'redis-cluster' }), 'policy');
+  assertSchemaRejects(() => node({ count: 1, time_window: 1, window_type: 'sliding' }), 'window_type');
+  assertConfigError(() => node({ count: 1, time_window: 1, policy: 'redis' }), 'store', /required/);
+  assertConfigError(
+    () => node({ count: 1, time_window: 1, policy: 'kvstore', store: 'nope' }),
+    'store',
+    /nope/,
+  );
 });
 
 test('limit-count: store with policy local is ignored with a warning', () => {

@@ -9,15 +9,15 @@ import { LocalResponseCache } from '../../../src/plugins/traffic/local-cache.js'
 import { GatewayMetrics } from '../../../src/observability/metrics.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
 import { waitFor } from '../../support/wait.js';
+import { cacheEvents } from './cache-helpers.js';
 import {
+  assertConfigError,
+  assertSchemaRejects,
   bodyText,
   failsWith,
-  rejectsConfig,
-  rejectsSchema,
   runNow,
   templatedEnv,
 } from '../../support/node-run.js';
-import { cacheEvents } from './cache-helpers.js';
 
 function halves(
   extra: Record<string, unknown> = {},
@@ -343,27 +343,27 @@ test('proxy-cache: the halves expose their cache target for pair checks and purg
 });
 
 test('proxy-cache: config rejections', () => {
-  rejectsConfig(() => instantiate(proxyCache, { id: 'x' }), 'phase');
-  rejectsConfig(() => instantiate(proxyCache, { id: 'x', phase: 'lookup', role: 'store' }), 'role');
-  rejectsSchema(() => instantiate(proxyCache, { phase: 'lookup' }), 'id');
-  rejectsSchema(() => instantiate(proxyCache, { id: 'x', phase: 'evict' }), 'phase');
-  rejectsConfig(() => instantiate(proxyCache, { id: 'a\u0001b', phase: 'lookup' }), 'id', /control/);
-  rejectsConfig(
+  assertConfigError(() => instantiate(proxyCache, { id: 'x' }), 'phase');
+  assertConfigError(() => instantiate(proxyCache, { id: 'x', phase: 'lookup', role: 'store' }), 'role');
+  assertSchemaRejects(() => instantiate(proxyCache, { phase: 'lookup' }), 'id');
+  assertSchemaRejects(() => instantiate(proxyCache, { id: 'x', phase: 'evict' }), 'phase');
+  assertConfigError(() => instantiate(proxyCache, { id: 'a\u0001b', phase: 'lookup' }), 'id', /control/);
+  assertConfigError(
     () => instantiate(proxyCache, { id: 'x', phase: 'lookup', policy: 'redis' }),
     'store',
     /required/,
   );
-  rejectsConfig(
+  assertConfigError(
     () => instantiate(proxyCache, { id: 'x', phase: 'lookup', policy: 'kvstore', store: 'nope' }),
     'store',
     /nope/,
   );
-  rejectsConfig(
+  assertConfigError(
     () => instantiate(proxyCache, { id: 'x', phase: 'lookup', no_cache: ['$arg_nocache'] }),
     'no_cache[0]',
     /template/,
   );
-  rejectsConfig(
+  assertConfigError(
     () =>
       instantiate(proxyCache, {
         id: 'x',
@@ -373,11 +373,11 @@ test('proxy-cache: config rejections', () => {
       }),
     'cache_http_status',
   );
-  rejectsSchema(
+  assertSchemaRejects(
     () => instantiate(proxyCache, { id: 'x', phase: 'store', max_object_bytes: 0 }),
     'max_object_bytes',
   );
-  rejectsSchema(
+  assertSchemaRejects(
     () => instantiate(proxyCache, { id: 'x', phase: 'store', cache_strategy: 'disk' }),
     'cache_strategy',
   );

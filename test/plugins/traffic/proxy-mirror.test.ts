@@ -10,7 +10,7 @@ import { request } from '../../support/http.js';
 import { startOrigin, type Origin } from '../../support/origins.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
 import { waitFor } from '../../support/wait.js';
-import { rejectsConfig, rejectsSchema, runNow, templatedEnv } from '../../support/node-run.js';
+import { assertConfigError, assertSchemaRejects, runNow, templatedEnv } from '../../support/node-run.js';
 
 const origins: Origin[] = [];
 const nodes: NodeInstance[] = [];
@@ -105,12 +105,12 @@ test('proxy-mirror: host may come from {{env.NAME}}; request data is refused (SS
   const node = mirror({ host: '{{env.SHADOW}}' }, { SHADOW: `http://127.0.0.1:${target.port}` });
   runNow(node, requestContext());
   await target.received(1);
-  rejectsConfig(
+  assertConfigError(
     () => instantiate(proxyMirror, { host: 'http://{{request.headers.x-target}}' }, templatedEnv()),
     'host',
     /static/,
   );
-  rejectsConfig(
+  assertConfigError(
     () => instantiate(proxyMirror, { host: 'http://s', path: '/{{request.path}}' }, templatedEnv()),
     'path',
     /static/,
@@ -118,16 +118,19 @@ test('proxy-mirror: host may come from {{env.NAME}}; request data is refused (SS
 });
 
 test('proxy-mirror: config rejections', () => {
-  rejectsSchema(() => instantiate(proxyMirror, {}), 'host');
-  rejectsConfig(() => instantiate(proxyMirror, { host: 'shadow:8080' }, templatedEnv()), 'host');
-  rejectsConfig(() => instantiate(proxyMirror, { host: 'ftp://shadow' }, templatedEnv()), 'host');
-  rejectsConfig(
+  assertSchemaRejects(() => instantiate(proxyMirror, {}), 'host');
+  assertConfigError(() => instantiate(proxyMirror, { host: 'shadow:8080' }, templatedEnv()), 'host');
+  assertConfigError(() => instantiate(proxyMirror, { host: 'ftp://shadow' }, templatedEnv()), 'host');
+  assertConfigError(
     () => instantiate(proxyMirror, { host: 'http://shadow/path' }, templatedEnv()),
     'host',
     /path/,
   );
-  rejectsSchema(() => instantiate(proxyMirror, { host: 'http://s', sample_ratio: 1.5 }), 'sample_ratio');
-  rejectsSchema(() => instantiate(proxyMirror, { host: 'http://s', path: 'no-slash' }), 'path');
+  assertSchemaRejects(
+    () => instantiate(proxyMirror, { host: 'http://s', sample_ratio: 1.5 }),
+    'sample_ratio',
+  );
+  assertSchemaRejects(() => instantiate(proxyMirror, { host: 'http://s', path: 'no-slash' }), 'path');
 });
 
 test('proxy-mirror: a dead or silent mirror never fails or delays the main request', async () => {

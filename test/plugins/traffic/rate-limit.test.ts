@@ -5,7 +5,7 @@ import { TokenBuckets } from '../../../src/plugins/traffic/token-buckets.js';
 import { request } from '../../support/http.js';
 import { startGateway, type RunningGateway } from '../../support/in-process.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
-import { bodyText, rejectsConfig, rejectsSchema, runNow } from '../../support/node-run.js';
+import { assertConfigError, assertSchemaRejects, bodyText, runNow } from '../../support/node-run.js';
 
 test('rate-limit: burst requests pass, the next leaves on limited with 429, rate_limited and retry-after', () => {
   const limit = instantiate(rateLimit, { requests_per_second: 1, burst: 2 });
@@ -23,7 +23,7 @@ test('rate-limit: burst defaults to the rate; rate is an alias of requests_per_s
   const limit = instantiate(rateLimit, { rate: 3 });
   for (let i = 0; i < 3; i++) assert.equal(runNow(limit, requestContext()), 'success');
   assert.equal(runNow(limit, requestContext()), 'limited');
-  rejectsConfig(() => instantiate(rateLimit, { rate: 3, requests_per_second: 4 }), 'rate');
+  assertConfigError(() => instantiate(rateLimit, { rate: 3, requests_per_second: 4 }), 'rate');
 });
 
 test('rate-limit: tokens refill at the rate', () => {
@@ -59,11 +59,11 @@ test('rate-limit: nodelay false spaces requests at the rate, delaying up to burs
 });
 
 test('rate-limit: config rejections', () => {
-  rejectsSchema(() => instantiate(rateLimit, { requests_per_second: 0 }), 'requests_per_second');
-  rejectsSchema(() => instantiate(rateLimit, { burst: 0 }), 'burst');
-  rejectsSchema(() => instantiate(rateLimit, { policy: 'redis' }), 'policy');
-  rejectsConfig(() => instantiate(rateLimit, { key_from: 'cookie:id' }), 'key_from');
-  rejectsConfig(() => instantiate(rateLimit, { key_from: 'header:' }), 'key_from');
+  assertSchemaRejects(() => instantiate(rateLimit, { requests_per_second: 0 }), 'requests_per_second');
+  assertSchemaRejects(() => instantiate(rateLimit, { burst: 0 }), 'burst');
+  assertSchemaRejects(() => instantiate(rateLimit, { policy: 'redis' }), 'policy');
+  assertConfigError(() => instantiate(rateLimit, { key_from: 'cookie:id' }), 'key_from');
+  assertConfigError(() => instantiate(rateLimit, { key_from: 'header:' }), 'key_from');
 });
 
 const gateways: RunningGateway[] = [];

@@ -4,8 +4,8 @@ import { trafficLabel } from '../../../src/plugins/traffic/traffic-label.js';
 import { read, startAdmin, type AdminHarness } from '../../admin/harness.js';
 import type { Origin } from '../../support/origins.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
-import { rejectsConfig, rejectsSchema, runNow, templatedEnv } from '../../support/node-run.js';
 import { startSlowOrigin } from '../streaming-probe.js';
+import { assertConfigError, assertSchemaRejects, runNow, templatedEnv } from '../../support/node-run.js';
 
 test('traffic-label: the first matching rule sets request headers and label.<key> message entries (legacy + {{…}})', () => {
   const node = instantiate(
@@ -94,17 +94,17 @@ test('traffic-label: reads the response body only when a matcher (or a value) do
 });
 
 test('traffic-label: config rejections', () => {
-  rejectsSchema(() => instantiate(trafficLabel, { rules: [] }), 'rules');
-  rejectsSchema(() => instantiate(trafficLabel, { rules: [{ actions: [] }] }), 'rules[0].actions');
-  rejectsSchema(
+  assertSchemaRejects(() => instantiate(trafficLabel, { rules: [] }), 'rules');
+  assertSchemaRejects(() => instantiate(trafficLabel, { rules: [{ actions: [] }] }), 'rules[0].actions');
+  assertSchemaRejects(
     () => instantiate(trafficLabel, { rules: [{ actions: [{ weight: 0 }] }] }),
     'rules[0].actions[0].weight',
   );
-  rejectsSchema(
+  assertSchemaRejects(
     () => instantiate(trafficLabel, { rules: [{ actions: [{ set_body: 'x' }] }] }),
     'rules[0].actions[0].set_body',
   );
-  rejectsConfig(
+  assertConfigError(
     () =>
       instantiate(
         trafficLabel,

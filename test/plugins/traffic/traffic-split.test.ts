@@ -8,7 +8,7 @@ import { request } from '../../support/http.js';
 import { deadPort, echo, startOrigin, type Origin } from '../../support/origins.js';
 import { createGatewayScope } from '../../../src/observability/gateway-scope.js';
 import { instantiate, pluginEnv, requestContext } from '../../support/plugin-env.js';
-import { bodyText, failsWith, rejectsConfig, rejectsSchema } from '../../support/node-run.js';
+import { assertConfigError, assertSchemaRejects, bodyText, failsWith } from '../../support/node-run.js';
 
 const origins: Origin[] = [];
 const nodes: NodeInstance[] = [];
@@ -166,21 +166,21 @@ test('traffic-split: an unreachable target → 502 TRAFFIC_SPLIT_UPSTREAM_ERROR'
 });
 
 test('traffic-split: config rejections', () => {
-  rejectsSchema(() => instantiate(trafficSplit, {}), 'rules');
-  rejectsSchema(
+  assertSchemaRejects(() => instantiate(trafficSplit, {}), 'rules');
+  assertSchemaRejects(
     () => instantiate(trafficSplit, { rules: [{ weighted_upstreams: [] }] }),
     'rules[0].weighted_upstreams',
   );
-  rejectsSchema(
+  assertSchemaRejects(
     () => instantiate(trafficSplit, { rules: [{ weighted_upstreams: [{ upstream: { targets: [] } }] }] }),
     'rules[0].weighted_upstreams[0].upstream.targets',
   );
-  rejectsConfig(
+  assertConfigError(
     () => instantiate(trafficSplit, { rules: [{ weighted_upstreams: [{ weight: 0 }] }] }),
     'rules[0].weighted_upstreams',
     /weight > 0/,
   );
-  rejectsConfig(
+  assertConfigError(
     () =>
       instantiate(trafficSplit, {
         rules: [{ match: [['uri', 'nope', 1]], weighted_upstreams: [{ weight: 1 }] }],

@@ -4,7 +4,13 @@ import { workflow } from '../../../src/plugins/traffic/workflow.js';
 import { request } from '../../support/http.js';
 import { startGateway, type RunningGateway } from '../../support/in-process.js';
 import { instantiate, requestContext } from '../../support/plugin-env.js';
-import { bodyText, rejectsConfig, rejectsSchema, runNow, templatedEnv } from '../../support/node-run.js';
+import {
+  assertConfigError,
+  assertSchemaRejects,
+  bodyText,
+  runNow,
+  templatedEnv,
+} from '../../support/node-run.js';
 
 const flow = (rules: unknown[], nodeId = 'flow') =>
   instantiate(workflow, { rules }, templatedEnv({ nodeId }));
@@ -92,24 +98,24 @@ test('workflow: only the first action applies; the rest are reported', () => {
 });
 
 test('workflow: config rejections', () => {
-  rejectsSchema(() => flow([]), 'rules');
-  rejectsSchema(() => flow([{ case: [] }]), 'rules[0].actions');
-  rejectsConfig(() => flow([{ actions: [['limit-conn', {}]] }]), 'rules[0].actions[0][0]', /limit-conn/);
-  rejectsConfig(() => flow([{ actions: [['return', {}]] }]), 'rules[0].actions[0][1].code');
-  rejectsConfig(() => flow([{ actions: [['return', { code: 99 }]] }]), 'rules[0].actions[0][1].code');
-  rejectsConfig(
+  assertSchemaRejects(() => flow([]), 'rules');
+  assertSchemaRejects(() => flow([{ case: [] }]), 'rules[0].actions');
+  assertConfigError(() => flow([{ actions: [['limit-conn', {}]] }]), 'rules[0].actions[0][0]', /limit-conn/);
+  assertConfigError(() => flow([{ actions: [['return', {}]] }]), 'rules[0].actions[0][1].code');
+  assertConfigError(() => flow([{ actions: [['return', { code: 99 }]] }]), 'rules[0].actions[0][1].code');
+  assertConfigError(
     () => flow([{ actions: [['limit-count', { count: 1 }]] }]),
     'rules[0].actions[0][1].time_window',
   );
-  rejectsConfig(
+  assertConfigError(
     () => flow([{ actions: [['limit-count', { count: 1, time_window: 1, group: 'g' }]] }]),
     'rules[0].actions[0][1].group',
   );
-  rejectsConfig(
+  assertConfigError(
     () => flow([{ actions: [['limit-count', { count: 1, time_window: 1, policy: 'redis' }]] }]),
     'rules[0].actions[0][1].store',
   );
-  rejectsConfig(
+  assertConfigError(
     () => flow([{ case: [['uri', 'bogus', 1]], actions: [['return', { code: 403 }]] }]),
     'rules[0].case[0][1]',
   );

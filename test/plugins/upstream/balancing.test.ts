@@ -5,7 +5,8 @@ import { ConsistentHashBalancer } from '../../../src/outbound/balancer/chash.js'
 import { Target } from '../../../src/outbound/target.js';
 import { echo, gate, startOrigin, type Origin, type OriginHandler } from '../../support/origins.js';
 import { requestContext } from '../../support/plugin-env.js';
-import { answeredBy, closeAll, createUpstream, runOk } from './helpers.js';
+import { answeredBy, closeAll, createUpstream } from './helpers.js';
+import { runOk } from '../../support/node-run.js';
 
 const origins: Origin[] = [];
 after(async () => {

@@ -3,7 +3,8 @@ import { after, test } from 'node:test';
 import { deadPort, gate, startOrigin, type Origin } from '../../support/origins.js';
 import { requestContext } from '../../support/plugin-env.js';
 import { waitFor } from '../../support/wait.js';
-import { closeAll, createUpstream, runFails, stateOf } from './helpers.js';
+import { closeAll, createUpstream, stateOf } from './helpers.js';
+import { failsWith } from '../../support/node-run.js';
 
 const origins: Origin[] = [];
 after(async () => {
@@ -22,7 +23,7 @@ test('upstream: slow origin → 504 UPSTREAM_TIMEOUT with the target in metadata
   const started = Date.now();
   // The origin must have the request before the deadline: this is a response timeout, not a connect one.
   const [err] = await Promise.all([
-    runFails(node, requestContext(), 'UPSTREAM_TIMEOUT', 504),
+    failsWith(node, requestContext(), 'UPSTREAM_TIMEOUT', 504),
     slow.received(1),
   ]);
   assert.ok(Date.now() - started >= 790, 'failed before the deadline');
@@ -34,14 +35,14 @@ test('upstream: slow origin → 504 UPSTREAM_TIMEOUT with the target in metadata
 test('upstream: dead port → 502 UPSTREAM_CONNECTION_ERROR', async () => {
   const port = await deadPort();
   const { node } = createUpstream({ targets: [{ host: '127.0.0.1', port }] });
-  const err = await runFails(node, requestContext(), 'UPSTREAM_CONNECTION_ERROR', 502);
+  const err = await failsWith(node, requestContext(), 'UPSTREAM_CONNECTION_ERROR', 502);
   assert.deepEqual(err.metadata, { target: `127.0.0.1:${port}` });
   assert.match(err.message, /refused/);
 });
 
 test('upstream: unresolvable host → 502 UPSTREAM_CONNECTION_ERROR', async () => {
   const { node } = createUpstream({ targets: [{ host: 'no-such-host.invalid', port: 80 }] });
-  await runFails(node, requestContext(), 'UPSTREAM_CONNECTION_ERROR', 502);
+  await failsWith(node, requestContext(), 'UPSTREAM_CONNECTION_ERROR', 502);
 });
 
 test('upstream: buffered body stalling past stream_idle_timeout_ms → 504 UPSTREAM_TIMEOUT', async () => {
@@ -54,7 +55,7 @@ test('upstream: buffered body stalling past stream_idle_timeout_ms → 504 UPSTR
   });
   origins.push(stalling);
   const { node } = createUpstream({ targets: [stalling.target], stream_idle_timeout_ms: 200 });
-  await runFails(node, requestContext(), 'UPSTREAM_TIMEOUT', 504);
+  await failsWith(node, requestContext(), 'UPSTREAM_TIMEOUT', 504);
   hold.release();
 });
 
@@ -66,7 +67,7 @@ test('upstream: buffered body cut by the origin → 502 UPSTREAM_BODY_READ_ERROR
   });
   origins.push(cutting);
   const { node } = createUpstream({ targets: [cutting.target] });
-  await runFails(node, requestContext(), 'UPSTREAM_BODY_READ_ERROR', 502);
+  await failsWith(node, requestContext(), 'UPSTREAM_BODY_READ_ERROR', 502);
 });
 
 test('upstream: client gone before the answer → UPSTREAM_CLIENT_ABORTED and the outbound request is aborted', async () => {
@@ -80,7 +81,7 @@ test('upstream: client gone before the answer → UPSTREAM_CLIENT_ABORTED and th
   origins.push(origin);
   const { node } = createUpstream({ targets: [origin.target] });
   const client = new AbortController();
-  const running = runFails(node, requestContext({}, client.signal), 'UPSTREAM_CLIENT_ABORTED', 499);
+  const running = failsWith(node, requestContext({}, client.signal), 'UPSTREAM_CLIENT_ABORTED', 499);
   await origin.received(1);
   client.abort();
   await running;
@@ -100,6 +101,6 @@ test('upstream: an already aborted client signal sends nothing', async () => {
   const { node } = createUpstream({ targets: [origin.target] });
   const client = new AbortController();
   client.abort();
-  await runFails(node, requestContext({}, client.signal), 'UPSTREAM_CLIENT_ABORTED', 499);
+  await failsWith(node, requestContext({}, client.signal), 'UPSTREAM_CLIENT_ABORTED', 499);
   assert.equal(origin.requests.length, 0);
 });

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { echo, startOrigin, type Origin } from '../../support/origins.js';
 import { requestContext } from '../../support/plugin-env.js';
-import { closeAll, createUpstream, echoed, runFails, runOk } from './helpers.js';
+import { closeAll, createUpstream, echoed } from './helpers.js';
+import { failsWith, runOk } from '../../support/node-run.js';
 
 const origins: Origin[] = [];
 after(async () => {
@@ -203,6 +204,6 @@ test('upstream request: a header value no HTTP request can carry → 502 UPSTREA
   const origin = await echoOrigin();
   const { node } = createUpstream({ targets: [origin.target] });
   const ctx = requestContext({ headers: { host: 'gw', 'x-injected': 'a\r\nx-evil: 1' } });
-  await runFails(node, ctx, 'UPSTREAM_REQUEST_BUILD_ERROR', 502);
+  await failsWith(node, ctx, 'UPSTREAM_REQUEST_BUILD_ERROR', 502);
   assert.equal(origin.requests.length, 0);
 });

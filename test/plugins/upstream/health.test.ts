@@ -4,7 +4,8 @@ import { PassiveHealth } from '../../../src/outbound/health/passive.js';
 import { echo, startOrigin, type Origin, type OriginHandler } from '../../support/origins.js';
 import { capturingLogger, requestContext } from '../../support/plugin-env.js';
 import { waitFor } from '../../support/wait.js';
-import { answeredBy, closeAll, createUpstream, runFails, runOk, stateOf } from './helpers.js';
+import { answeredBy, closeAll, createUpstream, stateOf } from './helpers.js';
+import { failsWith, runOk } from '../../support/node-run.js';
 
 const origins: Origin[] = [];
 after(async () => {
@@ -70,7 +71,7 @@ test('upstream passive health: when every target is ejected the request is still
     targets: [{ host: '127.0.0.1', port }],
     health_check: { passive: { max_fails: 1, fail_timeout_seconds: 60 } },
   });
-  await runFails(node, requestContext(), 'UPSTREAM_CONNECTION_ERROR', 502);
+  await failsWith(node, requestContext(), 'UPSTREAM_CONNECTION_ERROR', 502);
   assert.equal(stateOf(node, `127.0.0.1:${port}`).available, false);
   await origin('x', echo('x'), port);
   const ctx = requestContext();

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import type { Readable } from 'node:stream';
 import type { Context } from '../../../src/core/context.js';
-import { NodeError } from '../../../src/core/errors.js';
 import { closeAllPools } from '../../../src/outbound/pool-registry.js';
 import {
   upstream,
@@ -9,7 +8,6 @@ import {
   type UpstreamNode,
   type UpstreamTargetState,
 } from '../../../src/plugins/core/upstream.js';
-import type { NodeInstance } from '../../../src/core/plugin.js';
 import { instantiate, pluginEnv, type TestEnvOptions, type TestPluginEnv } from '../../support/plugin-env.js';
 
 const created: UpstreamNode[] = [];
@@ -29,29 +27,6 @@ export function createUpstream(
 export async function closeAll(): Promise<void> {
   for (const node of created.splice(0)) node.close();
   await closeAllPools();
-}
-
-/** Runs the node and asserts it left through `success`. */
-export async function runOk(node: NodeInstance<'success'>, ctx: Context): Promise<void> {
-  assert.equal(await node.run(ctx), 'success');
-}
-
-/** Runs the node and returns the NodeError it failed with, checking code and status. */
-export async function runFails(
-  node: NodeInstance<'success'>,
-  ctx: Context,
-  code: string,
-  status: number,
-): Promise<NodeError> {
-  try {
-    await node.run(ctx);
-  } catch (err) {
-    assert.ok(err instanceof NodeError, `expected a NodeError, got ${String(err)}`);
-    assert.equal(err.code, code, err.message);
-    assert.equal(err.status, status);
-    return err;
-  }
-  assert.fail(`expected ${code}, but the node succeeded with status ${ctx.response.status}`);
 }
 
 /** The `x-origin` header of the response: which origin answered. */

@@ -3,7 +3,8 @@ import { after, test } from 'node:test';
 import { sharedPoolCount } from '../../../src/outbound/pool-registry.js';
 import { echo, gate, startOrigin, type Origin } from '../../support/origins.js';
 import { requestContext } from '../../support/plugin-env.js';
-import { answeredBy, closeAll, createUpstream, runOk } from './helpers.js';
+import { answeredBy, closeAll, createUpstream } from './helpers.js';
+import { runOk } from '../../support/node-run.js';
 
 const origins: Origin[] = [];
 after(async () => {

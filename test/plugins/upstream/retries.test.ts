@@ -4,7 +4,8 @@ import { classifyFailure } from '../../../src/outbound/classify.js';
 import { ClientAbortedError, DeadlineExceededError, ExchangeError } from '../../../src/outbound/errors.js';
 import { deadPort, echo, gate, startOrigin, type Origin } from '../../support/origins.js';
 import { requestContext } from '../../support/plugin-env.js';
-import { answeredBy, closeAll, createUpstream, echoed, runFails, runOk } from './helpers.js';
+import { answeredBy, closeAll, createUpstream, echoed } from './helpers.js';
+import { failsWith, runOk } from '../../support/node-run.js';
 
 const origins: Origin[] = [];
 after(async () => {
@@ -28,7 +29,7 @@ test('upstream retries: 0 disables retrying', async () => {
   const a = await startOrigin(echo('a'), { name: 'a' });
   origins.push(a);
   const { node } = createUpstream({ targets: [{ host: '127.0.0.1', port: dead }, a.target], retries: 0 });
-  const err = await runFails(node, requestContext(), 'UPSTREAM_CONNECTION_ERROR', 502);
+  const err = await failsWith(node, requestContext(), 'UPSTREAM_CONNECTION_ERROR', 502);
   assert.deepEqual(err.metadata, { target: `127.0.0.1:${dead}` });
   assert.equal(a.requests.length, 0);
 });
@@ -38,7 +39,7 @@ test('upstream retries: a connection reset after the request was sent is not ret
   const a = await startOrigin(echo('a'), { name: 'a' });
   origins.push(resetting, a);
   const { node } = createUpstream({ targets: [resetting.target, a.target] });
-  await runFails(
+  await failsWith(
     node,
     requestContext({ method: 'POST', body: Buffer.from('not idempotent') }),
     'UPSTREAM_CONNECTION_ERROR',
@@ -57,7 +58,7 @@ test('upstream retries: a response timeout is not retried', async () => {
   const a = await startOrigin(echo('a'), { name: 'a' });
   origins.push(slow, a);
   const { node } = createUpstream({ targets: [slow.target, a.target], timeout_ms: 800 });
-  await Promise.all([runFails(node, requestContext(), 'UPSTREAM_TIMEOUT', 504), slow.received(1)]);
+  await Promise.all([failsWith(node, requestContext(), 'UPSTREAM_TIMEOUT', 504), slow.received(1)]);
   assert.equal(a.requests.length, 0);
   hold.release();
 });
@@ -65,7 +66,7 @@ test('upstream retries: a response timeout is not retried', async () => {
 test('upstream retries: every target refusing → 502 naming the last one tried', async () => {
   const ports = [await deadPort(), await deadPort()];
   const { node } = createUpstream({ targets: ports.map((port) => ({ host: '127.0.0.1', port })) });
-  const err = await runFails(node, requestContext(), 'UPSTREAM_CONNECTION_ERROR', 502);
+  const err = await failsWith(node, requestContext(), 'UPSTREAM_CONNECTION_ERROR', 502);
   assert.equal(err.metadata.target, `127.0.0.1:${ports[1]}`);
 });
 

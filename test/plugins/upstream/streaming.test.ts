@@ -4,7 +4,8 @@ import { after, test } from 'node:test';
 import { gate, startOrigin, type Origin } from '../../support/origins.js';
 import { requestContext } from '../../support/plugin-env.js';
 import { waitFor } from '../../support/wait.js';
-import { closeAll, createUpstream, readAll, runFails, runOk } from './helpers.js';
+import { closeAll, createUpstream, readAll } from './helpers.js';
+import { failsWith, runOk } from '../../support/node-run.js';
 
 const origins: Origin[] = [];
 after(async () => {
@@ -119,5 +120,5 @@ test('upstream streaming: a failure before the headers is still an error exit', 
   const origin = await startOrigin((req) => req.socket.destroy());
   origins.push(origin);
   const { node } = createUpstream({ targets: [origin.target] }, { streaming: true });
-  await runFails(node, requestContext(), 'UPSTREAM_CONNECTION_ERROR', 502);
+  await failsWith(node, requestContext(), 'UPSTREAM_CONNECTION_ERROR', 502);
 });

@@ -12,7 +12,8 @@ import {
   type TestPki,
 } from '../../support/origins.js';
 import { requestContext } from '../../support/plugin-env.js';
-import { answeredBy, closeAll, createUpstream, echoed, runFails, runOk } from './helpers.js';
+import { answeredBy, closeAll, createUpstream, echoed } from './helpers.js';
+import { failsWith, runOk } from '../../support/node-run.js';
 
 let pki: TestPki;
 const origins: Origin[] = [];
@@ -63,7 +64,7 @@ test('upstream https: scheme https is the same as tls: true', async () => {
 test('upstream https: an untrusted certificate with ssl_verify on → 502 UPSTREAM_CONNECTION_ERROR', async () => {
   const origin = await httpsOrigin('tls');
   const { node } = createUpstream({ targets: [origin.target], tls: true });
-  const err = await runFails(node, requestContext(), 'UPSTREAM_CONNECTION_ERROR', 502);
+  const err = await failsWith(node, requestContext(), 'UPSTREAM_CONNECTION_ERROR', 502);
   assert.match(err.message, /TLS|certificate/i);
 });
 
@@ -109,7 +110,7 @@ test('upstream mTLS: the client certificate is presented to an origin that requi
 test('upstream mTLS: without a client certificate the origin refuses → 502 UPSTREAM_CONNECTION_ERROR', async () => {
   const origin = await httpsOrigin('mtls', { requestCert: true });
   const { node } = createUpstream({ targets: [origin.target], tls: true, ca_cert_path: pki.caCert });
-  await runFails(node, requestContext(), 'UPSTREAM_CONNECTION_ERROR', 502);
+  await failsWith(node, requestContext(), 'UPSTREAM_CONNECTION_ERROR', 502);
 });
 
 test('upstream https: h2 is offered through ALPN and used when the target supports it', async () => {
