@@ -6,46 +6,22 @@ type AnyPlugin = PluginDefinition<never, string>;
 
 /**
  * The only list of node types. Compiler, /api/plugins, the editor, MCP and
- * docs all read it. Each entry loads one module (a plugin or a family folder's
- * index) and returns its definitions; add a family with one line below.
+ * docs all read it. Each entry loads one family folder's index, named like the
+ * editor's category, and returns its definitions; add a family with one line below.
  */
 const families: readonly (() => Promise<readonly unknown[]>)[] = [
-  () => import('./structural/listener.js').then((m) => [m.listener]),
-  () => import('./structural/client.js').then((m) => [m.client]),
-  () => import('./core/upstream.js').then((m) => [m.upstream]),
-  () => import('./errors-and-mocking/mocking.js').then((m) => [m.mocking]),
-  () => import('./core/echo.js').then((m) => [m.echo]),
-  () => import('./core/proxy-rewrite.js').then((m) => [m.proxyRewrite]),
-  () => import('./core/real-ip.js').then((m) => [m.realIp]),
-  () => import('./core/request-id.js').then((m) => [m.requestId]),
-  () => import('./errors-and-mocking/error-handler.js').then((m) => [m.errorHandler]),
+  () => import('./structural/index.js').then((m) => m.structuralPlugins),
+  () => import('./core/index.js').then((m) => m.corePlugins),
+  () => import('./errors-and-mocking/index.js').then((m) => m.errorsAndMockingPlugins),
   () => import('./security/index.js').then((m) => m.securityPlugins),
   () => import('./faas/index.js').then((m) => m.faasPlugins),
   () => import('./auth/index.js').then((m) => m.authPlugins),
-  () => import('./auth/external-authz.js').then((m) => m.externalAuthzPlugins),
-  () => import('./auth/providers.js').then((m) => m.providerAuthPlugins),
-  () => import('./core/response-rewrite.js').then((m) => [m.responseRewrite]),
-  () => import('./core/redirect.js').then((m) => [m.redirect]),
-  () => import('./core/set-vars.js').then((m) => [m.setVars]),
-  () => import('./core/body-transformer/index.js').then((m) => [m.bodyTransformer]),
-  () => import('./core/degraphql.js').then((m) => [m.degraphql]),
   () => import('./grpc/index.js').then((m) => m.grpcPlugins),
-  () => import('./core/gzip.js').then((m) => [m.gzip]),
-  () => import('./core/brotli.js').then((m) => [m.brotli]),
-  () => import('./errors-and-mocking/exit-transformer.js').then((m) => [m.exitTransformer]),
-  () => import('./errors-and-mocking/error-page.js').then((m) => [m.errorPage]),
-  () => import('./flow/condition.js').then((m) => [m.condition]),
-  () => import('./traffic/fault-injection.js').then((m) => [m.faultInjection]),
-  () => import('./traffic/traffic-label.js').then((m) => [m.trafficLabel]),
-  () => import('./traffic/traffic-split.js').then((m) => [m.trafficSplit]),
-  () => import('./traffic/api-breaker.js').then((m) => [m.apiBreaker]),
-  () => import('./traffic/proxy-mirror.js').then((m) => [m.proxyMirror]),
-  () => import('./security/data-mask.js').then((m) => [m.dataMask]),
+  () => import('./flow/index.js').then((m) => m.flowPlugins),
+  () => import('./traffic/index.js').then((m) => m.trafficPlugins),
   () => import('./scripting/index.js').then((m) => m.scriptingPlugins),
+  () => import('./serverless/index.js').then((m) => m.serverlessPlugins),
   () => import('./stores/index.js').then((m) => m.storePlugins),
-  () => import('./auth/cas-auth.js').then((m) => [m.casAuth]),
-  () => import('./limits/index.js').then((m) => m.limitPlugins),
-  () => import('./cache/index.js').then((m) => m.cachePlugins),
   () => import('./observability/index.js').then((m) => m.observabilityPlugins),
 ];
 
