@@ -214,7 +214,7 @@ export class SharedService {
     else this.#slots.set(key, next);
   }
 
-  // The same keys and constructors as src/plugins/limits/fixed-window.ts and src/plugins/cache/proxy-cache.ts.
+  // The same keys and constructors as src/plugins/traffic/fixed-window.ts and src/plugins/traffic/proxy-cache.ts.
   #windows(): LocalWindowCounters {
     return this.#scope.shared('limits.fixed-window', () => new LocalWindowCounters());
   }

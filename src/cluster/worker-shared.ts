@@ -10,7 +10,7 @@ import type { LeasedWindow, WireResponse } from './protocol.js';
  * The `wrapShared` of a worker's gateway scope: the local counters and cache
  * every `policy: local` node shares are replaced by proxies to the primary's,
  * so a limit of 10 admits 10 across all workers. Keys are the ones the plugins
- * use (src/plugins/limits/*, src/plugins/cache/proxy-cache.ts); any other
+ * use (the limits and proxy-cache of src/plugins/traffic/); any other
  * shared value stays per worker.
  */
 export function workerSharedState(
