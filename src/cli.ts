@@ -4,7 +4,7 @@ import { loadSystemConfig, type StreamListenerConfig } from './config/system.js'
 import { loadGatewayConfig } from './config/gateway.js';
 import { createLogger, silentLogger } from './core/logger.js';
 import type { Gateway, ApplySource } from './gateway.js';
-import { compileWith } from './engine/compile-with.js';
+import { compileWith } from './plugins/compile-with.js';
 import type { Runtime } from './engine/compile.js';
 import type { AdminServer } from './admin/server.js';
 import { acmeStoreIssues } from './config/acme.js';

@@ -3,7 +3,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { compileGatewayAsync, type Runtime } from './engine/compile.js';
-import { compileWith } from './engine/compile-with.js';
+import { compileWith } from './plugins/compile-with.js';
 import { OFF_THREAD_PARSE_BYTES, parseGatewayConfigOffThread } from './config/parse-off-thread.js';
 import { parseGatewayConfig, type GatewayConfig } from './config/gateway.js';
 import { ConfigRejected, type ConfigIssue } from './config/schema-validate.js';

@@ -7,7 +7,7 @@
  * certificate for `--client-cert-auth`, re-read when replaced on disk.
  */
 import { Agent, fetch, type Response } from 'undici';
-import { loadTlsMaterial, TlsMaterialError, undiciConnect, type TlsMaterial } from '../outbound/tls.js';
+import { loadTlsMaterial, TlsMaterialError, undiciConnect, type TlsMaterial } from '../tls/client.js';
 import { ConfigRejected, type ConfigIssue } from './schema-validate.js';
 
 /** `config.etcd.tls` of system.yaml. */

@@ -1,5 +1,5 @@
 import { Pool } from 'undici';
-import { undiciConnect, type TlsMaterial } from './tls.js';
+import { undiciConnect, type TlsMaterial } from '../tls/client.js';
 
 /** Identity of a shared pool: same origin, TLS material and connect timeout → same warm connections. */
 export interface PoolSpec {

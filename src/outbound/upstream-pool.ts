@@ -16,7 +16,7 @@ import { acquirePool, type PoolLease } from './pool-registry.js';
 import { buildRequestHeaders, HOST_VALUE_INDEX } from './proxy-headers.js';
 import { BodyAlreadySent, requestStreamOf } from './request-stream.js';
 import { formatAddress, Target, type HealthListener, type TargetSpec } from './target.js';
-import type { TlsMaterial } from './tls.js';
+import type { TlsMaterial } from '../tls/client.js';
 
 export type PassHost = 'pass' | 'node' | 'rewrite';
 

@@ -3,9 +3,9 @@
  * providers, loggers): a private CA, a client certificate for mutual TLS and
  * a server-name override, next to the plugin's `ssl_verify`
  * (docs/outbound-tls.md). Loaded once at compile time; a replaced client pair
- * is picked up by new connections (src/outbound/tls.ts).
+ * is picked up by new connections (src/tls/client.ts).
  */
-import { loadTlsMaterial, TlsMaterialError, type TlsField, type TlsMaterial } from '../outbound/tls.js';
+import { loadTlsMaterial, TlsMaterialError, type TlsField, type TlsMaterial } from '../tls/client.js';
 import { ConfigError } from '../core/plugin.js';
 
 export interface CalloutTlsConfig {

@@ -4,7 +4,7 @@ import { parse } from 'yaml';
 import { checkGatewayShape, type GatewayConfig } from '../../src/config/gateway.js';
 import { ConfigRejected } from '../../src/config/schema-validate.js';
 import { compileGateway, compileGatewayAsync, type Runtime } from '../../src/engine/compile.js';
-import { createGatewayScope } from '../../src/core/gateway-scope.js';
+import { createGatewayScope } from '../../src/observability/gateway-scope.js';
 import { templateFactory } from '../../src/engine/templates.js';
 import { silentLogger } from '../../src/core/logger.js';
 import { definePlugin } from '../../src/core/plugin.js';

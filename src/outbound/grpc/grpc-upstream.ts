@@ -14,7 +14,7 @@ import { checkGrpcHealth } from '../health/grpc-check.js';
 import type { PassivePolicy } from '../health/passive.js';
 import { acquirePool, type PoolLease } from '../pool-registry.js';
 import { formatAddress, Target, type HealthListener, type TargetSpec } from '../target.js';
-import type { TlsMaterial } from '../tls.js';
+import type { TlsMaterial } from '../../tls/client.js';
 import type { PassHost, UpstreamTargetState } from '../upstream-pool.js';
 import { appendVia } from '../via.js';
 import { grpcCallOf } from './client-call.js';

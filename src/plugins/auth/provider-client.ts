@@ -4,7 +4,7 @@ import { NodeError, type KnownErrorCode } from '../../core/errors.js';
 import { classifyFailure } from '../../outbound/classify.js';
 import { exchange, type ExchangeLimits } from '../../outbound/exchange.js';
 import { acquirePool, type PoolLease } from '../../outbound/pool-registry.js';
-import type { TlsMaterial } from '../../outbound/tls.js';
+import type { TlsMaterial } from '../../tls/client.js';
 import { calloutTls, type CalloutTlsConfig } from '../callout-tls.js';
 import { ConfigError } from '../../core/plugin.js';
 

@@ -4,7 +4,7 @@ import { compileHashKey, HASH_ON_VARIABLES } from '../../outbound/balancer/hash-
 import type { ActivePolicy } from '../../outbound/health/active.js';
 import type { PassivePolicy } from '../../outbound/health/passive.js';
 import { formatAddress, type TargetSpec } from '../../outbound/target.js';
-import { loadTlsMaterial, TlsMaterialError, type TlsMaterial } from '../../outbound/tls.js';
+import { loadTlsMaterial, TlsMaterialError, type TlsMaterial } from '../../tls/client.js';
 import { GrpcUpstream } from '../../outbound/grpc/grpc-upstream.js';
 import { UpstreamPool, type PassHost, type UpstreamTargetState } from '../../outbound/upstream-pool.js';
 import type { Context } from '../../core/context.js';

@@ -1,7 +1,7 @@
 import type { Dispatcher } from 'undici';
 import type { Context } from '../../core/context.js';
 import { acquirePool, type PoolLease } from '../../outbound/pool-registry.js';
-import { loadTlsMaterial, type TlsMaterial } from '../../outbound/tls.js';
+import { loadTlsMaterial, type TlsMaterial } from '../../tls/client.js';
 import type { PluginEnv, Template } from '../../core/plugin.js';
 import type { CalloutErrors } from './callout.js';
 

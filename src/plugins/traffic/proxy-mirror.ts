@@ -8,7 +8,7 @@ import {
 } from '../../outbound/exchange.js';
 import { acquirePool, type PoolLease } from '../../outbound/pool-registry.js';
 import { buildRequestHeaders } from '../../outbound/proxy-headers.js';
-import { loadTlsMaterial } from '../../outbound/tls.js';
+import { loadTlsMaterial } from '../../tls/client.js';
 import { ConfigError, definePlugin, type PluginEnv } from '../../core/plugin.js';
 
 interface ProxyMirrorConfig {

@@ -3,8 +3,8 @@ import type { GatewayConfig } from '../config/gateway.js';
 import type { Logger } from '../core/logger.js';
 import type { GatewayScope } from '../core/plugin.js';
 import { registry } from '../plugins/index.js';
-import { compileGateway, type Runtime } from './compile.js';
-import { templateFactory } from './templates.js';
+import { compileGateway, type Runtime } from '../engine/compile.js';
+import { templateFactory } from '../engine/templates.js';
 
 /**
  * Compiles a gateway configuration with the plugin registry. Its own module (re-exported by
