@@ -1,6 +1,7 @@
 import type { Socket } from 'node:net';
 import type { Context } from '../core/context.js';
 import type { ServerRequest } from '../server/data-plane.js';
+import { requestStreamOf } from '../outbound/request-stream.js';
 
 const CLASSES = ['other', '1xx', '2xx', '3xx', '4xx', '5xx'] as const;
 
@@ -55,14 +56,18 @@ export function transferOf(req: ServerRequest, ctx: Context | undefined, status:
   return tally;
 }
 
-/** The declared Content-Length, else the buffered body (chunked uploads); 0 without a body. */
+/**
+ * The declared Content-Length, else the buffered body, else what a streamed body
+ * (docs/routing.md#request-bodies) received; 0 without a body.
+ */
 function requestBodyBytes(req: ServerRequest, ctx: Context | undefined): number {
   const declared = req.headers['content-length'];
   if (declared !== undefined) {
     const n = Number(declared);
     if (Number.isSafeInteger(n) && n >= 0) return n;
   }
-  return ctx?.request.body?.length ?? 0;
+  if (ctx === undefined) return 0;
+  return ctx.request.body?.length ?? requestStreamOf(ctx)?.received ?? 0;
 }
 
 /** The buffered body, else what a streamed body announced; HEAD and 1xx/204/304 carry none. */

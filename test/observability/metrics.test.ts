@@ -8,6 +8,7 @@ import { test, after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { connect } from 'node:net';
+import http2 from 'node:http2';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startGateway, type RunningGateway } from '../support/in-process.js';
@@ -141,6 +142,26 @@ test('metrics: byte counters add up the bytes each HTTP/1.1 request and response
     assert.equal(await sample(gw, 'gateway_request_bytes_total', { route: 'api' }), Buffer.byteLength(raw));
     assert.equal(await sample(gw, 'gateway_response_bytes_total', { route: 'api' }), answer.length);
   } finally {
+    await gw.stop();
+  }
+});
+
+test('metrics: an HTTP/2 upload streamed without content-length counts the bytes the upstream got', async () => {
+  const gw = await startGateway(yaml());
+  const session = http2.connect(`http://127.0.0.1:${gw.port}`);
+  try {
+    const stream = session.request({ ':method': 'POST', ':path': '/api/h2-bytes' });
+    const chunks: Buffer[] = [];
+    stream.on('data', (c: Buffer) => chunks.push(c));
+    stream.write(Buffer.alloc(1000, 'a'));
+    stream.write(Buffer.alloc(2000, 'b'));
+    stream.end(Buffer.alloc(500, 'c'));
+    const [headers] = (await once(stream, 'response')) as [http2.IncomingHttpHeaders];
+    await once(stream, 'end');
+    assert.equal(headers[':status'], 200);
+    assert.equal(await sample(gw, 'gateway_request_bytes_total', { route: 'api' }), 3500);
+  } finally {
+    session.close();
     await gw.stop();
   }
 });
