@@ -48,6 +48,7 @@ const CALLOUT_PLUGINS = [
   'loki-logger',
   'clickhouse-logger',
   'splunk-hec-logging',
+  'sls-logger',
   'loggly',
   'skywalking',
   'skywalking-logger',

@@ -14,6 +14,7 @@ import {
 } from './shared/logger-node.js';
 import { contents, encodeMessage, message } from './shared/protobuf.js';
 import { HttpEndpoint } from './shared/transport.js';
+import { calloutTlsSchema, type CalloutTlsConfig } from '../callout-tls.js';
 
 interface SlsLoggerConfig extends EntryConfig, BatchConfig {
   host: string;
@@ -23,6 +24,7 @@ interface SlsLoggerConfig extends EntryConfig, BatchConfig {
   access_key_id: string;
   access_key_secret: string;
   timeout: number;
+  tls?: CalloutTlsConfig;
 }
 
 const SOURCE = hostname();
@@ -49,6 +51,7 @@ export const slsLogger = definePlugin({
       access_key_id: { type: 'string', minLength: 1 },
       access_key_secret: { type: 'string', minLength: 1 },
       timeout: { type: 'integer', minimum: 1, default: 5000, description: 'Milliseconds per shipment.' },
+      tls: calloutTlsSchema,
       ...entryProperties,
       ...batchProperties(),
     },
@@ -66,6 +69,7 @@ export const slsLogger = definePlugin({
     const resource = `/logstores/${config.logstore}/shards/lb`;
     const endpoint = new HttpEndpoint(`${scheme}://${dial}:${config.port}${resource}`, 'host', {
       sslVerify: true,
+      tls: config.tls,
       timeoutMs: config.timeout,
     });
     return logNode<Stamped>(env, batchSettings(config), {
