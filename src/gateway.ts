@@ -274,8 +274,13 @@ export class Gateway {
     }, source);
   }
 
-  /** Re-reads gateway.yaml and applies it; same path as file changes and SIGHUP. */
-  async reloadFromFile(source: ApplySource = 'file'): Promise<Runtime> {
+  /**
+   * Re-reads gateway.yaml and applies it; same path as file changes and SIGHUP. `watcherEvent`:
+   * called for a file-change event, which is skipped when the file is unreadable (mid-rename) or
+   * holds the text already applied; an explicit reload (Admin API, MCP, SIGHUP) always applies
+   * the file, also over live changes it lacks.
+   */
+  async reloadFromFile(source: ApplySource = 'file', watcherEvent = false): Promise<Runtime> {
     if (this.gatewayPath === undefined)
       throw new ConfigRejected([{ path: '', message: 'no gateway config path' }]);
     const path = this.gatewayPath;
@@ -289,14 +294,14 @@ export class Gateway {
         // Not readFileSync: reading a large gateway.yaml would stall requests in flight.
         const read = readGatewayTextAsync(path);
         // A watcher event for an unreadable file (mid-rename) is ignored; the next event reads it.
-        const current = source === 'file' ? await read.catch(() => undefined) : await read;
+        const current = watcherEvent ? await read.catch(() => undefined) : await read;
         if (current === undefined) {
           unreadable = true;
           return UNCHANGED;
         }
         text = current;
         // A watcher event for the text already running (applied by a SIGHUP, or restored): nothing to do.
-        unchanged = source === 'file' && text === this.#lastAppliedText;
+        unchanged = watcherEvent && text === this.#lastAppliedText;
         return unchanged ? UNCHANGED : parseGatewayConfigOffThread(text);
       }, source);
     } catch (err) {
@@ -429,7 +434,7 @@ export class Gateway {
         return;
       }
     }
-    this.reloadFromFile('file').catch(() => undefined);
+    this.reloadFromFile('file', true).catch(() => undefined);
   }
 
   /** After a rejected file, one INFO line says the file is good again (operators otherwise see only the WARN). */
