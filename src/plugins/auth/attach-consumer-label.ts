@@ -1,5 +1,4 @@
 import { ConfigError, definePlugin } from '../../core/plugin.js';
-import { configReadsRequestBody } from '../request-body-refs.js';
 
 interface AttachConsumerLabelConfig {
   header_prefix: string;
@@ -20,7 +19,6 @@ const TOKEN = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/;
  */
 export const attachConsumerLabel = definePlugin({
   type: 'attach-consumer-label',
-  readsRequestBody: configReadsRequestBody,
   category: 'auth',
   description: "Copy the authenticated consumer's labels into upstream request headers.",
   schema: {

@@ -11,7 +11,6 @@ import {
   requestHeader,
   unauthorized,
 } from './shared.js';
-import { configReadsRequestBody } from '../request-body-refs.js';
 
 interface JwtAuthConfig {
   secret?: string;
@@ -56,7 +55,6 @@ function reason(err: unknown): string {
  */
 export const jwtAuth = definePlugin({
   type: 'jwt-auth',
-  readsRequestBody: configReadsRequestBody,
   category: 'auth',
   description: 'Verify a JWT (HMAC, RSA, ECDSA or EdDSA) from a header, query parameter or cookie.',
   schema: {

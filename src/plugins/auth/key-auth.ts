@@ -7,7 +7,6 @@ import {
   requestHeader,
   unauthorized,
 } from './shared.js';
-import { configReadsRequestBody } from '../request-body-refs.js';
 
 interface KeyAuthConfig {
   keys?: string[];
@@ -32,7 +31,6 @@ interface KeyAuthConfig {
  */
 export const keyAuth = definePlugin({
   type: 'key-auth',
-  readsRequestBody: configReadsRequestBody,
   category: 'auth',
   description:
     'Authenticate requests by an API key from a header or query parameter (inline keys or consumers).',

@@ -1,7 +1,6 @@
 import { Counter } from 'prom-client';
 import { definePlugin } from '../../core/plugin.js';
 import { loggerSchema } from './shared/logger-node.js';
-import { configReadsRequestBody } from '../request-body-refs.js';
 
 interface PrometheusConfig {
   prefer_name: boolean;
@@ -14,7 +13,6 @@ interface PrometheusConfig {
  */
 export const prometheus = definePlugin({
   type: 'prometheus',
-  readsRequestBody: configReadsRequestBody,
   category: 'observability',
   description: 'Count requests per consumer and route (gateway_consumer_requests_total).',
   schema: loggerSchema({

@@ -1,5 +1,4 @@
 import { ConfigError, definePlugin } from '../../core/plugin.js';
-import { configReadsRequestBody } from '../request-body-refs.js';
 
 interface RefererRestrictionConfig {
   whitelist?: string[];
@@ -57,7 +56,6 @@ export function refererHost(referer: string): string | undefined {
 /** Allows or denies by the host of the Referer header (exactly one of whitelist / blacklist). */
 export const refererRestriction = definePlugin({
   type: 'referer-restriction',
-  readsRequestBody: configReadsRequestBody,
   category: 'security',
   description: 'Allow or deny requests by the host of their Referer header.',
   schema: {

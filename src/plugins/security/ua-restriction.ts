@@ -1,6 +1,5 @@
 import { ConfigError, definePlugin } from '../../core/plugin.js';
 import { compileRegexList } from '../../conditions/regex.js';
-import { configReadsRequestBody } from '../request-body-refs.js';
 
 interface UaRestrictionConfig {
   allowlist?: string[];
@@ -16,7 +15,6 @@ interface UaRestrictionConfig {
  */
 export const uaRestriction = definePlugin({
   type: 'ua-restriction',
-  readsRequestBody: configReadsRequestBody,
   category: 'security',
   description: 'Allow or deny requests whose User-Agent matches regular expressions.',
   schema: {
