@@ -3,6 +3,7 @@
  * autocannon as a fallback) and their output parsed, a process tree's CPU time
  * from /proc, and the CPU pinning plan.
  */
+import { join } from 'node:path';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -254,6 +255,17 @@ export function pinSelf(cpus: string): void {
  * Starts a node process (pinned to `cpu` when given), records it in `children` and resolves
  * once it prints its port.
  */
+/** argv of a gateway started from `dir`/system.yaml and `dir`/gateway.yaml (the compiled build when fresh). */
+export function gatewayArgv(dir: string): string[] {
+  return [
+    'bin/switchyard.js',
+    '--system-config',
+    join(dir, 'system.yaml'),
+    '--gateway-config',
+    join(dir, 'gateway.yaml'),
+  ];
+}
+
 export function startNodeProcess(
   args: string[],
   env: NodeJS.ProcessEnv,

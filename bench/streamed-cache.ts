@@ -12,7 +12,7 @@ import { createServer, request, type Server } from 'node:http';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startNodeProcess, treeRssMiB } from './measure.js';
+import { startNodeProcess, treeRssMiB, gatewayArgv } from './measure.js';
 
 const BODY_MIB = Number(process.env.BODY_MIB ?? 16);
 const ORIGIN_MS = Number(process.env.ORIGIN_MS ?? 800);
@@ -96,18 +96,7 @@ async function main(): Promise<void> {
             : `      - { from: store.success, to: out.in }\n`) +
           `      - { from: store.hit, to: out.in }\n`,
       );
-      const gateway = await startNodeProcess(
-        [
-          'bin/switchyard.js',
-          '--system-config',
-          join(dir, 'system.yaml'),
-          '--gateway-config',
-          join(dir, 'gateway.yaml'),
-        ],
-        { LOG_LEVEL: 'info' },
-        null,
-        children,
-      );
+      const gateway = await startNodeProcess(gatewayArgv(dir), { LOG_LEVEL: 'info' }, null, children);
       const base = `http://127.0.0.1:${gateway.port}`;
       const rssBefore = treeRssMiB(gateway.pid) ?? NaN;
       const miss = { first: [] as number[], last: [] as number[] };

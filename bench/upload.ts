@@ -13,7 +13,7 @@ import { connect as h2connect } from 'node:http2';
 import { connect, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startNodeProcess, treeCpuSeconds, treeRssMiB } from './measure.js';
+import { startNodeProcess, treeCpuSeconds, treeRssMiB, gatewayArgv } from './measure.js';
 
 const UPLOAD_MIB = Number(process.env['UPLOAD_MIB'] ?? 1024);
 const SIZE = UPLOAD_MIB * 1024 * 1024;
@@ -91,18 +91,7 @@ async function main(): Promise<void> {
         `listener: { bind: 127.0.0.1, port: 0, http1_server: ${front.server}, max_request_body_bytes: ${SIZE * 2} }\n` +
           'http2: { enabled: true }\nlogging: { level: info, format: json }\n',
       );
-      const gateway = await startNodeProcess(
-        [
-          'bin/switchyard.js',
-          '--system-config',
-          join(dir, 'system.yaml'),
-          '--gateway-config',
-          join(dir, 'gateway.yaml'),
-        ],
-        { LOG_LEVEL: 'info' },
-        null,
-        children,
-      );
+      const gateway = await startNodeProcess(gatewayArgv(dir), { LOG_LEVEL: 'info' }, null, children);
       // Warm-up (connection pool, JIT), then the baseline.
       await fetch(`http://127.0.0.1:${gateway.port}/warm`, { method: 'POST', body: PIECE });
       const rssBefore = treeRssMiB(gateway.pid) ?? NaN;
