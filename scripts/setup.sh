@@ -22,7 +22,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-for bin in redis-server redis-sentinel prometheus promtool etcd slapd pebble chromium wrk openssl; do
+for bin in redis-server redis-sentinel prometheus promtool etcd slapd pebble pebble-challtestsrv chromium wrk openssl; do
   command -v "$bin" >/dev/null || { echo "setup: $bin is still missing" >&2; exit 1; }
 done
 echo "setup: ready"
