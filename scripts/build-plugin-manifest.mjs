@@ -56,7 +56,7 @@ const plugins = definitions.map((def) => {
     throw new Error(`plugin '${def.type}' is not exported by any module under plugins/`);
   const definition = {};
   for (const [key, value] of Object.entries(def)) {
-    if (FUNCTION_KEYS.has(key)) continue;
+    if (FUNCTION_KEYS.has(key) || (key === 'readsRequestBody' && typeof value === 'function')) continue;
     if (typeof value === 'function')
       throw new Error(`plugin '${def.type}': key '${key}' is a function the manifest cannot hold`);
     definition[key] = value;
@@ -73,6 +73,7 @@ const plugins = definitions.map((def) => {
     export: home.export,
     ...(home.index === undefined ? {} : { index: home.index }),
     readsResponseBody: typeof def.readsResponseBody === 'function',
+    ...(typeof def.readsRequestBody === 'function' ? { readsRequestBodyPerConfig: true } : {}),
     definition,
   };
 });
@@ -94,7 +95,11 @@ async function verify() {
   for (const [type, entry] of lazy.registry) {
     const def = lazy.pluginImplementation(type);
     for (const key of Object.keys(def)) {
-      if (!FUNCTION_KEYS.has(key)) deepStrictEqual(entry[key], def[key], `${type}.${key}`);
+      if (!FUNCTION_KEYS.has(key) && typeof def[key] !== 'function')
+        deepStrictEqual(entry[key], def[key], `${type}.${key}`);
+    }
+    if ((typeof def.readsRequestBody === 'function') !== (typeof entry.readsRequestBody === 'function')) {
+      throw new Error(`${type}: readsRequestBody differs between the manifest and the module`);
     }
     if ((def.readsResponseBody === undefined) !== (entry.readsResponseBody === undefined)) {
       throw new Error(`${type}: readsResponseBody differs between the manifest and the module`);

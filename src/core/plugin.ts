@@ -109,10 +109,11 @@ export interface PluginDefinition<C = Record<string, unknown>, P extends string 
   readsResponseBody?: (config: C) => boolean;
   /**
    * `false` declares that the node never reads (nor replaces) `ctx.request.body`, so a policy made
-   * only of such nodes streams request bodies to the upstream (docs/routing.md#request-bodies).
-   * Absent means it may: the body is buffered.
+   * only of such nodes streams request bodies to the upstream (docs/routing.md#request-bodies); a
+   * function decides per instance (e.g. only when a template or condition of its config names the
+   * body). Absent means it may: the body is buffered.
    */
-  readsRequestBody?: boolean;
+  readsRequestBody?: boolean | ((config: C) => boolean);
   create(config: C, env: PluginEnv): NodeInstance<P>;
 }
 

@@ -25,6 +25,12 @@ export interface LiveTrace extends TraceRecorder {
 export interface DebugTap {
   /** A recorder for this request, or undefined when it is not traced (one header lookup). */
   begin(ctx: Context, route: string, policy: CompiledPolicy): LiveTrace | undefined;
+  /**
+   * Whether this request will be traced: the data plane then buffers its body even on a policy
+   * that streams it, so the trace shows what the client sent (its size, its text with
+   * `capture_bodies`).
+   */
+  traces(headers: IncomingMessage['headers'], remoteAddress: string): boolean;
   /** Records an unrouted request; returns headers for the 404 when the caller asked for a trace. */
   unrouted(
     req: IncomingMessage | Http2ServerRequest,
@@ -119,6 +125,9 @@ export function createDebugTap(store: TraceStore, options: TapOptions): DebugTap
       const triggered = gate(ctx.request.headers[triggerHeader], ctx.request.remoteAddress);
       if (!triggered && !traceAll) return undefined;
       return new LiveRecording(ctx, route, policy, options, store, triggered, traceIdHeader);
+    },
+    traces(headers, remoteAddress) {
+      return traceAll || gate(headers[triggerHeader], remoteAddress);
     },
     unrouted(req, method, url) {
       const triggered = gate(req.headers[triggerHeader], req.socket?.remoteAddress ?? '');

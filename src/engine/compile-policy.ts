@@ -410,13 +410,17 @@ function inferStreaming(
 /**
  * docs/routing.md#request-bodies: the body is read from the client before the graph runs, so one
  * node anywhere in the policy that may read it (its type does not declare `readsRequestBody:
- * false`) buffers it for every upstream. Returns null when the body streams, else one report per
+ * false`, or its instance's `readsRequestBody(config)` is true) buffers it for every upstream. Returns null when the body streams, else one report per
  * upstream naming the first such node in the policy's order.
  */
 function inferRequestStreaming(prepared: ReadonlyMap<string, Prepared>): BufferingReport[] | null {
+  // Without an upstream nothing takes the body as it arrives: it is read whole, so a client that
+  // trickles it is still answered 408 rather than by a node that answered before it ended.
+  if (![...prepared.values()].some(({ def }) => def.relaysResponse === true)) return [];
   let reader: string | undefined;
-  for (const { flat, def } of prepared.values()) {
-    if (def.readsRequestBody !== false) {
+  for (const { flat, def, config } of prepared.values()) {
+    const reads = def.readsRequestBody;
+    if (typeof reads === 'function' ? reads(config as never) : reads !== false) {
       reader = flat.id;
       break;
     }

@@ -41,6 +41,8 @@ export interface ManifestEntry {
   export: string;
   index?: number;
   readsResponseBody: boolean;
+  /** True when the module decides `readsRequestBody` per instance (a function the JSON cannot hold). */
+  readsRequestBodyPerConfig?: boolean;
   definition: Omit<AnyPlugin, 'create' | 'readsResponseBody'>;
 }
 
@@ -91,6 +93,11 @@ function lazyDefinition(entry: ManifestEntry): AnyPlugin {
   };
   if (entry.readsResponseBody)
     definition.readsResponseBody = (config) => implementation().readsResponseBody?.(config) ?? false;
+  if (entry.readsRequestBodyPerConfig === true)
+    definition.readsRequestBody = (config) => {
+      const reads = implementation().readsRequestBody;
+      return typeof reads === 'function' ? reads(config) : reads !== false;
+    };
   return definition;
 }
 

@@ -327,7 +327,10 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
       }
     };
     // docs/routing.md#request-bodies: streamed unless a node of the policy reads the body.
-    if (prepared.target.policy.streamsRequestBody === true) {
+    if (
+      prepared.target.policy.streamsRequestBody === true &&
+      debug?.traces(req.headers, peerOf(req).address) !== true
+    ) {
       if ((announcedLength(req) ?? 0) > maxBodyBytes) refuse(new BodyTooLarge(maxBodyBytes));
       else execute(req, res, prepared, null, startedAt, streamBody(req, maxBodyBytes));
       return;

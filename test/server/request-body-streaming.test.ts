@@ -95,12 +95,37 @@ function gatewayYaml(port: number): string {
       { from: 'b.success', to: 'out.in' },
     ],
   };
+  // Header-only nodes: key-auth and a header rewrite leave the body to the upstream.
+  const guarded = {
+    name: 'guarded',
+    nodes: [
+      { id: 'in', type: 'listener' },
+      { id: 'auth', type: 'key-auth', config: { use_consumers: true } },
+      {
+        id: 'tag',
+        type: 'proxy-rewrite',
+        config: { headers: { set: { 'x-user': '{{request.headers.x-api-key}}' } } },
+      },
+      { id: 'up', type: 'upstream', config: { targets: [{ host: '127.0.0.1', port }] } },
+      { id: 'out', type: 'client' },
+    ],
+    edges: [
+      { from: 'in.out', to: 'auth.in' },
+      { from: 'auth.success', to: 'tag.in' },
+      { from: 'auth.denied', to: 'out.in' },
+      { from: 'tag.success', to: 'up.in' },
+      { from: 'up.success', to: 'out.in' },
+    ],
+  };
   return `
+consumers:
+  - { name: alice, credentials: { key-auth: { key: alice-key } } }
 routes:
+  - { name: guarded, match: { path: /guarded/* }, policy: guarded }
   - { name: stream, match: { path: /stream/* }, policy: stream }
   - { name: buffer, match: { path: /buffer/* }, policy: buffer }
   - { name: failover, match: { path: /failover/* }, policy: failover }
-policies: ${JSON.stringify([p.stream, p.buffer, failover])}
+policies: ${JSON.stringify([p.stream, p.buffer, failover, guarded])}
 `;
 }
 
@@ -128,7 +153,11 @@ before(async () => {
   const admin = `admin: { bind: 127.0.0.1, port: ${adminPort}, username: admin, password: "correct horse" }\n`;
   const limit = `max_request_body_bytes: ${LIMIT}`;
   [gateways.lean, gateways.node, gateways.big] = await Promise.all([
-    spawnDataPlane(gatewayYaml(port), `http2: { enabled: true }\n${admin}`, limit),
+    spawnDataPlane(
+      gatewayYaml(port),
+      `http2: { enabled: true }\n${admin}debug: { enabled: true, capture_bodies: true }\n`,
+      limit,
+    ),
     spawnDataPlane(gatewayYaml(port), '', `http1_server: node, ${limit}`),
     spawnDataPlane(gatewayYaml(port), '', `max_request_body_bytes: ${4 * BIG}`),
   ]);
@@ -222,6 +251,46 @@ for (const front of ['lean', 'node'] as const) {
     assert.ok((seen.get(url)?.bytes ?? 0) <= LIMIT);
   });
 }
+
+test('request streaming: an auth and header-rewrite chain streams the body; a traced request is buffered and its trace shows the body', async () => {
+  const url = '/guarded/first-bytes';
+  const c = await rawClient(portOf('lean'));
+  c.socket.write(
+    `POST ${url} HTTP/1.1\r\nHost: x\r\nx-api-key: alice-key\r\nContent-Length: 2000\r\n\r\n${'a'.repeat(1000)}`,
+  );
+  await waitSeen(url, (s) => s.bytes === 1000, 'the first 1000 bytes upstream');
+  assert.equal(seen.get(url)?.ended, false);
+  assert.equal(seen.get(url)?.headers['x-user'], 'alice-key');
+  c.socket.write('b'.repeat(1000));
+  assert.equal(await statusOf(c), 200);
+  c.socket.destroy();
+
+  // Without the key the chain answers 401 itself; the unread body is dropped.
+  const denied = await fetch(`http://127.0.0.1:${portOf('lean')}/guarded/denied`, {
+    method: 'POST',
+    body: 'x'.repeat(5000),
+  });
+  assert.equal(denied.status, 401);
+  assert.equal(seen.has('/guarded/denied'), false);
+
+  const traced = await fetch(`http://127.0.0.1:${portOf('lean')}/guarded/traced`, {
+    method: 'POST',
+    headers: { 'x-api-key': 'alice-key', 'x-switchyard-debug': '1', 'content-type': 'text/plain' },
+    body: 'traced body',
+  });
+  assert.equal(traced.status, 200);
+  assert.equal(seen.get('/guarded/traced')?.bytes, 11);
+  const id = traced.headers.get('x-switchyard-trace-id');
+  assert.ok(id, 'the traced answer names its trace');
+  const auth = `Basic ${Buffer.from('admin:correct horse').toString('base64')}`;
+  const trace = (await (
+    await fetch(`http://127.0.0.1:${adminPort}/api/debug/traces/${id}`, { headers: { authorization: auth } })
+  ).json()) as { initial: { request: { body: { len: number; text?: string } } } };
+  assert.deepEqual(
+    { len: trace.initial.request.body.len, text: trace.initial.request.body.text },
+    { len: 11, text: 'traced body' },
+  );
+});
 
 test('request streaming: a streamed body is never replayed to a second upstream after bytes left', async () => {
   const url = '/failover/once';

@@ -1,5 +1,6 @@
 import { ConfigError, definePlugin } from '../../core/plugin.js';
 import { rejected, RESTRICTION_OUTPUTS } from './shared.js';
+import { configReadsRequestBody } from '../request-body-refs.js';
 
 interface AclConfig {
   allowed_by?: string[];
@@ -21,6 +22,7 @@ interface AclConfig {
  */
 export const acl = definePlugin({
   type: 'acl',
+  readsRequestBody: configReadsRequestBody,
   category: 'auth',
   description: 'Allow or deny authenticated consumers by consumer group.',
   schema: {

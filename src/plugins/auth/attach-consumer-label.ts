@@ -1,4 +1,5 @@
 import { ConfigError, definePlugin } from '../../core/plugin.js';
+import { configReadsRequestBody } from '../request-body-refs.js';
 
 interface AttachConsumerLabelConfig {
   header_prefix: string;
@@ -19,6 +20,7 @@ const TOKEN = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/;
  */
 export const attachConsumerLabel = definePlugin({
   type: 'attach-consumer-label',
+  readsRequestBody: configReadsRequestBody,
   category: 'auth',
   description: "Copy the authenticated consumer's labels into upstream request headers.",
   schema: {

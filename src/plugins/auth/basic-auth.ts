@@ -9,6 +9,7 @@ import {
   requestHeader,
   unauthorized,
 } from './shared.js';
+import { configReadsRequestBody } from '../request-body-refs.js';
 
 type UsersConfig = Record<string, string> | { username?: string; password?: string }[];
 
@@ -73,6 +74,7 @@ function credentials(ctx: Context): [string, string] | undefined {
  */
 export const basicAuth = definePlugin({
   type: 'basic-auth',
+  readsRequestBody: configReadsRequestBody,
   category: 'auth',
   description: 'HTTP Basic authentication against inline users and/or consumers.',
   schema: {

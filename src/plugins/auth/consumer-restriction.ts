@@ -1,5 +1,6 @@
 import { ConfigError, definePlugin } from '../../core/plugin.js';
 import { rejected, RESTRICTION_OUTPUTS } from './shared.js';
+import { configReadsRequestBody } from '../request-body-refs.js';
 
 interface ConsumerRestrictionConfig {
   type: 'consumer_name' | 'consumer_group_id' | 'service_id' | 'route_id';
@@ -23,6 +24,7 @@ interface ConsumerRestrictionConfig {
  */
 export const consumerRestriction = definePlugin({
   type: 'consumer-restriction',
+  readsRequestBody: configReadsRequestBody,
   category: 'auth',
   description: 'Allow or deny by consumer name or group, optionally per consumer and HTTP method.',
   schema: {

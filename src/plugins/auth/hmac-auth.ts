@@ -9,6 +9,7 @@ import {
   requestHeader,
   unauthorized,
 } from './shared.js';
+import { configReadsRequestBody } from '../request-body-refs.js';
 
 interface HmacAuthConfig {
   use_consumers: boolean;
@@ -112,6 +113,7 @@ export function signingString(ctx: Context, accessKey: string, signedHeaders: re
  */
 export const hmacAuth = definePlugin({
   type: 'hmac-auth',
+  readsRequestBody: configReadsRequestBody,
   category: 'auth',
   description: 'Authenticate HMAC-signed requests (hmac-sha1/256/512) with a clock-skew check.',
   schema: {

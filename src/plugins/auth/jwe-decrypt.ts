@@ -2,6 +2,7 @@ import { compactDecrypt, decodeProtectedHeader, errors as joseErrors } from 'jos
 import type { Context } from '../../core/context.js';
 import { ConfigError, definePlugin, type ConsumerRecord } from '../../core/plugin.js';
 import { attachConsumer, AUTH_OUTPUTS, requestHeader, unauthorized } from './shared.js';
+import { configReadsRequestBody } from '../request-body-refs.js';
 
 interface JweDecryptConfig {
   header: string;
@@ -54,6 +55,7 @@ function reason(err: unknown): string {
  */
 export const jweDecrypt = definePlugin({
   type: 'jwe-decrypt',
+  readsRequestBody: configReadsRequestBody,
   category: 'auth',
   description: 'Decrypt a JWE (dir + A256GCM) from a header and forward the plaintext in another header.',
   schema: {

@@ -11,6 +11,7 @@ import {
   requestHeader,
   unauthorized,
 } from './shared.js';
+import { configReadsRequestBody } from '../request-body-refs.js';
 
 interface JwtAuthConfig {
   secret?: string;
@@ -55,6 +56,7 @@ function reason(err: unknown): string {
  */
 export const jwtAuth = definePlugin({
   type: 'jwt-auth',
+  readsRequestBody: configReadsRequestBody,
   category: 'auth',
   description: 'Verify a JWT (HMAC, RSA, ECDSA or EdDSA) from a header, query parameter or cookie.',
   schema: {

@@ -7,6 +7,7 @@ import {
   requestHeader,
   unauthorized,
 } from './shared.js';
+import { configReadsRequestBody } from '../request-body-refs.js';
 
 interface KeyAuthConfig {
   keys?: string[];
@@ -31,6 +32,7 @@ interface KeyAuthConfig {
  */
 export const keyAuth = definePlugin({
   type: 'key-auth',
+  readsRequestBody: configReadsRequestBody,
   category: 'auth',
   description:
     'Authenticate requests by an API key from a header or query parameter (inline keys or consumers).',

@@ -1,10 +1,12 @@
 import { brotliCompressSync, constants, createBrotliCompress } from 'node:zlib';
 import { definePlugin } from '../../core/plugin.js';
 import { compressionSchema, createCompression, type CompressionConfig } from './compression.js';
+import { configReadsRequestBody } from '../request-body-refs.js';
 
 /** Compresses the response with Brotli when the client accepts it; streamed responses stay streamed. */
 export const brotli = definePlugin({
   type: 'brotli',
+  readsRequestBody: configReadsRequestBody,
   category: 'core',
   description:
     'Compress the response with Brotli when the client accepts it and the type and size match; streamed responses are compressed on the fly.',

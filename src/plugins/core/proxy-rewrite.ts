@@ -4,6 +4,7 @@ import { ConfigError, definePlugin, type PluginEnv, type Template } from '../../
 import { compileRegex, type ConfigRegex } from '../../conditions/regex.js';
 import { headerListSchema, headerPairs, type HeaderListConfig } from '../shared-schemas.js';
 import { mentionsResponseBody } from '../response-body-refs.js';
+import { configReadsRequestBody } from '../request-body-refs.js';
 
 interface HeaderActions {
   add?: HeaderListConfig;
@@ -61,6 +62,7 @@ function headerValues(config: ProxyRewriteConfig): string[] {
  */
 export const proxyRewrite = definePlugin({
   type: 'proxy-rewrite',
+  readsRequestBody: configReadsRequestBody,
   category: 'core',
   description:
     'Rewrite the upstream request (uri, regex_uri, path prefixes, method, host) and add, set or remove request or response headers.',

@@ -1,6 +1,7 @@
 import type { Context } from '../../core/context.js';
 import { ConfigError, definePlugin } from '../../core/plugin.js';
 import { compileIpList, parseIp, type IpMatcher } from '../shared-ip.js';
+import { configReadsRequestBody } from '../request-body-refs.js';
 
 interface RealIpConfig {
   source: string;
@@ -67,6 +68,7 @@ export function parseAddress(text: string): { ip: string; port?: number } | unde
  */
 export const realIp = definePlugin({
   type: 'real-ip',
+  readsRequestBody: configReadsRequestBody,
   category: 'core',
   description:
     'Replace the client address with the one a trusted proxy reports (X-Forwarded-For, X-Real-IP, …).',

@@ -1,6 +1,7 @@
 import type { Context } from '../../core/context.js';
 import { ConfigError, definePlugin, type Template } from '../../core/plugin.js';
 import { compileRegex, type ConfigRegex } from '../../conditions/regex.js';
+import { configReadsRequestBody } from '../request-body-refs.js';
 
 interface RedirectConfig {
   uri?: string;
@@ -45,6 +46,7 @@ function appendQuery(uri: string, rawQuery: string): string {
 /** Answers with a 3xx: to a `uri` template, to the first matching `regex_uri` rewrite, or to https. */
 export const redirect = definePlugin({
   type: 'redirect',
+  readsRequestBody: configReadsRequestBody,
   category: 'core',
   description:
     'Answer with a 3xx redirect: to a templated uri, to a regex rewrite of the path, or from http to https.',

@@ -2,6 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { Context } from '../../core/context.js';
 import { ConfigError, definePlugin } from '../../core/plugin.js';
 import { mentionsResponseBody } from '../response-body-refs.js';
+import { configReadsRequestBody } from '../request-body-refs.js';
 
 interface RequestIdConfig {
   header_name: string;
@@ -58,6 +59,7 @@ function alphabetIds(alphabet: readonly string[], length: number): () => string 
  */
 export const requestId = definePlugin({
   type: 'request-id',
+  readsRequestBody: configReadsRequestBody,
   category: 'core',
   description:
     'Ensure each request carries an id header (uuid, nanoid or range_id) and echo it on the response.',

@@ -5,6 +5,7 @@ import { decodeBody } from '../content-codec.js';
 import { ConfigError, definePlugin, type PluginEnv, type Template } from '../../core/plugin.js';
 import { mentionsResponseBody } from '../response-body-refs.js';
 import { compileRegex, type ConfigRegex } from '../../conditions/regex.js';
+import { configReadsRequestBody } from '../request-body-refs.js';
 
 type Scalar = string | number;
 
@@ -45,6 +46,7 @@ const misplaced = {
 /** Rewrites status, body and headers of the response, optionally gated by a `vars` condition. */
 export const responseRewrite = definePlugin({
   type: 'response-rewrite',
+  readsRequestBody: configReadsRequestBody,
   category: 'core',
   description:
     'Rewrite the response status, body (replacement or regex filters) and headers, optionally only when vars holds.',

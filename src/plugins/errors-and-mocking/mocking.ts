@@ -3,6 +3,7 @@ import type { Context } from '../../core/context.js';
 import { ConfigError, definePlugin, type PluginEnv } from '../../core/plugin.js';
 import { headerListSchema, headerPairs, type HeaderListConfig } from '../shared-schemas.js';
 import { compileMockSchema, MockSchemaError } from './mock-schema.js';
+import { configReadsRequestBody } from '../request-body-refs.js';
 
 interface MockingConfig {
   response_example?: string;
@@ -19,6 +20,7 @@ const CONTENT_TYPES = ['application/json', 'application/xml', 'text/plain', 'tex
 /** Answers with a configured response; wire `success` to `client`. */
 export const mocking = definePlugin({
   type: 'mocking',
+  readsRequestBody: configReadsRequestBody,
   category: 'errors-and-mocking',
   description: 'Answer the request with a configured mock response (status, body, headers, optional delay).',
   schema: {

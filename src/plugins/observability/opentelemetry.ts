@@ -14,6 +14,7 @@ import {
   type Incoming,
 } from './shared/tracing.js';
 import { calloutTlsSchema, type CalloutTlsConfig } from '../callout-tls.js';
+import { configReadsRequestBody } from '../request-body-refs.js';
 
 interface OpenTelemetryConfig {
   phase: 'start' | 'end';
@@ -38,6 +39,7 @@ const STATUS_ERROR = 2;
  */
 export const opentelemetry = definePlugin({
   type: 'opentelemetry',
+  readsRequestBody: configReadsRequestBody,
   category: 'observability',
   description: 'Trace requests with OpenTelemetry: W3C traceparent propagation, OTLP/HTTP JSON export.',
   schema: loggerSchema(

@@ -1,6 +1,7 @@
 import { Counter } from 'prom-client';
 import { definePlugin } from '../../core/plugin.js';
 import { loggerSchema } from './shared/logger-node.js';
+import { configReadsRequestBody } from '../request-body-refs.js';
 
 interface PrometheusConfig {
   prefer_name: boolean;
@@ -13,6 +14,7 @@ interface PrometheusConfig {
  */
 export const prometheus = definePlugin({
   type: 'prometheus',
+  readsRequestBody: configReadsRequestBody,
   category: 'observability',
   description: 'Count requests per consumer and route (gateway_consumer_requests_total).',
   schema: loggerSchema({

@@ -15,6 +15,7 @@ import {
   type Span,
 } from './shared/tracing.js';
 import { calloutTlsSchema, type CalloutTlsConfig } from '../callout-tls.js';
+import { configReadsRequestBody } from '../request-body-refs.js';
 
 interface SkywalkingConfig {
   phase: 'start' | 'end';
@@ -45,6 +46,7 @@ const COMPONENT_ID = 0;
  */
 export const skywalking = definePlugin({
   type: 'skywalking',
+  readsRequestBody: configReadsRequestBody,
   category: 'observability',
   description: 'Trace requests with Apache SkyWalking: sw8 propagation, segment export over HTTP.',
   schema: loggerSchema(

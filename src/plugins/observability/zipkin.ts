@@ -16,6 +16,7 @@ import {
   type Span,
 } from './shared/tracing.js';
 import { calloutTlsSchema, type CalloutTlsConfig } from '../callout-tls.js';
+import { configReadsRequestBody } from '../request-body-refs.js';
 
 interface ZipkinConfig {
   phase: 'start' | 'end';
@@ -37,6 +38,7 @@ const SPAN_ID = /^[0-9a-f]{16}$/;
  */
 export const zipkin = definePlugin({
   type: 'zipkin',
+  readsRequestBody: configReadsRequestBody,
   category: 'observability',
   description: 'Trace requests with Zipkin: B3 propagation, v2 JSON span export.',
   schema: loggerSchema(

@@ -1,6 +1,7 @@
 import type { Context, HeaderMap } from '../../core/context.js';
 import { definePlugin, type Template } from '../../core/plugin.js';
 import { compileRegexList } from '../../conditions/regex.js';
+import { configReadsRequestBody } from '../request-body-refs.js';
 
 interface CorsConfig {
   allowed_origins?: string[];
@@ -47,6 +48,7 @@ function addVary(headers: HeaderMap, token: string): void {
  */
 export const cors = definePlugin({
   type: 'cors',
+  readsRequestBody: configReadsRequestBody,
   category: 'security',
   description:
     'Add CORS headers for allowed origins and answer OPTIONS preflights with a prepared 204 on the preflight port.',

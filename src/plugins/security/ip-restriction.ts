@@ -1,5 +1,6 @@
 import { definePlugin } from '../../core/plugin.js';
 import { compileIpList, parseIp } from '../shared-ip.js';
+import { configReadsRequestBody } from '../request-body-refs.js';
 
 interface IpRestrictionConfig {
   allow: string[];
@@ -16,6 +17,7 @@ const NOT_ALLOWED = { error: 'forbidden', message: 'IP address not allowed' } as
  */
 export const ipRestriction = definePlugin({
   type: 'ip-restriction',
+  readsRequestBody: configReadsRequestBody,
   category: 'security',
   description: 'Allow or deny requests by client IP address or CIDR block.',
   schema: {

@@ -1,4 +1,5 @@
 import { ConfigError, definePlugin } from '../../core/plugin.js';
+import { configReadsRequestBody } from '../request-body-refs.js';
 
 interface RefererRestrictionConfig {
   whitelist?: string[];
@@ -56,6 +57,7 @@ export function refererHost(referer: string): string | undefined {
 /** Allows or denies by the host of the Referer header (exactly one of whitelist / blacklist). */
 export const refererRestriction = definePlugin({
   type: 'referer-restriction',
+  readsRequestBody: configReadsRequestBody,
   category: 'security',
   description: 'Allow or deny requests by the host of their Referer header.',
   schema: {

@@ -1,5 +1,6 @@
 import { ConfigError, definePlugin } from '../../core/plugin.js';
 import { compileRegexList } from '../../conditions/regex.js';
+import { configReadsRequestBody } from '../request-body-refs.js';
 
 interface UaRestrictionConfig {
   allowlist?: string[];
@@ -15,6 +16,7 @@ interface UaRestrictionConfig {
  */
 export const uaRestriction = definePlugin({
   type: 'ua-restriction',
+  readsRequestBody: configReadsRequestBody,
   category: 'security',
   description: 'Allow or deny requests whose User-Agent matches regular expressions.',
   schema: {

@@ -1,5 +1,6 @@
 import { definePlugin } from '../../core/plugin.js';
 import { compileRegexList } from '../../conditions/regex.js';
+import { configReadsRequestBody } from '../request-body-refs.js';
 
 interface UriBlockerConfig {
   block_rules: string[];
@@ -13,6 +14,7 @@ const EMPTY = Buffer.alloc(0);
 /** Denies requests whose URI (path plus `?query`) matches one of the block rules. */
 export const uriBlocker = definePlugin({
   type: 'uri-blocker',
+  readsRequestBody: configReadsRequestBody,
   category: 'security',
   description: 'Deny requests whose URI (path and query) matches one of the regular-expression block rules.',
   schema: {

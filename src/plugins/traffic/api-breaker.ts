@@ -1,5 +1,6 @@
 import { ConfigError, definePlugin } from '../../core/plugin.js';
 import { breakerFor, type BreakerPolicy } from './breaker-state.js';
+import { configReadsRequestBody } from '../request-body-refs.js';
 
 type Phase = 'check' | 'observe';
 
@@ -30,6 +31,7 @@ const statuses = (fallback: number) =>
  */
 export const apiBreaker = definePlugin({
   type: 'api-breaker',
+  readsRequestBody: configReadsRequestBody,
   category: 'traffic',
   description:
     'Circuit breaker as a check/observe node pair sharing an id: observe counts upstream statuses, check short-circuits while open.',

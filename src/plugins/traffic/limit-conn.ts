@@ -3,6 +3,7 @@ import { mentionsResponseBody } from '../response-body-refs.js';
 import type { Context } from '../../core/context.js';
 import { ConcurrencyTable, type SlotTable } from './concurrency.js';
 import { compileLimitKey, keyTypeSchema, type KeyType } from './limit-key.js';
+import { configReadsRequestBody } from '../request-body-refs.js';
 
 type Phase = 'acquire' | 'release';
 
@@ -33,6 +34,7 @@ interface LimitConnConfig {
  */
 export const limitConn = definePlugin({
   type: 'limit-conn',
+  readsRequestBody: configReadsRequestBody,
   category: 'traffic',
   description:
     'Concurrent-request limit per key as an acquire/release node pair around the upstream (local to this process).',

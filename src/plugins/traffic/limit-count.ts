@@ -10,6 +10,7 @@ import {
   type FixedWindowConfig,
 } from './fixed-window.js';
 import type { WindowResult } from './window-counter.js';
+import { configReadsRequestBody } from '../request-body-refs.js';
 
 interface LimitCountConfig extends FixedWindowConfig {
   group?: string;
@@ -33,6 +34,7 @@ const DEFAULT_MESSAGE = 'Requests over the limit';
  */
 export const limitCount = definePlugin({
   type: 'limit-count',
+  readsRequestBody: configReadsRequestBody,
   category: 'traffic',
   description:
     'Fixed-window request count per key; local to this process or shared through a store (policy: redis | kvstore).',
