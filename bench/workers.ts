@@ -13,8 +13,9 @@
  * context switches of each process's main thread) and the load average; the table gives medians
  * and the range of the per-pair ratios. Runs the compiled build (dist/, rebuilt when stale).
  *
- * Environment: WORKERS_BENCH_REQUESTS (per run, default 20000),
- * WORKERS_BENCH_ROUNDS (default 3), WORKERS_BENCH_CONNECTIONS (default 20).
+ * Environment: WORKERS_BENCH_SECONDS (per run with wrk, default 5), WORKERS_BENCH_REQUESTS (per
+ * run with autocannon, default 20000), WORKERS_BENCH_DRIVER=autocannon (use it even when wrk is
+ * installed), WORKERS_BENCH_ROUNDS (default 3), WORKERS_BENCH_CONNECTIONS (default 20).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -23,12 +24,14 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cpus, loadavg } from 'node:os';
-import { processSamples, treeCpuSeconds } from './measure.js';
+import { has, load, processSamples, treeCpuSeconds } from './measure.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const requests = Number(process.env.WORKERS_BENCH_REQUESTS ?? 20_000);
 const rounds = Number(process.env.WORKERS_BENCH_ROUNDS ?? 3);
 const connections = Number(process.env.WORKERS_BENCH_CONNECTIONS ?? 20);
+const seconds = Number(process.env.WORKERS_BENCH_SECONDS ?? 5);
+const useWrk = process.env.WORKERS_BENCH_DRIVER !== 'autocannon' && has('wrk');
 const scenarios = (process.env.WORKERS_BENCH_SCENARIOS?.split(',') ?? [
   'hello',
   'proxy',
@@ -145,13 +148,25 @@ async function settle(pid: number): Promise<void> {
   }
 }
 
-/** `amount` requests by autocannon in its own process (its CPU is not the gateway's). */
+/**
+ * The load: wrk for WORKERS_BENCH_SECONDS when it is installed (one C thread: it saturates the
+ * gateway where a Node load generator saturates itself first, and a saturated gateway batches as a
+ * production one does), else `amount` requests by autocannon in its own process. Either way its CPU
+ * is not the gateway's.
+ */
 async function drive(
   url: string,
   amount: number,
   conns: number,
-): Promise<{ rps: number; non2xx: number; errors: number; codes: unknown }> {
-  const script = `import ac from 'autocannon';const r=await ac({url:${JSON.stringify(url)},connections:${conns},amount:${amount},timeout:30});process.stdout.write(JSON.stringify({rps:r.requests.average,non2xx:r.non2xx,errors:r.errors,codes:r.statusCodeStats}))`;
+): Promise<{ rps: number; requests: number; non2xx: number; errors: number; codes: unknown }> {
+  if (useWrk) {
+    const sample = await load(
+      { url, headers: {}, http2: false, seconds, connections: conns, threads: 1 },
+      () => undefined,
+    );
+    return { rps: sample.rps, requests: sample.requests, non2xx: 0, errors: 0, codes: {} };
+  }
+  const script = `import ac from 'autocannon';const r=await ac({url:${JSON.stringify(url)},connections:${conns},amount:${amount},timeout:30});process.stdout.write(JSON.stringify({rps:r.requests.average,requests:r.requests.total,non2xx:r.non2xx,errors:r.errors,codes:r.statusCodeStats}))`;
   const child = spawn(process.execPath, ['--input-type=module', '-e', script], {
     cwd: root,
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -161,7 +176,7 @@ async function drive(
   const timer = setTimeout(() => child.kill('SIGKILL'), 300_000);
   await new Promise((resolve) => child.once('exit', resolve));
   clearTimeout(timer);
-  return JSON.parse(out) as { rps: number; non2xx: number; errors: number; codes: unknown };
+  return JSON.parse(out) as { rps: number; requests: number; non2xx: number; errors: number; codes: unknown };
 }
 
 /** One measured run: CPU µs and wake-ups per request, per process (primary first) and in all. */
@@ -183,9 +198,10 @@ async function measureRun(pid: number, url: string, amount: number, conns: numbe
     throw new Error(
       `${url}: ${result.non2xx} non-2xx, ${result.errors} errors ${JSON.stringify(result.codes)}`,
     );
+  const served = result.requests > 0 ? result.requests : amount;
   const split = after.map((a) => {
     const b = before.find((x) => x.pid === a.pid);
-    return ((a.seconds - (b?.seconds ?? 0)) * 1e6) / amount;
+    return ((a.seconds - (b?.seconds ?? 0)) * 1e6) / served;
   });
   const wakeups = after.reduce(
     (sum, a) => sum + a.wakeups - (before.find((x) => x.pid === a.pid)?.wakeups ?? 0),
@@ -193,7 +209,7 @@ async function measureRun(pid: number, url: string, amount: number, conns: numbe
   );
   return {
     perRequest: split.reduce((a, b) => a + b, 0),
-    wakeupsPerRequest: wakeups / amount,
+    wakeupsPerRequest: wakeups / served,
     split,
     rps: result.rps,
     load: loadavg()[0] ?? NaN,
@@ -270,7 +286,7 @@ async function main(): Promise<void> {
   }
   const loads = [...runs.values()].flat().map((r) => r.load);
   const lines = [
-    `CPU per request, all gateway processes (${rounds} rounds × ${requests} requests, ${connections} connections; ` +
+    `CPU per request, all gateway processes (${rounds} rounds × ${useWrk ? `${seconds} s of wrk` : `${requests} requests by autocannon`}, ${connections} connections; ` +
       `load average ${spread(loads, 1)} during the runs, ${cpus().length} cores)`,
     '',
     '| scenario | workers: 1 µs/req | workers: 2 µs/req (primary) | ratio, median (range) | wake-ups/req w1 / w2 | workers: 1 at ' +

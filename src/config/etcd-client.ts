@@ -7,17 +7,11 @@
  * certificate for `--client-cert-auth`, re-read when replaced on disk.
  */
 import { Agent, fetch, type Response } from 'undici';
-import { loadTlsMaterial, TlsMaterialError, undiciConnect, type TlsMaterial } from '../tls/client.js';
-import { ConfigRejected, type ConfigIssue } from './schema-validate.js';
+import { undiciConnect } from '../tls/undici-connect.js';
+import { ConfigRejected } from './schema-validate.js';
+import { ETCD_TLS_KEY as TLS_KEY, etcdTlsMaterial, type EtcdTlsConfig } from './etcd-tls.js';
 
-/** `config.etcd.tls` of system.yaml. */
-export interface EtcdTlsConfig {
-  ca_file?: string;
-  cert_file?: string;
-  key_file?: string;
-  server_name?: string;
-  verify: boolean;
-}
+export { etcdTlsIssues, type EtcdTlsConfig } from './etcd-tls.js';
 
 export interface EtcdSettings {
   endpoints: string[];
@@ -26,9 +20,6 @@ export interface EtcdSettings {
   timeout_ms: number;
   tls?: EtcdTlsConfig;
 }
-
-/** Key path of the settings in system.yaml, for errors. */
-const TLS_KEY = 'config.etcd.tls';
 
 export interface KeyValue {
   key: string;
@@ -262,48 +253,6 @@ function isAuthFailure(status: number, text: string): boolean {
 function describe(err: unknown): string {
   const cause = (err as { cause?: { code?: string; message?: string } }).cause;
   return cause?.code ?? cause?.message ?? (err as Error).message ?? String(err);
-}
-
-/**
- * Checks the `config.etcd.tls` files when system.yaml is read, so a bad file is
- * reported like any other system.yaml error, with its key and line.
- */
-export function etcdTlsIssues(settings: Pick<EtcdSettings, 'endpoints' | 'tls'>): ConfigIssue[] {
-  if (!settings.endpoints.some((e) => /^https:/i.test(e.trim()))) return [];
-  try {
-    etcdTlsMaterial(settings.tls);
-    return [];
-  } catch (err) {
-    if (err instanceof ConfigRejected) return err.issues;
-    throw err;
-  }
-}
-
-/** Loads `config.etcd.tls`; a bad file is a ConfigRejected naming its key. */
-function etcdTlsMaterial(tls: EtcdTlsConfig | undefined): TlsMaterial {
-  const t = tls ?? { verify: true };
-  if ((t.cert_file === undefined) !== (t.key_file === undefined)) {
-    const missing = t.cert_file === undefined ? 'cert_file' : 'key_file';
-    throw new ConfigRejected([
-      {
-        path: `${TLS_KEY}.${missing}`,
-        message: `is required with ${TLS_KEY}.${missing === 'cert_file' ? 'key_file' : 'cert_file'}`,
-      },
-    ]);
-  }
-  try {
-    return loadTlsMaterial({
-      verify: t.verify,
-      caPath: t.ca_file,
-      certPath: t.cert_file,
-      keyPath: t.key_file,
-      serverName: t.server_name,
-    });
-  } catch (err) {
-    if (!(err instanceof TlsMaterialError)) throw err;
-    const key = err.field === 'ca' ? 'ca_file' : err.field === 'cert' ? 'cert_file' : 'key_file';
-    throw new ConfigRejected([{ path: `${TLS_KEY}.${key}`, message: err.message }]);
-  }
 }
 
 /**

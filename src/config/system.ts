@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parseYamlData as parseYaml } from './yaml-data.js';
 import { interpolateEnv } from './interpolate.js';
 import { systemSchema } from './system-schema.js';
-import { etcdTlsIssues, type EtcdTlsConfig } from './etcd-client.js';
+import { etcdTlsIssues, type EtcdTlsConfig } from './etcd-tls.js';
 import {
   ConfigRejected,
   didYouMean,

@@ -1,4 +1,6 @@
-import { Registry } from 'prom-client';
+import { createRequire } from 'node:module';
+import type * as PromClient from 'prom-client';
+import type { Registry } from 'prom-client';
 
 /** What `gateway_cache_events_total` counts (docs/metrics.md); `invalid_entry` is a stored value that does not parse. */
 export type CacheEvent =
@@ -11,8 +13,22 @@ export interface ScopeMetrics {
   cacheEvent(backend: string, store: string, event: CacheEvent): void;
 }
 
-/** Records nothing: for a compile outside a gateway (`switchyard validate`), whose metrics nobody reads. */
-export const unreadMetrics = (): ScopeMetrics => ({ registry: new Registry(), cacheEvent: () => undefined });
+const requireModule = createRequire(import.meta.url);
+
+/**
+ * Records nothing: for a compile outside a gateway (`switchyard validate`), whose metrics nobody
+ * reads. Its registry is made (and prom-client loaded) only if a node asks for it.
+ */
+export const unreadMetrics = (): ScopeMetrics => {
+  let registry: Registry | undefined;
+  return {
+    get registry(): Registry {
+      registry ??= new (requireModule('prom-client') as typeof PromClient).Registry();
+      return registry;
+    },
+    cacheEvent: () => undefined,
+  };
+};
 
 /** Lives as long as the gateway, not one runtime: system settings and state that survives reloads. */
 export interface GatewayScope<M extends ScopeMetrics = ScopeMetrics> {

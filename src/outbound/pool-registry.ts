@@ -1,5 +1,6 @@
 import { Pool } from 'undici';
-import { undiciConnect, type TlsMaterial } from '../tls/client.js';
+import type { TlsMaterial } from '../tls/client.js';
+import { undiciConnect } from '../tls/undici-connect.js';
 
 /** Identity of a shared pool: same origin, TLS material and connect timeout → same warm connections. */
 export interface PoolSpec {

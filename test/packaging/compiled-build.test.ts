@@ -97,3 +97,43 @@ test('compiled build: no JSON Schema is compiled at startup (the build precompil
     'the precompiled validators were used',
   );
 });
+
+test('compiled build: `switchyard validate` of the shipped config loads neither undici nor prom-client', () => {
+  // A loader hook that names every package the ES loader loads; CommonJS packages imported from
+  // ESM pass through it too, and the CLI's own requires are listed from require.cache at exit.
+  const hook = `export async function load(url, context, next) {
+    if (url.includes('/node_modules/')) process.stderr.write('LOADED ' + url + '\\n');
+    return next(url, context);
+  }`;
+  const register = `import { register, createRequire } from 'node:module';
+    register('data:text/javascript,' + encodeURIComponent(${JSON.stringify(hook)}));
+    const require = createRequire(${JSON.stringify(join(repoRoot, 'package.json'))});
+    process.on('exit', () => { for (const m of Object.keys(require.cache)) process.stderr.write('LOADED ' + m + '\\n'); });`;
+  const run = spawnSync(
+    process.execPath,
+    [
+      '--import',
+      `data:text/javascript,${encodeURIComponent(register)}`,
+      join(repoRoot, 'dist', 'cli.js'),
+      'validate',
+      '--system-config',
+      'config/system.yaml',
+      '--gateway-config',
+      'config/gateway.yaml',
+    ],
+    { cwd: repoRoot, encoding: 'utf8', timeout: 60_000, env: { ...process.env, ADMIN_PASSWORD: 'test' } },
+  );
+  assert.equal(run.status, 0, run.stderr);
+  const loaded = run.stderr.split('\n').filter((l) => l.startsWith('LOADED '));
+  assert.ok(
+    loaded.some((l) => l.includes('/node_modules/js-yaml/')),
+    'the hook saw the YAML parser load',
+  );
+  for (const name of ['undici', 'prom-client']) {
+    assert.deepEqual(
+      loaded.filter((l) => l.includes(`/node_modules/${name}/`)),
+      [],
+      `${name} is not loaded by validate`,
+    );
+  }
+});

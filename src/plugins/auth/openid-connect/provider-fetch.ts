@@ -1,7 +1,8 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Agent, fetch as undiciFetch, Response as UndiciResponse } from 'undici';
 import { NodeError } from '../../../core/errors.js';
-import { undiciConnect, type TlsMaterial } from '../../../tls/client.js';
+import type { TlsMaterial } from '../../../tls/client.js';
+import { undiciConnect } from '../../../tls/undici-connect.js';
 
 /** docs/plugins/openid-connect.md: 502 `provider_error` on the error port, no challenge header. */
 export function providerError(message: string, endpoint: URL | string, cause?: unknown): NodeError {
