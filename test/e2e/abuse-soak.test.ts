@@ -2,8 +2,9 @@
  * Soak: the data-plane abuse of the security review (H2, M5) against one real
  * gateway process for 12 s — idle sockets, partial h2 prefaces, rapid reset,
  * slow HTTP/1.1 and HTTP/2 bodies — while a control client in its own thread
- * measures GET /hello. The control p99 must stay under 250 ms and the gateway's
- * RSS growth under 100 MiB; the figures are printed as diagnostics.
+ * measures GET /hello. The control p99 must stay under 250 ms (or 5× its p99
+ * before the abuse, on a machine that slow) and the gateway's RSS growth under
+ * 100 MiB; the figures are printed as diagnostics.
  *
  * The volume is modest on purpose (the suite runs on small shared machines):
  * the assertion is about the gateway's limits, not the host.
@@ -288,7 +289,10 @@ test('abuse soak: idle sockets, partial prefaces, rapid reset and slow bodies le
 
     assert.equal(failures, 0, 'control requests failed');
     assert.ok(latencies.length > 100, `only ${latencies.length} control requests completed`);
-    assert.ok(p99 < 250, `control p99 ${p99.toFixed(1)} ms`);
+    // 250 ms, or five times the p99 the same client saw before the abuse when the machine itself
+    // is that slow (a full suite on two cores): the bound is on what the abuse adds.
+    const bound = Math.max(250, 5 * percentile(base, 99));
+    assert.ok(p99 < bound, `control p99 ${p99.toFixed(1)} ms (bound ${bound.toFixed(0)} ms)`);
     assert.ok(growthMiB < 100, `RSS grew ${growthMiB.toFixed(1)} MiB`);
     assert.ok(reset.goaways > 0, 'rapid reset never got a GOAWAY');
     assert.ok(h1.answered408 > 0 && h2.answered408 > 0, 'slow bodies were not answered 408');
