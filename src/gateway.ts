@@ -17,7 +17,6 @@ import { DebugService } from './debug/service.js';
 import { RuntimeSlot } from './server/runtime-slot.js';
 import { watchConfigFile, type ConfigWatcher } from './config/watch.js';
 import { templateFactory } from './engine/templates.js';
-import { persistGatewayConfig } from './config/persist.js';
 import { EtcdConfigSource } from './config/etcd-source.js';
 import type { GatewayMetrics, NodeSample } from './observability/metrics.js';
 import type { GatewayScope } from './core/plugin.js';
@@ -220,6 +219,8 @@ export class Gateway {
       }
       if (source === 'admin' && this.gatewayPath !== undefined && this.#persists()) {
         try {
+          // Loaded on the first admin write: it needs the `yaml` package, which most starts never do.
+          const { persistGatewayConfig } = await import('./config/persist.js');
           await persistGatewayConfig(this.gatewayPath, candidate, (text) => this.noteWrittenText(text));
         } catch (err) {
           void runtime.close();

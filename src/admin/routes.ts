@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { stringify } from 'yaml';
+import { yamlLibrary } from '../config/yaml-data.js';
 import { ConfigRejected, formatIssues } from '../config/schema-validate.js';
 import type { Gateway } from '../gateway.js';
 import { registry } from '../plugins/index.js';
@@ -116,7 +116,7 @@ export function adminRoutes(gateway: Gateway, startedAt: number = Date.now()): A
       auth: true,
       handler: () => ({
         status: 200,
-        body: stringify(gateway.runtime.config, { lineWidth: 0 }),
+        body: yamlLibrary().stringify(gateway.runtime.config, { lineWidth: 0 }),
         contentType: 'text/yaml; charset=utf-8',
       }),
     },

@@ -1,4 +1,4 @@
-import { parse, stringify } from 'yaml';
+import { yamlLibrary } from '../config/yaml-data.js';
 import { maskSecrets } from './mcp/secrets.js';
 import type { Reply } from './http.js';
 
@@ -17,7 +17,8 @@ export function maskedForViewer(reply: Reply): Reply {
   if (reply.body === undefined || reply.status >= 300) return reply;
   if (reply.contentType === undefined) return { ...reply, body: maskSecrets(reply.body) };
   if (/yaml/i.test(reply.contentType) && typeof reply.body === 'string') {
-    return { ...reply, body: stringify(maskSecrets(parse(reply.body) as unknown)) };
+    const yaml = yamlLibrary();
+    return { ...reply, body: yaml.stringify(maskSecrets(yaml.parse(reply.body) as unknown)) };
   }
   return reply;
 }
