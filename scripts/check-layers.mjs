@@ -11,7 +11,7 @@
 //
 // --root checks another tree laid out the same way (the test uses a tiny fake one); --graph also
 // prints every folder arrow with its count. Exits 1 and names each offending import otherwise.
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, realpathSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 
 const SOURCE = /\.(ts|tsx|mts)$/;
@@ -156,7 +156,8 @@ export function checkLayers(root) {
   return { problems, folderEdges, layers };
 }
 
-if (import.meta.filename === resolve(process.argv[1] ?? '')) {
+// Through a symbolic link too (the compiled test tree links scripts/): compare real paths.
+if (import.meta.filename === realpathSync(resolve(process.argv[1] ?? '.'))) {
   const args = process.argv.slice(2);
   const rootFlag = args.indexOf('--root');
   const root = resolve(rootFlag >= 0 ? args[rootFlag + 1] : join(import.meta.dirname, '..'));

@@ -3,7 +3,8 @@
 // Extra arguments (e.g. a subset of files or --test-name-pattern) are passed through.
 import { spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
+import { buildTestTree } from './test-tree.mjs';
 
 function collect(dir) {
   return readdirSync(dir)
@@ -26,11 +27,16 @@ for (const script of ['scripts/build-ui.mjs', 'scripts/build.mjs']) {
   if (built.status !== 0) process.exit(built.status ?? 1);
 }
 const concurrency = process.env.TEST_CONCURRENCY ?? '4';
+// The tests run compiled (scripts/test-tree.mjs) unless SWITCHYARD_TEST_TSX=1 asks for the sources
+// through tsx, or esbuild is missing.
+const tree = process.env.SWITCHYARD_TEST_TSX === '1' ? undefined : await buildTestTree();
+const targets =
+  tree === undefined ? files : files.map((file) => join(tree, relative('.', file)).replace(/\.ts$/, '.js'));
+const loader = tree === undefined ? ['--import', 'tsx'] : ['--enable-source-maps'];
 const result = spawnSync(
   process.execPath,
   [
-    '--import',
-    'tsx',
+    ...loader,
     '--test',
     `--test-concurrency=${concurrency}`,
     '--test-timeout=180000',
@@ -40,7 +46,7 @@ const result = spawnSync(
     '--test-reporter=./scripts/test-file-timings.mjs',
     '--test-reporter-destination=stderr',
     ...flags,
-    ...files,
+    ...targets,
   ],
   // A gateway a test spawns runs the build made above — what `npm start` runs — unless a source is
   // newer (bin/switchyard.js then runs the sources, so an edit during a run is never masked).

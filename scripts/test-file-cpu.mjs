@@ -12,7 +12,8 @@
 // outlives its parent (re-parented to init) is not counted — none of the test helpers leave one.
 import { spawn, spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
+import { buildTestTree } from './test-tree.mjs';
 
 function collect(dir) {
   return readdirSync(dir)
@@ -36,6 +37,10 @@ for (const script of ['scripts/build-ui.mjs', 'scripts/build.mjs']) {
   if (built.status !== 0) process.exit(built.status ?? 1);
 }
 
+// Compiled, as run-tests.mjs runs them (scripts/test-tree.mjs), unless SWITCHYARD_TEST_TSX=1.
+const tree = process.env.SWITCHYARD_TEST_TSX === '1' ? undefined : await buildTestTree();
+const loader = tree === undefined ? ['--import', 'tsx'] : ['--enable-source-maps'];
+
 // A small parent per file (python3, for prctl): it makes itself the "child subreaper" of the file's
 // process tree, so a process whose parent exits first (Chromium's renderers and zygote, say) is
 // re-parented to it rather than to init, runs the file, reaps every descendant, and reports
@@ -45,7 +50,7 @@ const MEASURE = `
 import ctypes, json, os, resource, signal, subprocess, sys, time
 ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
 started = time.time()
-main = subprocess.Popen([sys.argv[1], '--import', 'tsx', '--test', '--test-reporter=dot',
+main = subprocess.Popen([sys.argv[1], *json.loads(sys.argv[3]), '--test', '--test-reporter=dot',
     '--test-timeout=180000', sys.argv[2]], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
 status = main.wait()
 wall = time.time() - started
@@ -73,7 +78,8 @@ print(json.dumps({'cpu': usage.ru_utime + usage.ru_stime, 'wall': wall, 'status'
 
 function measure(file) {
   return new Promise((resolve) => {
-    const child = spawn('python3', ['-c', MEASURE, process.execPath, file], {
+    const target = tree === undefined ? file : join(tree, relative('.', file)).replace(/\.ts$/, '.js');
+    const child = spawn('python3', ['-c', MEASURE, process.execPath, target, JSON.stringify(loader)], {
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     let out = '';

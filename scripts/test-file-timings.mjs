@@ -6,6 +6,10 @@
 // long CI log say what failed.
 const SHOWN = 15;
 
+/** The repository path of a test file, also when it ran compiled (scripts/test-tree.mjs). */
+const sourceName = (file) =>
+  file.replace(`${process.cwd()}/`, '').replace(/^.*\/switchyard-test-tree\/\d+\/(.*)\.js$/, '$1.ts');
+
 export default async function* fileTimings(source) {
   const spans = new Map();
   const failures = [];
@@ -21,7 +25,7 @@ export default async function* fileTimings(source) {
           .slice(0, 3)
           .join(' / ')
           .slice(0, 400);
-        const file = String(event.data.file ?? '').replace(`${process.cwd()}/`, '');
+        const file = sourceName(String(event.data.file ?? ''));
         failures.push(`# FAILED ${file}: ${event.data.name}\n#        ${message}\n`);
       }
     }
@@ -39,7 +43,7 @@ export default async function* fileTimings(source) {
   }
   const rows = [...spans.entries()]
     .map(([file, { first, last }]) => ({
-      file: file.replace(`${process.cwd()}/`, ''),
+      file: sourceName(file),
       seconds: (last - first) / 1000,
     }))
     .sort((a, b) => b.seconds - a.seconds)

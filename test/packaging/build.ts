@@ -1,8 +1,14 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { realpathSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
+/**
+ * The repository itself, not the compiled test tree that links to it (scripts/test-tree.mjs):
+ * `npm pack` does not follow the tree's links.
+ */
+export const repoRoot = dirname(realpathSync(fileURLToPath(new URL('../../package.json', import.meta.url))));
 
 /**
  * Brings ui/dist and dist/ up to date with the sources, as `npm pack` (prepack) and `npm start`

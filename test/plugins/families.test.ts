@@ -12,7 +12,7 @@ const folders = readdirSync(pluginsDir, { withFileTypes: true })
 
 /** The definitions a family folder's index.ts exports (its one array). */
 async function familyOf(folder: string): Promise<{ type: string; category: string }[]> {
-  const module = (await import(pathToFileURL(join(pluginsDir, folder, 'index.ts')).href)) as Record<
+  const module = (await import(pathToFileURL(join(pluginsDir, folder, 'index.js')).href)) as Record<
     string,
     unknown
   >;
