@@ -99,9 +99,10 @@ test('compiled build: no JSON Schema is compiled at startup (the build precompil
   );
 });
 
-test('compiled build: `switchyard validate` of the shipped config loads neither undici nor prom-client', () => {
-  // A loader hook that names every package the ES loader loads; CommonJS packages imported from
-  // ESM pass through it too, and the CLI's own requires are listed from require.cache at exit.
+test('compiled build: `switchyard validate` of the shipped config loads neither prom-client nor yaml', () => {
+  // bin/switchyard.js runs the build, as `npx switchyard validate` does. A loader hook names every
+  // package the ES loader loads; the packages required from CommonJS or from plugin modules
+  // (loaded with require()) are listed from require.cache when the process exits.
   const hook = `export async function load(url, context, next) {
     if (url.includes('/node_modules/')) process.stderr.write('LOADED ' + url + '\\n');
     return next(url, context);
@@ -115,22 +116,29 @@ test('compiled build: `switchyard validate` of the shipped config loads neither 
     [
       '--import',
       `data:text/javascript,${encodeURIComponent(register)}`,
-      join(repoRoot, 'dist', 'cli.js'),
+      join(repoRoot, 'bin', 'switchyard.js'),
       'validate',
       '--system-config',
       'config/system.yaml',
       '--gateway-config',
       'config/gateway.yaml',
     ],
-    { cwd: repoRoot, encoding: 'utf8', timeout: 60_000, env: { ...process.env, ADMIN_PASSWORD: 'test' } },
+    {
+      cwd: repoRoot,
+      encoding: 'utf8',
+      timeout: 60_000,
+      env: { ...process.env, ADMIN_PASSWORD: 'test', SWITCHYARD_FROM_SOURCE: '0' },
+    },
   );
   assert.equal(run.status, 0, run.stderr);
+  assert.match(run.stdout, /configuration is valid/);
   const loaded = run.stderr.split('\n').filter((l) => l.startsWith('LOADED '));
+  // The upstream node of the shipped config loads undici: proof the hook sees what the run loads.
   assert.ok(
-    loaded.some((l) => l.includes('/node_modules/js-yaml/')),
-    'the hook saw the YAML parser load',
+    loaded.some((l) => l.includes('/node_modules/undici/')),
+    'the hook saw the compile load undici',
   );
-  for (const name of ['undici', 'prom-client']) {
+  for (const name of ['prom-client', 'yaml', '@opentelemetry/api']) {
     assert.deepEqual(
       loaded.filter((l) => l.includes(`/node_modules/${name}/`)),
       [],
