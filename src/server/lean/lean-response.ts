@@ -21,8 +21,12 @@ export interface ResponseSink {
 
 export type LeanHeaders = Record<string, string | string[] | number | undefined>;
 
-/** Head and body leave in one buffer (one write, one syscall) up to this size; beyond it, a corked writev. */
-const COALESCE_LIMIT = 64 * 1024;
+/**
+ * Head and body leave in one buffer (one write, one syscall) while that buffer fits Node's shared
+ * allocation pool (under 4 KiB: `Buffer.allocUnsafe` then slices the pool instead of allocating an
+ * ArrayBuffer); beyond it, a corked writev of the two, which copies nothing.
+ */
+const COALESCE_LIMIT = (Buffer.poolSize >>> 1) - 1;
 const LAST_CHUNK = '0\r\n\r\n';
 
 /**
@@ -166,7 +170,7 @@ export class LeanResponse extends EventEmitter {
       return ok;
     }
     if (head === null) return sink.write(body);
-    if (body.length <= COALESCE_LIMIT) {
+    if (head.length + body.length <= COALESCE_LIMIT) {
       const out = Buffer.allocUnsafe(head.length + body.length);
       out.write(head, 0, 'latin1');
       body.copy(out, head.length);
