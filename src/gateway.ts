@@ -1,9 +1,8 @@
 import type { AddressInfo } from 'node:net';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { dirname, resolve } from 'node:path';
-import { compileGatewayAsync, type Runtime } from './engine/compile.js';
-import { compileWith } from './plugins/compile-with.js';
+import type { Runtime } from './engine/compile.js';
+import { compileWith, compileWithAsync } from './plugins/compile-with.js';
 import { OFF_THREAD_PARSE_BYTES, parseGatewayConfigOffThread } from './config/parse-off-thread.js';
 import { parseGatewayConfig, type GatewayConfig } from './config/gateway.js';
 import { ConfigRejected, type ConfigIssue } from './config/schema-validate.js';
@@ -16,7 +15,6 @@ import { closeTunnels } from './outbound/websocket-relay.js';
 import { DebugService } from './debug/service.js';
 import { RuntimeSlot } from './server/runtime-slot.js';
 import { watchConfigFile, type ConfigWatcher } from './config/watch.js';
-import { templateFactory } from './engine/templates.js';
 import { EtcdConfigSource } from './config/etcd-source.js';
 import type { GatewayMetrics, NodeSample } from './observability/metrics.js';
 import type { GatewayScope } from './core/plugin.js';
@@ -485,28 +483,7 @@ function readGatewayText(path: string): string {
   }
 }
 
-export { compileWith };
-
-/** `compileWith` in slices that let requests on the running configuration proceed (reloads, admin writes). */
-export function compileWithAsync(
-  config: GatewayConfig,
-  logger: Logger,
-  env: NodeJS.ProcessEnv,
-  gatewayPath?: string,
-  scope?: GatewayScope,
-  previous?: Runtime,
-): Promise<Runtime> {
-  const configDir = gatewayPath === undefined ? undefined : dirname(resolve(gatewayPath));
-  return compileGatewayAsync(config, {
-    registry,
-    logger,
-    env,
-    templateFactory: templateFactory(env),
-    configDir,
-    scope,
-    previous,
-  });
-}
+export { compileWith, compileWithAsync };
 
 export type { ConfigIssue };
 

@@ -1,6 +1,6 @@
 import type { Context } from '../core/context.js';
 import type { CachedResponse, ResponseCache } from '../plugins/traffic/response-cache.js';
-import type { SlotTable } from '../plugins/traffic/concurrency.js';
+import { HeldSlots, type SlotTable } from '../plugins/traffic/concurrency.js';
 import { TokenBuckets, type BucketAnswer } from '../plugins/traffic/token-buckets.js';
 import type { WindowCounter, WindowResult } from '../plugins/traffic/window-counter.js';
 import type { PrimaryChannel } from './primary-channel.js';
@@ -145,11 +145,6 @@ function responseCache(channel: PrimaryChannel): ResponseCache {
   };
 }
 
-interface Slot {
-  readonly key: string;
-  released: boolean;
-}
-
 /**
  * limit-conn slots counted by the primary. The worker remembers which slots a
  * request holds (as the local table does) so the release node, or the
@@ -157,36 +152,20 @@ interface Slot {
  */
 class WorkerSlotTable implements SlotTable {
   readonly #channel: PrimaryChannel;
-  readonly #held = new WeakMap<Context, Slot[]>();
-  readonly #orphans = new FinalizationRegistry<Slot>((slot) => this.#free(slot));
+  readonly #slots: HeldSlots;
 
   constructor(channel: PrimaryChannel) {
     this.#channel = channel;
+    this.#slots = new HeldSlots((key) => channel.notify(['cc-', key]));
   }
 
   async acquire(ctx: Context, key: string, ceiling: number): Promise<boolean> {
     if (!(await this.#channel.call<boolean>(['cc+', key, ceiling]))) return false;
-    const slot: Slot = { key, released: false };
-    const list = this.#held.get(ctx);
-    if (list === undefined) this.#held.set(ctx, [slot]);
-    else list.push(slot);
-    this.#orphans.register(ctx, slot, slot);
+    this.#slots.record(ctx, key);
     return true;
   }
 
   release(ctx: Context, prefix: string): void {
-    const list = this.#held.get(ctx);
-    if (list === undefined) return;
-    for (const slot of list) {
-      if (slot.released || !slot.key.startsWith(prefix)) continue;
-      this.#orphans.unregister(slot);
-      this.#free(slot);
-    }
-  }
-
-  #free(slot: Slot): void {
-    if (slot.released) return;
-    slot.released = true;
-    this.#channel.notify(['cc-', slot.key]);
+    this.#slots.release(ctx, prefix);
   }
 }

@@ -3,7 +3,7 @@ import type { GatewayConfig } from '../config/gateway.js';
 import type { Logger } from '../core/logger.js';
 import type { GatewayScope } from '../core/plugin.js';
 import { registry } from '../plugins/index.js';
-import { compileGateway, type Runtime } from '../engine/compile.js';
+import { compileGateway, compileGatewayAsync, type CompileOptions, type Runtime } from '../engine/compile.js';
 import { templateFactory } from '../engine/templates.js';
 
 /**
@@ -19,13 +19,27 @@ export function compileWith(
   gatewayPath?: string,
   scope?: GatewayScope,
 ): Runtime {
+  return compileGateway(config, compileOptions(logger, env, gatewayPath, scope));
+}
+
+/** `compileWith` in slices that let requests on the running configuration proceed (reloads, admin writes). */
+export function compileWithAsync(
+  config: GatewayConfig,
+  logger: Logger,
+  env: NodeJS.ProcessEnv,
+  gatewayPath?: string,
+  scope?: GatewayScope,
+  previous?: Runtime,
+): Promise<Runtime> {
+  return compileGatewayAsync(config, { ...compileOptions(logger, env, gatewayPath, scope), previous });
+}
+
+function compileOptions(
+  logger: Logger,
+  env: NodeJS.ProcessEnv,
+  gatewayPath: string | undefined,
+  scope: GatewayScope | undefined,
+): CompileOptions {
   const configDir = gatewayPath === undefined ? undefined : dirname(resolve(gatewayPath));
-  return compileGateway(config, {
-    registry,
-    logger,
-    env,
-    templateFactory: templateFactory(env),
-    configDir,
-    scope,
-  });
+  return { registry, logger, env, templateFactory: templateFactory(env), configDir, scope };
 }
