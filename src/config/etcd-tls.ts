@@ -7,7 +7,6 @@ import { ConfigRejected, type ConfigIssue } from './schema-validate.js';
 
 /** Key path of the settings in system.yaml, for errors. */
 export const ETCD_TLS_KEY = 'config.etcd.tls';
-const TLS_KEY = ETCD_TLS_KEY;
 
 /** `config.etcd.tls` of system.yaml. */
 export interface EtcdTlsConfig {
@@ -43,8 +42,8 @@ export function etcdTlsMaterial(tls: EtcdTlsConfig | undefined): TlsMaterial {
     const missing = t.cert_file === undefined ? 'cert_file' : 'key_file';
     throw new ConfigRejected([
       {
-        path: `${TLS_KEY}.${missing}`,
-        message: `is required with ${TLS_KEY}.${missing === 'cert_file' ? 'key_file' : 'cert_file'}`,
+        path: `${ETCD_TLS_KEY}.${missing}`,
+        message: `is required with ${ETCD_TLS_KEY}.${missing === 'cert_file' ? 'key_file' : 'cert_file'}`,
       },
     ]);
   }
@@ -59,6 +58,6 @@ export function etcdTlsMaterial(tls: EtcdTlsConfig | undefined): TlsMaterial {
   } catch (err) {
     if (!(err instanceof TlsMaterialError)) throw err;
     const key = err.field === 'ca' ? 'ca_file' : err.field === 'cert' ? 'cert_file' : 'key_file';
-    throw new ConfigRejected([{ path: `${TLS_KEY}.${key}`, message: err.message }]);
+    throw new ConfigRejected([{ path: `${ETCD_TLS_KEY}.${key}`, message: err.message }]);
   }
 }

@@ -410,8 +410,9 @@ function inferStreaming(
 /**
  * docs/routing.md#request-bodies: the body is read from the client before the graph runs, so one
  * node anywhere in the policy that may read it (its type does not declare `readsRequestBody:
- * false`, or its instance's `readsRequestBody(config)` is true) buffers it for every upstream. Returns null when the body streams, else one report per
- * upstream naming the first such node in the policy's order.
+ * false`, or its instance's `readsRequestBody(config)` is true) buffers it for every upstream.
+ * Returns null when the body streams, else one report per upstream naming the first such node in
+ * the policy's order.
  */
 function inferRequestStreaming(prepared: ReadonlyMap<string, Prepared>): BufferingReport[] | null {
   // Without an upstream nothing takes the body as it arrives: it is read whole, so a client that
