@@ -6,7 +6,8 @@
  * `https://` endpoints use `tls` (docs/etcd.md#tls): a private CA, a client
  * certificate for `--client-cert-auth`, re-read when replaced on disk.
  */
-import { Agent, fetch, type Response } from 'undici';
+import type { Agent, Response } from 'undici';
+import { loadUndici } from '../core/load-undici.js';
 import { undiciConnect } from '../tls/undici-connect.js';
 import { ConfigRejected } from './schema-validate.js';
 import { ETCD_TLS_KEY as TLS_KEY, etcdTlsMaterial, type EtcdTlsConfig } from './etcd-tls.js';
@@ -73,7 +74,9 @@ export class EtcdClient {
     this.#dispatcher =
       tls === undefined
         ? undefined
-        : new Agent({ connect: undiciConnect(tls, { timeout: settings.timeout_ms, allowH2: false }) });
+        : new (loadUndici().Agent)({
+            connect: undiciConnect(tls, { timeout: settings.timeout_ms, allowH2: false }),
+          });
   }
 
   /** Closes the connections to etcd (watches are closed by their own handles). */
@@ -222,7 +225,7 @@ export class EtcdClient {
       try {
         const headers: Record<string, string> = { 'content-type': 'application/json' };
         if (this.#token !== undefined) headers['authorization'] = this.#token;
-        const response = await fetch(`${endpoint}${path}`, {
+        const response = await loadUndici().fetch(`${endpoint}${path}`, {
           method: 'POST',
           headers,
           body: JSON.stringify(body),

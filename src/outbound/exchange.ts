@@ -2,6 +2,7 @@ import type { AbortLike } from '../core/context.js';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
+import type { OutboundDispatcher } from './pool-registry.js';
 import { ClientAbortedError, DeadlineExceededError, ExchangeError, type ExchangePhase } from './errors.js';
 import { UpstreamBody, type BodySource } from './upstream-body.js';
 import { RequestBodyStream } from './request-stream.js';
@@ -62,7 +63,7 @@ export interface ExchangeObserver {
  * point, including while a streamed body is still flowing.
  */
 export function exchange(
-  dispatcher: Dispatcher,
+  dispatcher: OutboundDispatcher,
   request: ExchangeRequest,
   limits: ExchangeLimits,
   signal: AbortLike | null,
@@ -118,7 +119,7 @@ class Exchange implements Dispatcher.DispatchHandler, BodySource, Deadlined {
     this.#observer = observer;
   }
 
-  start(dispatcher: Dispatcher, request: ExchangeRequest): Promise<ExchangeResult> {
+  start(dispatcher: OutboundDispatcher, request: ExchangeRequest): Promise<ExchangeResult> {
     const promise = new Promise<ExchangeResult>((resolve, reject) => {
       this.#resolve = resolve;
       this.#reject = reject;

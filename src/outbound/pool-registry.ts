@@ -1,6 +1,17 @@
-import { Pool } from 'undici';
+import type { Dispatcher, Pool } from 'undici';
 import type { TlsMaterial } from '../tls/client.js';
 import { undiciConnect } from '../tls/undici-connect.js';
+import { loadUndici } from '../core/load-undici.js';
+
+/**
+ * What the gateway asks of a shared pool. The undici pool behind it is made on the first
+ * dispatch, so a process that only compiles a configuration (`switchyard validate`, a reload
+ * that is refused) never loads undici.
+ */
+export interface OutboundDispatcher {
+  dispatch(options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean;
+  close(): Promise<void>;
+}
 
 /** Identity of a shared pool: same origin, TLS material and connect timeout → same warm connections. */
 export interface PoolSpec {
@@ -13,13 +24,13 @@ export interface PoolSpec {
 
 /** A counted reference to a shared pool; `release()` once when the owning node is closed. */
 export interface PoolLease {
-  readonly pool: Pool;
+  readonly pool: OutboundDispatcher;
   release(): void;
 }
 
 interface Entry {
   readonly key: string;
-  readonly pool: Pool;
+  readonly pool: LazyPool;
   refs: number;
   idleTimer: NodeJS.Timeout | null;
 }
@@ -59,7 +70,7 @@ export function acquirePool(spec: PoolSpec): PoolLease {
   const key = `${spec.origin}|${spec.connectTimeoutMs}|${connections}|${tls?.fingerprint ?? ''}`;
   let entry = entries.get(key);
   if (entry === undefined) {
-    const pool = createPool(spec.origin, tls, spec.connectTimeoutMs, connections);
+    const pool = new LazyPool(spec.origin, tls, spec.connectTimeoutMs, connections);
     entry = { key, pool, refs: 0, idleTimer: null };
     entries.set(key, entry);
   }
@@ -86,7 +97,7 @@ export async function closeAllPools(): Promise<void> {
 
 class Lease implements PoolLease {
   #entry: Entry | null;
-  readonly pool: Pool;
+  readonly pool: OutboundDispatcher;
 
   constructor(entry: Entry) {
     this.#entry = entry;
@@ -111,12 +122,33 @@ function retire(entry: Entry): void {
   entry.pool.close().catch(ignore);
 }
 
+class LazyPool implements OutboundDispatcher {
+  #pool: Pool | null = null;
+
+  constructor(
+    private readonly origin: string,
+    private readonly tls: TlsMaterial | null,
+    private readonly connectTimeoutMs: number,
+    private readonly connections: number,
+  ) {}
+
+  dispatch(options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
+    this.#pool ??= createPool(this.origin, this.tls, this.connectTimeoutMs, this.connections);
+    return this.#pool.dispatch(options, handler);
+  }
+
+  close(): Promise<void> {
+    return this.#pool === null ? Promise.resolve() : this.#pool.close();
+  }
+}
+
 function createPool(
   origin: string,
   tls: TlsMaterial | null,
   connectTimeoutMs: number,
   connections: number,
 ): Pool {
+  const { Pool } = loadUndici();
   return new Pool(origin, {
     connections,
     // Per-request deadlines are enforced by the exchange; these are only the client-wide fallbacks.

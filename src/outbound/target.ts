@@ -1,4 +1,4 @@
-import type { Dispatcher } from 'undici';
+import type { OutboundDispatcher } from './pool-registry.js';
 import { classifyCause } from './classify.js';
 import type { ExchangePhase } from './errors.js';
 import type { ExchangeObserver } from './exchange.js';
@@ -32,7 +32,7 @@ export class Target implements ExchangeObserver {
   readonly weight: number;
   /** `host:port`, with brackets for IPv6 literals: the error metadata and the default Host. */
   readonly address: string;
-  readonly pool: Dispatcher;
+  readonly pool: OutboundDispatcher;
   readonly passive: PassiveHealth;
   /** Cleared by active health checks while probes fail. */
   probeUp = true;
@@ -44,7 +44,7 @@ export class Target implements ExchangeObserver {
   constructor(
     index: number,
     spec: TargetSpec,
-    pool: Dispatcher,
+    pool: OutboundDispatcher,
     passive: PassivePolicy,
     listener: HealthListener | null,
   ) {

@@ -1,4 +1,5 @@
-import { buildConnector } from 'undici';
+import type { buildConnector } from 'undici';
+import { loadUndici } from '../core/load-undici.js';
 import type { TlsMaterial } from './client.js';
 
 /**
@@ -23,7 +24,8 @@ export function undiciConnect(
   let built: { cert: Buffer | undefined; connector: buildConnector.connector } | undefined;
   return (opts, callback) => {
     const cert = tls.cert;
-    if (built === undefined || built.cert !== cert) built = { cert, connector: buildConnector(options()) };
+    if (built === undefined || built.cert !== cert)
+      built = { cert, connector: loadUndici().buildConnector(options()) };
     const { connector } = built;
     // A configured server name wins over the one undici derives from the origin or Host header.
     return connector(servername === undefined ? opts : { ...opts, servername }, callback);

@@ -1,4 +1,4 @@
-import type { Dispatcher } from 'undici';
+import type { OutboundDispatcher } from '../../outbound/pool-registry.js';
 import type { Context } from '../../core/context.js';
 import { NodeError, type KnownErrorCode } from '../../core/errors.js';
 import { classifyFailure } from '../../outbound/classify.js';
@@ -108,7 +108,7 @@ export class CalloutErrors {
  * response body) that also follows the client going away.
  */
 export async function callOut(
-  pool: Dispatcher,
+  pool: OutboundDispatcher,
   endpoint: string,
   request: ExchangeRequest,
   timeoutMs: number,

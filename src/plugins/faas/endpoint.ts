@@ -1,13 +1,12 @@
-import type { Dispatcher } from 'undici';
 import type { Context } from '../../core/context.js';
-import { acquirePool, type PoolLease } from '../../outbound/pool-registry.js';
+import { acquirePool, type OutboundDispatcher, type PoolLease } from '../../outbound/pool-registry.js';
 import { loadTlsMaterial, type TlsMaterial } from '../../tls/client.js';
 import type { PluginEnv, Template } from '../../core/plugin.js';
 import type { CalloutErrors } from './callout.js';
 
 /** A function endpoint resolved to a shared pool and the parts of its URI the request needs. */
 export interface Endpoint {
-  readonly pool: Dispatcher;
+  readonly pool: OutboundDispatcher;
   /** `scheme://host[:port]`: pool identity and error metadata (never carries the path or query). */
   readonly origin: string;
   /** `host[:port]` as the Host header carries it (default port omitted). */
