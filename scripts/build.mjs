@@ -60,9 +60,10 @@ await esbuild.build({
   logLevel: 'warning',
 });
 
-// The plugin manifest (every type's metadata, and the module that defines it), then the
-// precompiled schema validators; each in its own process, so nothing they import stays loaded.
-for (const step of ['build-plugin-manifest.mjs', 'build-validators.mjs']) {
+// The bundled runtime packages, the plugin manifest (every type's metadata, and the module that
+// defines it), then the precompiled schema validators; each in its own process, so nothing they
+// import stays loaded.
+for (const step of ['build-vendor.mjs', 'build-plugin-manifest.mjs', 'build-validators.mjs']) {
   const run = spawnSync(process.execPath, [join(import.meta.dirname, step), staging], {
     stdio: ['ignore', 'inherit', 'inherit'],
   });

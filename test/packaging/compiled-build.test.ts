@@ -1,7 +1,12 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, test } from 'node:test';
+import { pathToFileURL } from 'node:url';
+import { freePort } from '../support/free-port.js';
+import { spawnGateway, waitForHttp } from '../support/gateway-process.js';
+import { tempDir } from '../support/temp-dir.js';
 import { ensureBuilt, repoRoot } from './build.js';
 
 /**
@@ -141,9 +146,75 @@ test('compiled build: `switchyard validate` of the shipped config loads neither 
   // The shipped config has an upstream node; its pool is made on the first request, not at compile.
   for (const name of ['prom-client', 'yaml', '@opentelemetry/api', 'undici']) {
     assert.deepEqual(
-      loaded.filter((l) => l.includes(`/node_modules/${name}/`)),
+      loaded.filter((l) => l.includes(`/node_modules/${name}/`) || l.includes(`/dist/vendor/${name}.cjs`)),
       [],
       `${name} is not loaded by validate`,
+    );
+  }
+});
+
+test('compiled build: a serving gateway loads prom-client, pino and undici each from its one-file bundle', async (t) => {
+  const dir = tempDir();
+  t.after(() => dir.remove());
+  // Names every module the ES loader loads, and on exit every one require() loaded.
+  const hook = join(dir.path, 'hook.mjs');
+  writeFileSync(
+    hook,
+    `export async function load(url, context, next) {
+      if (url.includes('/node_modules/') || url.includes('/dist/vendor/')) process.stderr.write('LOADED ' + url + '\\n');
+      return next(url, context);
+    }`,
+  );
+  const register = join(dir.path, 'register.mjs');
+  writeFileSync(
+    register,
+    `import { register, createRequire } from 'node:module';
+    register(${JSON.stringify(pathToFileURL(hook).href)});
+    const require = createRequire(${JSON.stringify(join(repoRoot, 'package.json'))});
+    process.on('exit', () => { for (const m of Object.keys(require.cache)) process.stderr.write('LOADED ' + m + '\\n'); });`,
+  );
+  const [port, adminPort] = [await freePort(), await freePort()];
+  const gateway = spawnGateway(
+    [
+      '--system-config',
+      join(repoRoot, 'config', 'system.yaml'),
+      '--gateway-config',
+      join(repoRoot, 'config', 'gateway.yaml'),
+    ],
+    {
+      NODE_OPTIONS: `--import=${register}`,
+      SWITCHYARD_FROM_SOURCE: '0',
+      GATEWAY_BIND: '127.0.0.1',
+      GATEWAY_PORT: String(port),
+      ADMIN_PORT: String(adminPort),
+      ADMIN_PASSWORD: 'bundles-test',
+    },
+  );
+  t.after(() => gateway.stop('SIGKILL'));
+  await waitForHttp(`http://127.0.0.1:${port}/hello`);
+  await waitForHttp(`http://127.0.0.1:${adminPort}/metrics`);
+  // A proxied request (undici), a log line (pino) and a scrape (prom-client).
+  const proxied = await fetch(`http://127.0.0.1:${port}/api/hello`);
+  assert.equal(proxied.status, 200, await proxied.text());
+  const scrape = await fetch(`http://127.0.0.1:${adminPort}/metrics`, {
+    headers: { authorization: `Basic ${Buffer.from('admin:bundles-test').toString('base64')}` },
+  });
+  assert.equal(scrape.status, 200);
+  assert.match(await scrape.text(), /^gateway_requests_total\{/m);
+  assert.equal(await gateway.stop(), 0);
+  const loaded = gateway
+    .output()
+    .split('\n')
+    .filter((l) => l.startsWith('LOADED '));
+  for (const name of ['prom-client', 'pino', 'undici']) {
+    assert.ok(
+      loaded.some((l) => l.includes(`/dist/vendor/${name}.cjs`)),
+      `${name} was loaded from dist/vendor/${name}.cjs`,
+    );
+    assert.deepEqual(
+      loaded.filter((l) => l.includes(`/node_modules/${name}/`)),
+      [],
+      `nothing of ${name} was loaded from node_modules`,
     );
   }
 });
