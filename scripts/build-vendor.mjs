@@ -33,7 +33,9 @@ for (const name of VENDORED) {
   // Node finds the named exports of a CommonJS module for `import { x } from` by reading its
   // text; a bundle assigns module.exports at run time, so name them the way it can read.
   // `default` is left out: it is a reserved word there, and an import's default is module.exports.
-  const names = Object.keys(require(name)).filter((key) => /^[A-Za-z_$][\w$]*$/.test(key) && key !== 'default');
+  const names = Object.keys(require(name)).filter(
+    (key) => /^[A-Za-z_$][\w$]*$/.test(key) && key !== 'default',
+  );
   const annotation = `\n0 && (module.exports = { ${names.join(', ')} });\n`;
   writeFileSync(outfile, readFileSync(outfile, 'utf8') + annotation);
 }
