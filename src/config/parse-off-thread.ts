@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import { checkGatewayShape, parseGatewayConfig, type GatewayConfig } from './gateway.js';
 import { ConfigRejected, yamlSyntaxIssue } from './schema-validate.js';
-import { parseYamlFast } from './yaml-data.js';
+import { parseYamlEvents, parseYamlFast, putJsonItems, takeJsonItems } from './yaml-data.js';
 
 /**
  * Below this size gateway.yaml is parsed on the main thread: a worker costs more than the parse.
@@ -20,8 +20,8 @@ const YAML_ENTRY = requireHere.resolve('yaml');
 export const OFF_THREAD_CHUNK_ITEMS = 250;
 
 /**
- * Plain CommonJS, so the worker needs no TypeScript loader: parseYamlFast's own source (a
- * self-contained function; `__name` is what a loader that keeps function names may wrap it in),
+ * Plain CommonJS, so the worker needs no TypeScript loader: parseYamlFast's own source and that
+ * of the functions it calls (self-contained; `__name` is what a loader that keeps function names may wrap it in),
  * then `yaml`'s parse when the fast path declines — the same reading as parseGatewayConfig.
  * The document goes back in pieces the main thread asks for one at a time (`next`): a 10,000-route
  * document copied in one message stalls the main thread for seconds while it is deserialised.
@@ -29,7 +29,7 @@ export const OFF_THREAD_CHUNK_ITEMS = 250;
 const WORKER = `
 const { parentPort, workerData } = require('node:worker_threads');
 const __name = (f) => f;
-const parseYamlFast = ${parseYamlFast.toString()};
+${[parseYamlFast, takeJsonItems, putJsonItems, parseYamlEvents].map(String).join('\n')}
 const pieces = [];
 try {
   const fast = parseYamlFast(require(workerData.jsYaml), workerData.text);
