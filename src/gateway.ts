@@ -144,7 +144,10 @@ export class Gateway {
       cacheMaxEntries: options.system.cache.max_entries,
       ...(options.wrapShared === undefined ? {} : { wrapShared: options.wrapShared }),
     });
-    configurePools({ maxConnectionsPerTarget: options.system.upstream.max_connections_per_target });
+    configurePools({
+      maxConnectionsPerTarget: options.system.upstream.max_connections_per_target,
+      http1Client: options.system.upstream.http1_client,
+    });
     const env = options.env ?? process.env;
     const runtime = compileWith(config, options.logger, env, options.gatewayPath, scope);
     const acmeIssues = acmeStoreIssues(options.system, runtime.stores.names);

@@ -488,6 +488,13 @@ export const systemSchema = {
           description:
             'Outbound connections kept to one upstream target (scheme://host:port); further requests queue within their timeout_ms.',
         },
+        http1_client: {
+          type: 'string',
+          enum: ['lean', 'undici'],
+          default: 'lean',
+          description:
+            "HTTP/1.1 client of cleartext upstream targets: lean (node's llhttp parser, requests written straight to the socket) or undici. TLS targets always use undici.",
+        },
       },
     },
     cache: {

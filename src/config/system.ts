@@ -139,7 +139,7 @@ export interface SystemConfig {
   /** Validated by src/config/acme.ts; read it through `acmeConfigOf`. */
   acme?: Record<string, unknown>;
   /** Outbound connection pools shared by every upstream node. */
-  upstream: { max_connections_per_target: number };
+  upstream: { max_connections_per_target: number; http1_client: 'lean' | 'undici' };
   cache: { max_entries: number };
   workers: number | 'auto';
   compat: CompatConfig;

@@ -2,6 +2,7 @@ import type { Dispatcher, Pool } from 'undici';
 import type { TlsMaterial } from '../tls/client.js';
 import { undiciConnect } from '../tls/undici-connect.js';
 import { loadUndici } from '../core/load-undici.js';
+import { LeanPool } from './lean/lean-pool.js';
 
 /**
  * What the gateway asks of a shared pool. The undici pool behind it is made on the first
@@ -49,14 +50,22 @@ const entries = new Map<string, Entry>();
 export const DEFAULT_MAX_CONNECTIONS_PER_TARGET = 1024;
 let maxConnectionsPerTarget = DEFAULT_MAX_CONNECTIONS_PER_TARGET;
 
+/** `upstream.http1_client`: what speaks HTTP/1.1 to cleartext targets (docs/upstreams.md#the-http11-client). */
+export type Http1Client = 'lean' | 'undici';
+let http1Client: Http1Client = 'lean';
+
 /**
  * Bounds the connections of pools created from now on
  * (`upstream.max_connections_per_target`): a burst of requests to one target
  * queues in its pool, within each request's deadline, instead of opening a
  * socket per request until descriptors run out.
  */
-export function configurePools(options: { maxConnectionsPerTarget: number }): void {
+export function configurePools(options: {
+  maxConnectionsPerTarget: number;
+  http1Client?: Http1Client;
+}): void {
   maxConnectionsPerTarget = options.maxConnectionsPerTarget;
+  http1Client = options.http1Client ?? 'lean';
 }
 
 /**
@@ -67,10 +76,10 @@ export function acquirePool(spec: PoolSpec): PoolLease {
   const https = spec.origin.startsWith('https:');
   const tls = https ? spec.tls : null;
   const connections = maxConnectionsPerTarget;
-  const key = `${spec.origin}|${spec.connectTimeoutMs}|${connections}|${tls?.fingerprint ?? ''}`;
+  const key = `${spec.origin}|${spec.connectTimeoutMs}|${connections}|${tls?.fingerprint ?? ''}|${http1Client}`;
   let entry = entries.get(key);
   if (entry === undefined) {
-    const pool = new LazyPool(spec.origin, tls, spec.connectTimeoutMs, connections);
+    const pool = new LazyPool(spec.origin, tls, spec.connectTimeoutMs, connections, http1Client);
     entry = { key, pool, refs: 0, idleTimer: null };
     entries.set(key, entry);
   }
@@ -123,18 +132,29 @@ function retire(entry: Entry): void {
 }
 
 class LazyPool implements OutboundDispatcher {
-  #pool: Pool | null = null;
+  #pool: OutboundDispatcher | null = null;
 
   constructor(
     private readonly origin: string,
     private readonly tls: TlsMaterial | null,
     private readonly connectTimeoutMs: number,
     private readonly connections: number,
+    private readonly client: Http1Client,
   ) {}
 
   dispatch(options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler): boolean {
-    this.#pool ??= createPool(this.origin, this.tls, this.connectTimeoutMs, this.connections);
+    this.#pool ??= this.#create();
     return this.#pool.dispatch(options, handler);
+  }
+
+  #create(): OutboundDispatcher {
+    // TLS targets (and their ALPN h2) stay with undici.
+    if (this.client === 'lean' && this.origin.startsWith('http:'))
+      return new LeanPool(this.origin, {
+        connections: this.connections,
+        connectTimeoutMs: this.connectTimeoutMs,
+      });
+    return createPool(this.origin, this.tls, this.connectTimeoutMs, this.connections);
   }
 
   close(): Promise<void> {

@@ -5,7 +5,7 @@ import type { Duplex } from 'node:stream';
 import { BAD_REQUEST, REQUEST_TIMEOUT } from '../client-errors.js';
 import { LeanRequest, type BodyFlow } from './lean-request.js';
 import { LeanResponse, type ResponseSink } from './lean-response.js';
-import { HTTPParser, METHODS, type NativeParser } from './native-parser.js';
+import { HTTPParser, METHODS, type NativeParser } from '../../core/native-http-parser.js';
 
 export interface LeanFrontOptions {
   onRequest(req: LeanRequest, res: LeanResponse): void;

@@ -5,7 +5,8 @@ import { createRequire } from 'node:module';
  * `_http_common` module (no deprecation warning, unlike `process.binding`).
  * Using the very same parser, with the same strict flags, is what keeps the
  * lean front's answers to malformed or smuggling-shaped input identical to
- * node:http's (docs/benchmarks.md, "The lean HTTP/1.1 front").
+ * node:http's (docs/benchmarks.md, "The lean HTTP/1.1 front"); the lean
+ * upstream client reads responses with it too.
  */
 
 /** A parse failure as the binding reports it (`execute` returns it instead of throwing). */
@@ -27,6 +28,7 @@ export interface NativeParser {
 interface ParserBinding {
   new (): NativeParser;
   REQUEST: number;
+  RESPONSE: number;
   kOnHeaders: number;
   kOnHeadersComplete: number;
   kOnBody: number;

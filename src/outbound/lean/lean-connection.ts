@@ -1,0 +1,460 @@
+import { connect, type Socket } from 'node:net';
+import type { Readable } from 'node:stream';
+import type { Dispatcher } from 'undici';
+import { HTTPParser, type NativeParser, type ParseError } from '../../core/native-http-parser.js';
+import { LeanClientError, otherSideClosed } from './client-errors.js';
+import { requestHead, type BodyFraming } from './request-head.js';
+
+/** What a connection needs from its pool. */
+export interface ConnectionOwner {
+  readonly host: string;
+  readonly port: number;
+  /** `host[:port]` for the Host field when the caller sets none. */
+  readonly authority: string;
+  readonly connectTimeoutMs: number;
+  /** The connection may take another request. */
+  idle(connection: LeanConnection): void;
+  /** The connection is gone (closed, failed or not reusable). */
+  gone(connection: LeanConnection): void;
+}
+
+/** One request handed to the pool: undici's dispatch arguments. */
+export interface Job {
+  readonly options: Dispatcher.DispatchOptions;
+  readonly handler: Dispatcher.DispatchHandler;
+}
+
+/**
+ * How long an idle connection is kept: undici's default, below the 5 s of node:http servers, so the
+ * gateway closes an idle connection before a typical target does and never writes into one it closed.
+ */
+const IDLE_MS = 4_000;
+const CRLF = '\r\n';
+
+const enum State {
+  Connecting,
+  Idle,
+  Busy,
+  Closed,
+}
+
+/**
+ * One keep-alive HTTP/1.1 connection to a target, one request at a time: the head (and a buffered
+ * body) written in one corked batch, a streamed body written with back-pressure, the response read
+ * with node's own llhttp parser and handed to undici's handler interface (onConnect, onHeaders,
+ * onData, onComplete, onError) with undici's error codes.
+ */
+export class LeanConnection {
+  readonly #owner: ConnectionOwner;
+  readonly #socket: Socket;
+  readonly #parser: NativeParser;
+  #state = State.Connecting;
+  #job: Job | null = null;
+  /** The handler has been told how the job ended (onComplete or onError). */
+  #settled = true;
+  #head = false;
+  #status = 0;
+  #statusText = '';
+  #informational = false;
+  #complete = false;
+  #keepAlive = true;
+  #requestSent = false;
+  #trailers: string[] | null = null;
+  #paused = false;
+  #bodyTimeoutMs = 0;
+  #body: Readable | null = null;
+  #bodyBytes = 0;
+  #bodyFraming: BodyFraming = { kind: 'none' };
+  #closeRequested = false;
+  #connectTimer: NodeJS.Timeout | null = null;
+  /** Bytes of the current request went out: failing it now leaves the connection unusable. */
+  #written = false;
+  /** Head fields the parser flushed before the head was complete (long heads). */
+  #pendingRaw: string[] | null = null;
+
+  constructor(owner: ConnectionOwner, first: Job) {
+    this.#owner = owner;
+    this.#job = first;
+    // The first job waits on the connect: a failure there is reported to it.
+    this.#settled = false;
+    const parser = new HTTPParser();
+    parser.initialize(HTTPParser.RESPONSE, {}, 0, 0);
+    parser[HTTPParser.kOnHeaders] = this.#onHeaders;
+    parser[HTTPParser.kOnHeadersComplete] = this.#onHeadersComplete;
+    parser[HTTPParser.kOnBody] = this.#onBody;
+    parser[HTTPParser.kOnMessageComplete] = this.#onMessageComplete;
+    this.#parser = parser;
+    const socket = connect({ host: owner.host, port: owner.port, noDelay: true });
+    this.#socket = socket;
+    if (owner.connectTimeoutMs > 0) {
+      this.#connectTimer = setTimeout(this.#onConnectTimeout, owner.connectTimeoutMs);
+      this.#connectTimer.unref();
+    }
+    socket.once('connect', this.#onConnect);
+    socket.on('data', this.#onData);
+    socket.on('end', this.#onEnd);
+    socket.on('error', this.#onError);
+    socket.on('timeout', this.#onTimeout);
+    socket.once('close', this.#onClose);
+  }
+
+  get busy(): boolean {
+    return this.#state === State.Busy || this.#state === State.Connecting;
+  }
+
+  /** Runs `job` on this idle connection. */
+  run(job: Job): void {
+    this.#job = job;
+    this.#start();
+  }
+
+  /** Closes the connection when idle (pool closing or shrinking). */
+  closeIfIdle(): void {
+    if (this.#state === State.Idle) this.#socket.destroy();
+  }
+
+  // --- one request ------------------------------------------------------------
+
+  #start(): void {
+    const job = this.#job!;
+    this.#state = State.Busy;
+    this.#socket.setTimeout(0);
+    this.#settled = false;
+    this.#status = 0;
+    this.#informational = false;
+    this.#complete = false;
+    this.#keepAlive = true;
+    this.#requestSent = false;
+    this.#trailers = null;
+    this.#body = null;
+    this.#bodyBytes = 0;
+    this.#written = false;
+    const { options, handler } = job;
+    this.#head = options.method === 'HEAD';
+    this.#bodyTimeoutMs = options.bodyTimeout ?? 0;
+    handler.onConnect?.(this.#abort);
+    // Aborted from within onConnect: nothing was written, so the connection serves the next one.
+    if (this.#settled || this.#job !== job) {
+      if (this.#state === State.Busy) this.#release();
+      return;
+    }
+    const body = options.body as Buffer | Readable | null | undefined;
+    const buffered = body == null ? null : Buffer.isBuffer(body) ? body : null;
+    let head;
+    try {
+      head = requestHead(
+        options.method,
+        options.path,
+        (options.headers ?? []) as string[],
+        this.#owner.authority,
+        body == null ? null : buffered !== null ? buffered.length : endedLength(body as Readable),
+      );
+    } catch (err) {
+      // Refused before a byte was written: the connection stays good.
+      this.#fail(err as Error, false);
+      if (this.#state === State.Busy) this.#release();
+      return;
+    }
+    this.#closeRequested = head.close;
+    this.#bodyFraming = head.framing;
+    this.#written = true;
+    const socket = this.#socket;
+    if (buffered !== null || head.framing.kind === 'none' || body == null) {
+      if (buffered !== null && buffered.length > 0) {
+        socket.cork();
+        socket.write(head.text, 'latin1');
+        socket.write(buffered);
+        socket.uncork();
+      } else socket.write(head.text, 'latin1');
+      this.#requestSent = true;
+      return;
+    }
+    socket.write(head.text, 'latin1');
+    this.#streamBody(body as Readable);
+  }
+
+  #streamBody(body: Readable): void {
+    this.#body = body;
+    body.on('data', this.#onBodyChunk);
+    body.once('end', this.#onBodyEnd);
+    body.once('error', this.#onBodyError);
+    this.#socket.on('drain', this.#onDrain);
+    if (body.isPaused()) body.resume();
+  }
+
+  readonly #onBodyChunk = (chunk: Buffer | string): void => {
+    const data = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+    if (data.length === 0) return;
+    this.#bodyBytes += data.length;
+    let ok: boolean;
+    if (this.#bodyFraming.kind === 'chunked') {
+      this.#socket.cork();
+      this.#socket.write(`${data.length.toString(16)}${CRLF}`, 'latin1');
+      this.#socket.write(data);
+      ok = this.#socket.write(CRLF, 'latin1');
+      this.#socket.uncork();
+    } else ok = this.#socket.write(data);
+    if (!ok) this.#body?.pause();
+  };
+
+  readonly #onDrain = (): void => {
+    this.#body?.resume();
+  };
+
+  readonly #onBodyEnd = (): void => {
+    const framing = this.#bodyFraming;
+    this.#detachBody();
+    if (framing.kind === 'chunked') this.#socket.write(`0${CRLF}${CRLF}`, 'latin1');
+    else if (framing.kind === 'length' && this.#bodyBytes !== framing.length) {
+      this.#fail(
+        new LeanClientError(
+          'Request body length does not match content-length header',
+          'UND_ERR_REQ_CONTENT_LENGTH_MISMATCH',
+        ),
+        true,
+      );
+      return;
+    }
+    this.#requestSent = true;
+    if (this.#complete) this.#finish();
+  };
+
+  readonly #onBodyError = (err: Error): void => {
+    this.#detachBody();
+    this.#fail(err, true);
+  };
+
+  #detachBody(): void {
+    const body = this.#body;
+    if (body === null) return;
+    this.#body = null;
+    body.off('data', this.#onBodyChunk);
+    body.off('end', this.#onBodyEnd);
+    body.off('error', this.#onBodyError);
+    this.#socket.off('drain', this.#onDrain);
+  }
+
+  /** undici's abort function: ends the exchange with `err` and drops the connection. */
+  readonly #abort = (err?: Error): void => {
+    if (this.#settled) return;
+    const reason = err ?? new LeanClientError('Request aborted', 'UND_ERR_ABORTED');
+    // Nothing written yet (aborted from onConnect): the connection is still clean.
+    this.#fail(reason, this.#written || this.#state !== State.Busy);
+  };
+
+  readonly #resume = (): void => {
+    if (!this.#paused || this.#state === State.Closed) return;
+    this.#paused = false;
+    this.#socket.resume();
+    if (this.#bodyTimeoutMs > 0 && !this.#complete) this.#socket.setTimeout(this.#bodyTimeoutMs);
+  };
+
+  #pause(): void {
+    if (this.#paused) return;
+    this.#paused = true;
+    this.#socket.pause();
+    // undici's body timeout counts silence from the target, not time the reader holds it back.
+    if (this.#bodyTimeoutMs > 0) this.#socket.setTimeout(0);
+  }
+
+  // --- parser callbacks -------------------------------------------------------
+
+  readonly #onHeaders = (raw: string[]): void => {
+    // After the head: chunked trailer fields.
+    if (this.#status !== 0 && !this.#informational)
+      this.#trailers = this.#trailers === null ? raw : this.#trailers.concat(raw);
+    else this.#pendingRaw = this.#pendingRaw === null ? raw : this.#pendingRaw.concat(raw);
+  };
+
+  readonly #onHeadersComplete = (
+    _major: number,
+    _minor: number,
+    headers: string[] | undefined,
+    _method: unknown,
+    _url: unknown,
+    status: number,
+    statusText: string | undefined,
+    upgrade: boolean,
+    keepAlive: boolean,
+  ): number => {
+    let raw = headers ?? [];
+    if (this.#pendingRaw !== null) {
+      raw = this.#pendingRaw.concat(raw);
+      this.#pendingRaw = null;
+    }
+    const job = this.#job;
+    if (job === null || this.#settled) {
+      // A response nobody asked for.
+      this.#socket.destroy();
+      return 0;
+    }
+    if (upgrade || status === 101) {
+      this.#fail(new LeanClientError('unexpected upgrade from the target', 'UND_ERR_SOCKET'), true);
+      return 0;
+    }
+    this.#status = status;
+    this.#statusText = statusText ?? '';
+    if (status < 200) {
+      this.#informational = true;
+      job.handler.onHeaders?.(status, raw as unknown as Buffer[], this.#resume, this.#statusText);
+      return 0;
+    }
+    this.#informational = false;
+    this.#keepAlive = keepAlive;
+    if (job.handler.onHeaders?.(status, raw as unknown as Buffer[], this.#resume, this.#statusText) === false)
+      this.#pause();
+    if (this.#bodyTimeoutMs > 0 && !this.#paused) this.#socket.setTimeout(this.#bodyTimeoutMs);
+    // A HEAD answer has no body whatever its framing fields say.
+    return this.#head ? 1 : 0;
+  };
+
+  readonly #onBody = (chunk: Buffer): void => {
+    if (this.#settled) return;
+    if (this.#job?.handler.onData?.(chunk) === false) this.#pause();
+  };
+
+  readonly #onMessageComplete = (): void => {
+    if (this.#informational) {
+      this.#informational = false;
+      this.#status = 0;
+      return;
+    }
+    this.#complete = true;
+  };
+
+  // --- socket events ------------------------------------------------------------
+
+  readonly #onConnect = (): void => {
+    this.#clearConnectTimer();
+    this.#start();
+  };
+
+  readonly #onConnectTimeout = (): void => {
+    this.#connectTimer = null;
+    this.#socket.destroy(new LeanClientError('Connect Timeout Error', 'UND_ERR_CONNECT_TIMEOUT'));
+  };
+
+  readonly #onData = (data: Buffer): void => {
+    if (this.#state !== State.Busy) {
+      // Bytes from the target while nothing is asked: the connection cannot be trusted.
+      this.#socket.destroy();
+      return;
+    }
+    const result = this.#parser.execute(data);
+    if (typeof result !== 'number') {
+      this.#fail(parseFailure(result), true);
+      return;
+    }
+    if (this.#complete) this.#finish();
+  };
+
+  readonly #onEnd = (): void => {
+    if (this.#state === State.Busy && !this.#settled) {
+      // A body delimited by the end of the connection ends here.
+      const result = this.#parser.finish();
+      if (result !== undefined && typeof result !== 'number') {
+        this.#fail(parseFailure(result), true);
+        return;
+      }
+      if (this.#complete) {
+        this.#keepAlive = false;
+        this.#finish();
+        return;
+      }
+      this.#fail(otherSideClosed(), true);
+      return;
+    }
+    this.#socket.destroy();
+  };
+
+  readonly #onTimeout = (): void => {
+    if (this.#state === State.Idle) {
+      this.#socket.destroy();
+      return;
+    }
+    if (this.#state === State.Busy && !this.#settled && this.#status !== 0)
+      this.#fail(new LeanClientError('Body Timeout Error', 'UND_ERR_BODY_TIMEOUT'), true);
+  };
+
+  readonly #onError = (err: Error): void => {
+    this.#clearConnectTimer();
+    if (!this.#settled) this.#fail(err, true);
+  };
+
+  readonly #onClose = (): void => {
+    this.#clearConnectTimer();
+    this.#state = State.Closed;
+    this.#detachBody();
+    this.#parser.close();
+    if (!this.#settled) this.#notifyError(otherSideClosed());
+    this.#job = null;
+    this.#owner.gone(this);
+  };
+
+  // --- endings ------------------------------------------------------------------
+
+  /** The response is complete: tell the handler, then keep or drop the connection. */
+  #finish(): void {
+    const job = this.#job;
+    if (job === null || this.#settled) return;
+    if (!this.#requestSent && this.#body !== null) {
+      // Answered before the body was sent whole: the rest can no longer go out on this connection.
+      this.#detachBody();
+      this.#keepAlive = false;
+    }
+    this.#settled = true;
+    if (this.#bodyTimeoutMs > 0) this.#socket.setTimeout(0);
+    const trailers = this.#trailers;
+    this.#trailers = null;
+    const reusable = this.#keepAlive && !this.#closeRequested && this.#requestSent;
+    job.handler.onComplete?.(trailers);
+    if (this.#state !== State.Busy) return;
+    if (reusable) this.#release();
+    else this.#socket.destroy();
+  }
+
+  #release(): void {
+    this.#job = null;
+    this.#state = State.Idle;
+    this.#paused = false;
+    this.#socket.setTimeout(IDLE_MS);
+    this.#owner.idle(this);
+  }
+
+  /** Ends the job with `err`; `dirty` when bytes of it went out, so the connection is dropped. */
+  #fail(err: Error, dirty: boolean): void {
+    if (!this.#settled) this.#notifyError(err);
+    if (dirty && this.#state !== State.Closed) this.#socket.destroy();
+  }
+
+  #notifyError(err: Error): void {
+    this.#settled = true;
+    this.#detachBody();
+    const job = this.#job;
+    job?.handler.onError?.(err);
+  }
+
+  #clearConnectTimer(): void {
+    if (this.#connectTimer !== null) {
+      clearTimeout(this.#connectTimer);
+      this.#connectTimer = null;
+    }
+  }
+}
+
+/**
+ * The length of a stream body that has already ended (its bytes all buffered), else -1: then, as
+ * undici does, it goes out with a Content-Length instead of chunked.
+ */
+function endedLength(body: Readable): number {
+  const state = (
+    body as Readable & { _readableState?: { ended: boolean; objectMode: boolean; length: number } }
+  )._readableState;
+  return state !== undefined && state.ended && !state.objectMode && body.readableLength === state.length
+    ? state.length
+    : -1;
+}
+
+function parseFailure(err: ParseError): LeanClientError {
+  return new LeanClientError(`Parse Error: ${err.message}`, err.code || 'HPE_INVALID');
+}
