@@ -1,7 +1,9 @@
 /**
  * Startup and memory of the compiled build with the shipped config (config/system.yaml,
- * config/gateway.yaml): cold start to the first 200 from GET /hello, idle RSS once it has served
- * a request and sat idle, and the wall time of `switchyard validate`. Each is the median of
+ * config/gateway.yaml): cold start to the first 200 from GET /hello, RSS once it has served
+ * a request and sat idle 2 s, and again once idle long enough (15 s) for V8's memory reducer to
+ * hand back the young generation the start grew (about 10 s after the last allocation), and the
+ * wall time of `switchyard validate`. Each is the median of
  * RUNS fresh processes; CPU time (user+system, from /proc) is printed beside the wall time
  * because a busy machine stretches the latter. The same figures for the TypeScript sources run
  * through tsx are printed for comparison. Goals (docs/benchmarks.md): RSS ≤ 80 MiB, first 200
@@ -18,6 +20,8 @@ import { freePort } from '../test/support/free-port.js';
 const root = fileURLToPath(new URL('..', import.meta.url));
 const RUNS = Number(process.env.RUNS ?? 5);
 const IDLE_MS = 2000;
+/** Idle time after which the heap has settled: V8 shrinks the young generation ~10 s after activity stops. */
+const SETTLED_MS = 15_000;
 const CONFIG = ['--system-config', 'config/system.yaml', '--gateway-config', 'config/gateway.yaml'];
 const CLK_TCK = 100;
 
@@ -46,6 +50,7 @@ interface ServeRun {
   firstOkMs: number;
   firstOkCpuMs: number;
   idleRssMiB: number;
+  settledRssMiB: number;
 }
 
 async function serveOnce(mode: Mode): Promise<ServeRun> {
@@ -86,7 +91,9 @@ async function serveOnce(mode: Mode): Promise<ServeRun> {
     // One proxied request too, so the upstream pool exists, then idle.
     await (await fetch(`http://127.0.0.1:${port}/api/hello`)).arrayBuffer();
     await sleep(IDLE_MS);
-    return { firstOkMs, firstOkCpuMs, idleRssMiB: rssMiB(pid) };
+    const idleRssMiB = rssMiB(pid);
+    await sleep(SETTLED_MS - IDLE_MS);
+    return { firstOkMs, firstOkCpuMs, idleRssMiB, settledRssMiB: rssMiB(pid) };
   } finally {
     child.kill('SIGTERM');
     if (child.exitCode === null) await new Promise((resolve) => child.once('exit', resolve));
@@ -136,6 +143,7 @@ async function measure(mode: Mode): Promise<Record<string, number>> {
     firstOkMs: median(serves.map((s) => s.firstOkMs)),
     firstOkCpuMs: median(serves.map((s) => s.firstOkCpuMs)),
     idleRssMiB: median(serves.map((s) => s.idleRssMiB)),
+    settledRssMiB: median(serves.map((s) => s.settledRssMiB)),
     validateMs: median(validates.map((v) => v.wallMs)),
     validateCpuMs: median(validates.map((v) => v.cpuMs)),
   };
@@ -161,17 +169,18 @@ console.log(`\nStartup and memory, shipped config, median of ${RUNS} runs (node 
 console.log(
   `bare 'node -e 0' now: ${fmt(bare.wallMs)} ms wall, ${fmt(bare.cpuMs)} ms CPU (quiet machine: ~40 ms)\n`,
 );
-console.log('| build | first 200 (wall / CPU ms) | idle RSS (MiB) | validate (wall / CPU ms) |');
+console.log('| build | first 200 (wall / CPU ms) | RSS idle 2 s / 15 s (MiB) | validate (wall / CPU ms) |');
 console.log('|---|---|---|---|');
 for (const [mode, r] of rows) {
   console.log(
-    `| ${mode === 'dist' ? 'compiled (dist/)' : 'sources via tsx'} | ${fmt(r.firstOkMs)} / ${fmt(r.firstOkCpuMs)} | ${fmt(r.idleRssMiB, 1)} | ${fmt(r.validateMs)} / ${fmt(r.validateCpuMs)} |`,
+    `| ${mode === 'dist' ? 'compiled (dist/)' : 'sources via tsx'} | ${fmt(r.firstOkMs)} / ${fmt(r.firstOkCpuMs)} | ${fmt(r.idleRssMiB, 1)} / ${fmt(r.settledRssMiB, 1)} | ${fmt(r.validateMs)} / ${fmt(r.validateCpuMs)} |`,
   );
 }
 const dist = rows[0]?.[1] ?? {};
 const verdict = (ok: boolean) => (ok ? 'met' : 'NOT met');
 console.log(
-  `\ngoals (compiled): idle RSS ≤ 80 MiB ${verdict((dist.idleRssMiB ?? Infinity) <= 80)}; ` +
+  `\ngoals (compiled): idle RSS ≤ 80 MiB ${verdict((dist.settledRssMiB ?? Infinity) <= 80)} (15 s idle; ` +
+    `${verdict((dist.idleRssMiB ?? Infinity) <= 80)} at 2 s); ` +
     `first 200 ≤ 500 ms ${verdict((dist.firstOkMs ?? Infinity) <= 500)}; ` +
     `validate ≤ 400 ms ${verdict((dist.validateMs ?? Infinity) <= 400)}`,
 );

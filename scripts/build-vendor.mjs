@@ -52,15 +52,25 @@ function modules(dir) {
 // `from "undici"`, `import("undici")` and `require("undici")` (also through createRequire) name
 // the package by a bare string literal in esbuild's output.
 const bare = new RegExp(`(from\\s*|\\(\\s*)"(${VENDORED.join('|')})"`, 'g');
+const namedImport = /^import \{([^}]*)\} from ("(?:\.\.?\/)+vendor\/[\w-]+\.cjs");$/gm;
 let rewritten = 0;
 for (const file of modules(dist)) {
   const text = readFileSync(file, 'utf8');
   if (!VENDORED.some((name) => text.includes(`"${name}"`))) continue;
-  const next = text.replace(bare, (_match, lead, name) => {
+  let next = text.replace(bare, (_match, lead, name) => {
     let path = relative(dirname(file), join(vendorDir, `${name}.cjs`));
     if (!path.startsWith('.')) path = `./${path}`;
     return `${lead}${JSON.stringify(path)}`;
   });
+  // `import { a, b as c } from "…/vendor/x.cjs"` becomes a require(): an ES import of a CommonJS
+  // file makes Node scan its whole text for export names first (about 10 ms for these bundles).
+  let required = false;
+  next = next.replace(namedImport, (_match, names, path) => {
+    required = true;
+    return `const {${names.replace(/\s+as\s+/g, ': ')}} = __vendorRequire(${path});`;
+  });
+  if (required)
+    next = `import { createRequire as __vendorCreateRequire } from "node:module";\nconst __vendorRequire = __vendorCreateRequire(import.meta.url);\n${next}`;
   if (next !== text) {
     writeFileSync(file, next);
     rewritten++;

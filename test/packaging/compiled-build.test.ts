@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { before, test } from 'node:test';
+import { before, test, type TestContext } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { freePort } from '../support/free-port.js';
 import { spawnGateway, waitForHttp } from '../support/gateway-process.js';
@@ -153,11 +153,13 @@ test('compiled build: `switchyard validate` of the shipped config loads neither 
   }
 });
 
-test('compiled build: a serving gateway loads prom-client, pino and undici each from its one-file bundle', async (t) => {
-  const dir = tempDir();
-  t.after(() => dir.remove());
+/**
+ * Starts the compiled gateway on the shipped gateway.yaml and `system` (a system.yaml path), sends a
+ * proxied request, scrapes /metrics and stops it; returns every package module it loaded.
+ */
+async function modulesOfServing(t: TestContext, system: string, dir: string): Promise<string[]> {
   // Names every module the ES loader loads, and on exit every one require() loaded.
-  const hook = join(dir.path, 'hook.mjs');
+  const hook = join(dir, 'hook.mjs');
   writeFileSync(
     hook,
     `export async function load(url, context, next) {
@@ -165,7 +167,7 @@ test('compiled build: a serving gateway loads prom-client, pino and undici each 
       return next(url, context);
     }`,
   );
-  const register = join(dir.path, 'register.mjs');
+  const register = join(dir, 'register.mjs');
   writeFileSync(
     register,
     `import { register, createRequire } from 'node:module';
@@ -175,12 +177,7 @@ test('compiled build: a serving gateway loads prom-client, pino and undici each 
   );
   const [port, adminPort] = [await freePort(), await freePort()];
   const gateway = spawnGateway(
-    [
-      '--system-config',
-      join(repoRoot, 'config', 'system.yaml'),
-      '--gateway-config',
-      join(repoRoot, 'config', 'gateway.yaml'),
-    ],
+    ['--system-config', system, '--gateway-config', join(repoRoot, 'config', 'gateway.yaml')],
     {
       NODE_OPTIONS: `--import=${register}`,
       SWITCHYARD_FROM_SOURCE: '0',
@@ -193,7 +190,7 @@ test('compiled build: a serving gateway loads prom-client, pino and undici each 
   t.after(() => gateway.stop('SIGKILL'));
   await waitForHttp(`http://127.0.0.1:${port}/hello`);
   await waitForHttp(`http://127.0.0.1:${adminPort}/metrics`);
-  // A proxied request (undici), a log line (pino) and a scrape (prom-client).
+  // A proxied request, log lines (pino) and a scrape (prom-client).
   const proxied = await fetch(`http://127.0.0.1:${port}/api/hello`);
   assert.equal(proxied.status, 200, await proxied.text());
   const scrape = await fetch(`http://127.0.0.1:${adminPort}/metrics`, {
@@ -202,19 +199,44 @@ test('compiled build: a serving gateway loads prom-client, pino and undici each 
   assert.equal(scrape.status, 200);
   assert.match(await scrape.text(), /^gateway_requests_total\{/m);
   assert.equal(await gateway.stop(), 0);
-  const loaded = gateway
+  return gateway
     .output()
     .split('\n')
     .filter((l) => l.startsWith('LOADED '));
-  for (const name of ['prom-client', 'pino', 'undici']) {
-    assert.ok(
-      loaded.some((l) => l.includes(`/dist/vendor/${name}.cjs`)),
-      `${name} was loaded from dist/vendor/${name}.cjs`,
-    );
-    assert.deepEqual(
-      loaded.filter((l) => l.includes(`/node_modules/${name}/`)),
-      [],
-      `nothing of ${name} was loaded from node_modules`,
-    );
-  }
+}
+
+function assertFromBundle(loaded: string[], name: string): void {
+  assert.ok(
+    loaded.some((l) => l.includes(`/dist/vendor/${name}.cjs`)),
+    `${name} was loaded from dist/vendor/${name}.cjs`,
+  );
+  assert.deepEqual(
+    loaded.filter((l) => l.includes(`/node_modules/${name}/`)),
+    [],
+    `nothing of ${name} was loaded from node_modules`,
+  );
+}
+
+test('compiled build: the shipped gateway loads prom-client and pino from their one-file bundles, and no undici (the lean client proxies)', async (t) => {
+  const dir = tempDir();
+  t.after(() => dir.remove());
+  const loaded = await modulesOfServing(t, join(repoRoot, 'config', 'system.yaml'), dir.path);
+  assertFromBundle(loaded, 'prom-client');
+  assertFromBundle(loaded, 'pino');
+  assert.deepEqual(
+    loaded.filter((l) => l.includes('undici')),
+    [],
+    'the proxied request went through the lean client',
+  );
+});
+
+test('compiled build: with upstream.http1_client: undici, undici is loaded from its one-file bundle', async (t) => {
+  const dir = tempDir();
+  t.after(() => dir.remove());
+  const system = join(dir.path, 'system.yaml');
+  writeFileSync(
+    system,
+    `${readFileSync(join(repoRoot, 'config', 'system.yaml'), 'utf8')}\nupstream:\n  http1_client: undici\n`,
+  );
+  assertFromBundle(await modulesOfServing(t, system, dir.path), 'undici');
 });

@@ -29,6 +29,9 @@ export interface Job {
  * gateway closes an idle connection before a typical target does and never writes into one it closed.
  */
 const IDLE_MS = 4_000;
+/** Subtracted from a target's `Keep-Alive: timeout=N`, so the gateway lets go of the connection first. */
+const HINT_MARGIN_MS = 1_000;
+const MAX_IDLE_MS = 600_000;
 const CRLF = '\r\n';
 
 const enum State {
@@ -69,6 +72,7 @@ export class LeanConnection {
   #connectTimer: NodeJS.Timeout | null = null;
   /** Bytes of the current request went out: failing it now leaves the connection unusable. */
   #written = false;
+  #idleMs = IDLE_MS;
   /** Head fields the parser flushed before the head was complete (long heads). */
   #pendingRaw: string[] | null = null;
 
@@ -301,6 +305,7 @@ export class LeanConnection {
     }
     this.#informational = false;
     this.#keepAlive = keepAlive;
+    if (keepAlive) this.#idleMs = idleTimeOf(raw);
     if (job.handler.onHeaders?.(status, raw as unknown as Buffer[], this.#resume, this.#statusText) === false)
       this.#pause();
     if (this.#bodyTimeoutMs > 0 && !this.#paused) this.#socket.setTimeout(this.#bodyTimeoutMs);
@@ -417,7 +422,7 @@ export class LeanConnection {
     this.#job = null;
     this.#state = State.Idle;
     this.#paused = false;
-    this.#socket.setTimeout(IDLE_MS);
+    this.#socket.setTimeout(this.#idleMs);
     this.#owner.idle(this);
   }
 
@@ -453,6 +458,17 @@ function endedLength(body: Readable): number {
   return state !== undefined && state.ended && !state.objectMode && body.readableLength === state.length
     ? state.length
     : -1;
+}
+
+/** The idle keep-alive time an answer's `Keep-Alive: timeout=N` allows (undici's reading), else the default. */
+function idleTimeOf(raw: readonly string[]): number {
+  for (let i = 0; i < raw.length; i += 2) {
+    if (raw[i]!.length !== 10 || raw[i]!.toLowerCase() !== 'keep-alive') continue;
+    const seconds = /timeout=(\d+)/i.exec(raw[i + 1]!)?.[1];
+    if (seconds === undefined) break;
+    return Math.min(MAX_IDLE_MS, Math.max(HINT_MARGIN_MS, Number(seconds) * 1000 - HINT_MARGIN_MS));
+  }
+  return IDLE_MS;
 }
 
 function parseFailure(err: ParseError): LeanClientError {
