@@ -376,6 +376,16 @@ test('lean client: a header value with CR LF is refused before anything is sent 
   assert.ok(acceptedTotal - before <= 2);
 });
 
+test('lean client: a request path with a space, a control character or no leading slash is refused like undici refuses it', async () => {
+  for (const path of ['/a b', '/a\u0000b', 'relative', '/caf\u20ac']) {
+    const both = await onBoth((pool) =>
+      failure(exchange(pool, { method: 'GET', path, headers: [], body: null }, BUFFERED, null, null)),
+    );
+    assert.deepEqual(both.lean, both.undici, path);
+    assert.deepEqual(both.lean, { code: 'UPSTREAM_REQUEST_BUILD_ERROR', retryable: false }, path);
+  }
+});
+
 test('lean client: a refused connection is a retryable connection error', async () => {
   const closed = `http://127.0.0.1:${await freePort()}`;
   const both = await onBoth(

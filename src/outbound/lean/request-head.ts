@@ -22,8 +22,8 @@ export interface RequestHead {
 const EXPECTS_PAYLOAD = new Set(['PUT', 'POST', 'PATCH', 'QUERY', 'PROPFIND', 'PROPPATCH']);
 /** Fields the client decides itself; a caller that sets one is refused, as undici refuses it. */
 const REFUSED = new Set(['transfer-encoding', 'keep-alive', 'upgrade']);
-/** A request target: a path from `/` (or `*`), visible ASCII and latin1 only. */
-const VALID_PATH = /^(?:\/|\*$)[\u0021-\u00ff]*$/;
+/** A request target as undici accepts one: a path from `/` or an absolute http(s) URL, visible ASCII and latin1 only. */
+const VALID_PATH = /^(?:\/|https?:\/\/)[\u0021-\u00ff]*$/;
 
 function invalid(message: string): LeanClientError {
   return new LeanClientError(message, 'UND_ERR_INVALID_ARG');
