@@ -1,4 +1,5 @@
-import { BlockList, isIP } from 'node:net';
+import { BlockList } from 'node:net';
+import { ipVersion } from '../core/ip-version.js';
 
 /** Matches an address against CIDRs and bare addresses, IPv4 and IPv6 (IPv4-mapped IPv6 matches its IPv4 form). */
 export type IpMatcher = (address: string) => boolean;
@@ -15,7 +16,7 @@ export function compileIpMatcher(entries: readonly string[]): IpMatcher {
   entries.forEach((entry, index) => {
     const slash = entry.indexOf('/');
     const address = slash === -1 ? entry : entry.slice(0, slash);
-    const family = isIP(address);
+    const family = ipVersion(address);
     if (family === 0) throw new CidrError(index, `\`${entry}\` is not an IP address or CIDR`);
     const type = family === 4 ? 'ipv4' : 'ipv6';
     if (slash === -1) {
@@ -32,7 +33,7 @@ export function compileIpMatcher(entries: readonly string[]): IpMatcher {
     // A zone index (`fe80::1%eth0`) names an interface, not part of the address.
     const percent = candidate.indexOf('%');
     const address = percent === -1 ? candidate : candidate.slice(0, percent);
-    const family = isIP(address);
+    const family = ipVersion(address);
     if (family === 0) return false;
     return list.check(address, family === 4 ? 'ipv4' : 'ipv6');
   };

@@ -1,4 +1,4 @@
-import { isIP } from 'node:net';
+import { ipVersion } from '../core/ip-version.js';
 import type { ConfigIssue } from './schema-validate.js';
 
 /** system.yaml `debug:` keys that gate trace announcements (docs/debugging.md); the gate itself is src/debug/trigger-gate.ts. */
@@ -16,7 +16,7 @@ export interface ParsedCidr {
 export function parseCidr(text: string): ParsedCidr | undefined {
   const slash = text.indexOf('/');
   const address = (slash === -1 ? text : text.slice(0, slash)).trim();
-  const version = isIP(address);
+  const version = ipVersion(address);
   if (version === 0) return undefined;
   const max = version === 4 ? 32 : 128;
   const prefixText = slash === -1 ? String(max) : text.slice(slash + 1).trim();

@@ -1,5 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { BlockList, isIP } from 'node:net';
+import { BlockList } from 'node:net';
+import { ipVersion } from '../core/ip-version.js';
 import { parseCidr, type TriggerGateConfig } from '../config/debug-gate.js';
 
 export { debugGateIssues, type TriggerGateConfig } from '../config/debug-gate.js';
@@ -14,7 +15,7 @@ export type TriggerGate = (headerValue: string | string[] | undefined, clientAdd
 function normalize(address: string): { address: string; family: 'ipv4' | 'ipv6' } | undefined {
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
   const plain = mapped?.[1] ?? address;
-  const version = isIP(plain);
+  const version = ipVersion(plain);
   if (version === 0) return undefined;
   return { address: plain, family: version === 4 ? 'ipv4' : 'ipv6' };
 }

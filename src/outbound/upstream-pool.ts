@@ -6,7 +6,7 @@ import type { HashKey } from './balancer/chash.js';
 import { selectTarget } from './balancer/select.js';
 import type { HeaderMap } from '../core/context.js';
 import { relayWebSocket } from './websocket-relay.js';
-import { isIP } from 'node:net';
+import { ipVersion } from '../core/ip-version.js';
 import type { Balancer } from './balancer/types.js';
 import { classifyFailure } from './classify.js';
 import { exchange, type ExchangeLimits, type ExchangeRequest } from './exchange.js';
@@ -263,7 +263,7 @@ function withEarlierHeaders(backend: HeaderMap, earlier: HeaderMap): HeaderMap {
 /** TLS SNI for the Host sent upstream: its name without port; none for IP literals (RFC 6066). */
 function servernameFor(hostHeader: string): { servername?: string } {
   const name = hostHeader.replace(/:\d+$/, '').replace(/^\[|\]$/g, '');
-  return isIP(name) === 0 ? { servername: name } : {};
+  return ipVersion(name) === 0 ? { servername: name } : {};
 }
 
 /** Logs targets leaving and rejoining the rotation. */

@@ -386,6 +386,25 @@ test('lean client: a request path with a space, a control character or no leadin
   }
 });
 
+test('lean client: an answer head over 16 KiB is refused as undici refuses it', async () => {
+  const raw: NetServer = createNetServer((socket) => {
+    socket.once('data', () =>
+      socket.end(`HTTP/1.1 200 OK\r\nx-big: ${'b'.repeat(20 * 1024)}\r\ncontent-length: 2\r\n\r\nok`),
+    );
+  });
+  raw.listen(0, '127.0.0.1');
+  await once(raw, 'listening');
+  const target = `http://127.0.0.1:${(raw.address() as AddressInfo).port}`;
+  const both = await onBoth(
+    (pool) =>
+      failure(exchange(pool, { method: 'GET', path: '/', headers: [], body: null }, BUFFERED, null, null)),
+    target,
+  );
+  raw.close();
+  assert.deepEqual(both.lean, both.undici);
+  assert.deepEqual(both.lean, { code: 'UPSTREAM_CONNECTION_ERROR', retryable: false });
+});
+
 test('lean client: a refused connection is a retryable connection error', async () => {
   const closed = `http://127.0.0.1:${await freePort()}`;
   const both = await onBoth(

@@ -1,5 +1,6 @@
 import { connect, type ClientHttp2Session, type OutgoingHttpHeaders } from 'node:http2';
-import { connect as netConnect, isIP } from 'node:net';
+import { connect as netConnect } from 'node:net';
+import { ipVersion } from '../../core/ip-version.js';
 import type { Duplex } from 'node:stream';
 import { connect as tlsConnect } from 'node:tls';
 import { firstHeader, type Context } from '../../core/context.js';
@@ -173,7 +174,7 @@ export class GrpcUpstream {
               port: target.port,
               ALPNProtocols: ['h2'],
               rejectUnauthorized: tls.rejectUnauthorized,
-              ...(isIP(target.host) === 0 ? { servername: target.host } : {}),
+              ...(ipVersion(target.host) === 0 ? { servername: target.host } : {}),
               ...(tls.ca === undefined ? {} : { ca: tls.ca }),
               ...(tls.cert === undefined ? {} : { cert: tls.cert }),
               ...(tls.key === undefined ? {} : { key: tls.key }),
