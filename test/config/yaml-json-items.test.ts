@@ -5,6 +5,11 @@ import * as jsYaml from 'js-yaml';
 import { parse } from 'yaml';
 import { scaleConfigYaml } from '../../bench/config-scale-config.js';
 import { parseGatewayConfig } from '../../src/config/gateway.js';
+import {
+  OFF_THREAD_PARSE_BYTES,
+  OFF_THREAD_SHAPE_CHECK,
+  parseGatewayConfigOffThread,
+} from '../../src/config/parse-off-thread.js';
 import { ConfigRejected } from '../../src/config/schema-validate.js';
 import { parseYamlData, parseYamlEvents, putJsonItems, takeJsonItems } from '../../src/config/yaml-data.js';
 
@@ -127,4 +132,33 @@ test('a large generated configuration reads the same through the JSON path as th
   // The outline js-yaml still reads is one line per run, not one per item.
   const json = takeJsonItems(text);
   assert.ok(json !== undefined && json.runs.length === 2 && json.outline.length < 100, json?.outline);
+});
+
+test('a large gateway.yaml with shape errors is refused with the same issues off the main thread as on it', async () => {
+  const valid = scaleConfigYaml(700, { upstreamPort: 9 });
+  assert.ok(valid.length > OFF_THREAD_PARSE_BYTES);
+  // Compiled, as the gateway runs, the worker checks the shape itself.
+  assert.equal(OFF_THREAD_SHAPE_CHECK, import.meta.url.endsWith('.js'));
+  // An unknown key in a JSON route line, a block-style policy without a name, a wrong top-level type.
+  const text = valid
+    .replace('{"name":"r5",', '{"name":"r5","colour":"red",')
+    .replace('policies:\n', 'policies:\n  - nodes: []\n')
+    .concat('stores: {}\n');
+  const issuesOf = async (read: () => unknown) => {
+    try {
+      await read();
+    } catch (err) {
+      assert.ok(err instanceof ConfigRejected, String(err));
+      return err.issues;
+    }
+    return assert.fail('the configuration was accepted');
+  };
+  const onThread = await issuesOf(() => parseGatewayConfig(text));
+  assert.deepStrictEqual(await issuesOf(() => parseGatewayConfigOffThread(text)), onThread);
+  assert.deepStrictEqual(
+    onThread.map((i) => i.path),
+    ['routes[5].colour', 'policies[0].name', 'stores'],
+  );
+  // Defaults the shape check fills in arrive too.
+  assert.deepStrictEqual(await parseGatewayConfigOffThread(valid), parseGatewayConfig(valid));
 });
