@@ -111,15 +111,33 @@ function uniqueByName<T extends { name: string }>(
   section: string,
   issues: ConfigIssue[],
 ): Map<string, { item: T; index: number }> {
+  const steps = uniqueByNameSteps(items, section, issues);
+  for (;;) {
+    const step = steps.next();
+    if (step.done === true) return step.value;
+  }
+}
+
+/** Items between pauses of the compiler in a pass over a whole section (names, reused policies). */
+const ITEMS_PER_STEP = 256;
+
+/** `uniqueByName`, pausing every ITEMS_PER_STEP items: sections of 10,000 entries take milliseconds. */
+function* uniqueByNameSteps<T extends { name: string }>(
+  items: readonly T[],
+  section: string,
+  issues: ConfigIssue[],
+): Generator<void, Map<string, { item: T; index: number }>> {
   const out = new Map<string, { item: T; index: number }>();
-  items.forEach((item, index) => {
+  for (let index = 0; index < items.length; index++) {
+    const item = items[index]!;
     if (out.has(item.name)) {
       issues.push({
         path: `${section}[${index}].name`,
         message: `${section}: duplicate name '${item.name}'`,
       });
     } else out.set(item.name, { item, index });
-  });
+    if (index % ITEMS_PER_STEP === ITEMS_PER_STEP - 1) yield;
+  }
   return out;
 }
 
@@ -209,12 +227,19 @@ function* compileSteps(config: GatewayConfig, options: CompileOptions): Generato
   /** Policies this compile created (not taken over): closed here when the config is rejected. */
   const fresh: CompiledPolicy[] = [];
   const reuse = reusable(config, options, cc, globalRules.length > 0);
-  for (const [name, { item, index }] of uniqueByName(config.policies, 'policies', issues)) {
+  const declaredPolicies = yield* uniqueByNameSteps(config.policies, 'policies', issues);
+  let keptInStep = 0;
+  for (const [name, { item, index }] of declaredPolicies) {
     const kept = reuse?.(item);
     if (kept !== undefined) {
       policies.set(name, kept.compiled);
       warnings.push(...kept.warnings);
       byName.set(name, kept);
+      // Comparing a policy with the running one costs microseconds: pause every so many.
+      if (++keptInStep === ITEMS_PER_STEP) {
+        keptInStep = 0;
+        yield;
+      }
       continue;
     }
     const path = `policies[${index}]`;
@@ -230,8 +255,7 @@ function* compileSteps(config: GatewayConfig, options: CompileOptions): Generato
 
   // Each route is validated below, so it goes straight into the router under construction.
   const router = routerBuilder<RouteTarget>();
-  const declaredPolicies = new Set(config.policies.map((p) => p.name));
-  for (const [name, { item, index }] of uniqueByName(config.routes, 'routes', issues)) {
+  for (const [name, { item, index }] of yield* uniqueByNameSteps(config.routes, 'routes', issues)) {
     const { host, ...criteria } = item.match ?? {};
     const match = interpolateLeaves<ResolvedMatch>(
       host === null || host === undefined ? criteria : { ...criteria, host },
@@ -242,7 +266,7 @@ function* compileSteps(config: GatewayConfig, options: CompileOptions): Generato
     if (!declaredPolicies.has(item.policy)) {
       issues.push({
         path: `routes[${index}].policy`,
-        message: `route '${name}': unknown policy '${item.policy}'${didYouMean(item.policy, declaredPolicies)}`,
+        message: `route '${name}': unknown policy '${item.policy}'${didYouMean(item.policy, declaredPolicies.keys())}`,
       });
     } else if (policy !== undefined) {
       router.add({ name, match, target: { route: name, policy } });
