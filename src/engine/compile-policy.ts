@@ -102,10 +102,16 @@ export function compilePolicy(
     if (config !== undefined) prepared.set(flat.id, { flat, def, config });
   }
 
-  checkWiring(policy, policyPath, graph, cc, issues);
+  const outgoing = checkWiring(policy, policyPath, graph, cc, issues);
   if (issues.length > before) return undefined;
 
-  const { streaming, buffering } = inferStreaming(graph, prepared);
+  const edgesFrom = new Map<string, FlatEdge[]>();
+  for (const edge of graph.edges) {
+    const list = edgesFrom.get(edge.from);
+    if (list === undefined) edgesFrom.set(edge.from, [edge]);
+    else list.push(edge);
+  }
+  const { streaming, buffering } = inferStreaming(graph, prepared, outgoing, edgesFrom);
   const requestBuffering = inferRequestStreaming(prepared);
   const instances = new Map<string, CompiledNode>();
   for (const { flat, def, config } of prepared.values()) {
@@ -160,7 +166,7 @@ export function compilePolicy(
     return undefined;
   }
 
-  link(graph, instances);
+  link(graph, instances, outgoing);
   const listener = [...instances.values()].find((n) => n.type === 'listener');
   return {
     name: policy.name,
@@ -188,13 +194,17 @@ function declaredOutputs(flat: FlatNode, def: AnyDefinition | undefined): Set<st
   return ports;
 }
 
+/**
+ * Checks every wiring rule; returns the edge leaving each output port (`node.port`), which the
+ * later passes share when no rule failed (then each port has at most one edge).
+ */
 function checkWiring(
   policy: PolicyConfig,
   policyPath: string,
   graph: FlatGraph,
   cc: CompileContext,
   issues: ConfigIssue[],
-): void {
+): Map<string, FlatEdge> {
   const where = `policy '${policy.name}'`;
   const before = issues.length;
   const outgoing = new Map<string, FlatEdge>();
@@ -307,6 +317,7 @@ function checkWiring(
     }
   }
   if (issues.length === before) checkCycles(graph, outgoing, where, policyPath, issues);
+  return outgoing;
 }
 
 /** Follows junctions: an edge into an instance boundary continues along the boundary's own edge. */
@@ -356,9 +367,11 @@ function checkCycles(
   }
 }
 
-function link(graph: FlatGraph, instances: Map<string, CompiledNode>): void {
-  const outgoing = new Map<string, FlatEdge>();
-  for (const edge of graph.edges) outgoing.set(`${edge.from}.${edge.fromPort}`, edge);
+function link(
+  graph: FlatGraph,
+  instances: Map<string, CompiledNode>,
+  outgoing: ReadonlyMap<string, FlatEdge>,
+): void {
   for (const edge of graph.edges) {
     const from = instances.get(edge.from);
     if (from === undefined) continue;
@@ -376,17 +389,11 @@ function link(graph: FlatGraph, instances: Map<string, CompiledNode>): void {
 function inferStreaming(
   graph: FlatGraph,
   prepared: ReadonlyMap<string, Prepared>,
+  outgoing: ReadonlyMap<string, FlatEdge>,
+  edgesFrom: ReadonlyMap<string, readonly FlatEdge[]>,
 ): { streaming: Set<string>; buffering: BufferingReport[] } {
   const streaming = new Set<string>();
   const buffering: BufferingReport[] = [];
-  const outgoing = new Map<string, FlatEdge>();
-  for (const edge of graph.edges) outgoing.set(`${edge.from}.${edge.fromPort}`, edge);
-  const edgesFrom = new Map<string, FlatEdge[]>();
-  for (const edge of graph.edges) {
-    const list = edgesFrom.get(edge.from) ?? [];
-    list.push(edge);
-    edgesFrom.set(edge.from, list);
-  }
   for (const { flat, def } of prepared.values()) {
     if (def.relaysResponse !== true) continue;
     const start = outgoing.get(`${flat.id}.success`);
