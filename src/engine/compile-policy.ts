@@ -185,12 +185,21 @@ function normalizePort(port: string): string {
   return port === 'out' ? 'success' : port;
 }
 
-function declaredOutputs(flat: FlatNode, def: AnyDefinition | undefined): Set<string> | undefined {
-  if (flat.junction !== undefined)
-    return flat.junction.kind === 'input' ? new Set(['success']) : new Set(['success']);
+/** A supernode boundary's one output. */
+const JUNCTION_PORTS: ReadonlySet<string> = new Set(['success']);
+/** Output ports of each plugin type, built once: every edge of every policy asks. */
+const portsOfType = new WeakMap<AnyDefinition, ReadonlySet<string>>();
+
+function declaredOutputs(flat: FlatNode, def: AnyDefinition | undefined): ReadonlySet<string> | undefined {
+  if (flat.junction !== undefined) return JUNCTION_PORTS;
   if (def === undefined) return undefined;
-  const ports = new Set(Object.keys(def.outputs));
-  if (def.noErrorPort !== true) ports.add('error');
+  let ports = portsOfType.get(def);
+  if (ports === undefined) {
+    const set = new Set(Object.keys(def.outputs));
+    if (def.noErrorPort !== true) set.add('error');
+    ports = set;
+    portsOfType.set(def, ports);
+  }
   return ports;
 }
 
@@ -342,14 +351,26 @@ function checkCycles(
   policyPath: string,
   issues: ConfigIssue[],
 ): void {
+  const edgesFrom = new Map<string, FlatEdge[]>();
+  for (const edge of graph.edges) {
+    const list = edgesFrom.get(edge.from);
+    if (list === undefined) edgesFrom.set(edge.from, [edge]);
+    else list.push(edge);
+  }
+  const successors = (id: string): string[] => {
+    const out: string[] = [];
+    for (const e of edgesFrom.get(id) ?? []) {
+      const target = resolveTarget(graph, outgoing, e.to);
+      if (target !== undefined) out.push(target);
+    }
+    return out;
+  };
   const state = new Map<string, 1 | 2>();
-  const successors = (id: string): string[] =>
-    graph.edges
-      .filter((e) => e.from === id)
-      .map((e) => resolveTarget(graph, outgoing, e.to))
-      .filter((t): t is string => t !== undefined);
-  const visit = (id: string, trail: string[]): boolean => {
+  // Depth-first, the path so far in `trail` (entered on the way down, left on the way up).
+  const trail: string[] = [];
+  const visit = (id: string): boolean => {
     state.set(id, 1);
+    trail.push(id);
     for (const next of successors(id)) {
       const s = state.get(next);
       if (s === 1) {
@@ -357,13 +378,14 @@ function checkCycles(
         issues.push({ path: policyPath, message: `${where}: the graph has a cycle: ${loop}` });
         return true;
       }
-      if (s === undefined && visit(next, [...trail, next])) return true;
+      if (s === undefined && visit(next)) return true;
     }
+    trail.pop();
     state.set(id, 2);
     return false;
   };
   for (const node of graph.nodes.values()) {
-    if (node.junction === undefined && !state.has(node.id) && visit(node.id, [node.id])) return;
+    if (node.junction === undefined && !state.has(node.id) && visit(node.id)) return;
   }
 }
 

@@ -1,6 +1,12 @@
 import { buildConsumerIndex } from '../config/consumers.js';
-import type { GatewayConfig, PluginConfigEntry, PolicyConfig, SupernodeConfig } from '../config/gateway.js';
-import { interpolateLeaves } from '../config/interpolate.js';
+import type {
+  GatewayConfig,
+  PluginConfigEntry,
+  PolicyConfig,
+  RouteConfig,
+  SupernodeConfig,
+} from '../config/gateway.js';
+import { interpolateEnv, interpolateLeaves } from '../config/interpolate.js';
 import { sameData } from '../config/same-data.js';
 import { ConfigRejected, didYouMean, type ConfigIssue } from '../config/schema-validate.js';
 import type { Logger } from '../core/logger.js';
@@ -256,11 +262,7 @@ function* compileSteps(config: GatewayConfig, options: CompileOptions): Generato
   // Each route is validated below, so it goes straight into the router under construction.
   const router = routerBuilder<RouteTarget>();
   for (const [name, { item, index }] of yield* uniqueByNameSteps(config.routes, 'routes', issues)) {
-    const { host, ...criteria } = item.match ?? {};
-    const match = interpolateLeaves<ResolvedMatch>(
-      host === null || host === undefined ? criteria : { ...criteria, host },
-      env,
-    );
+    const match = resolveMatch(item.match ?? {}, env);
     issues.push(...validateRouteMatch(match, `routes[${index}].match`));
     const policy = policies.get(item.policy);
     if (!declaredPolicies.has(item.policy)) {
@@ -326,6 +328,19 @@ function* compileSteps(config: GatewayConfig, options: CompileOptions): Generato
     byName,
   });
   return runtime;
+}
+
+/**
+ * A route's criteria with `${ENV}` resolved, in a fresh object: the `host` key last, and left out
+ * when null (the reference UI's "any host").
+ */
+function resolveMatch(match: RouteConfig['match'], env: NodeJS.ProcessEnv): ResolvedMatch {
+  const out: Record<string, unknown> = {};
+  for (const key in match) {
+    if (key !== 'host') out[key] = interpolateLeaves((match as Record<string, unknown>)[key], env);
+  }
+  if (match.host !== null && match.host !== undefined) out.host = interpolateEnv(match.host, env);
+  return out;
 }
 
 /**
