@@ -2,14 +2,7 @@ import type { PluginConfigEntry, PolicyConfig, SupernodeConfig } from '../config
 import type { ConsumerIndex } from '../config/consumers.js';
 import { didYouMean, type ConfigIssue } from '../config/schema-validate.js';
 import { warnUnverifiedTls } from './verify-warning.js';
-import {
-  ConfigError,
-  type GatewayScope,
-  type PluginDefinition,
-  type PluginEnv,
-  type Template,
-  type TemplateOptions,
-} from '../core/plugin.js';
+import { ConfigError, type GatewayScope, type PluginDefinition, type PluginEnv } from '../core/plugin.js';
 import type { Logger } from '../core/logger.js';
 import { flattenPolicy, type FlatEdge, type FlatGraph, type FlatNode } from './flat-graph.js';
 import { checkCachePairs } from './cache-pairs.js';
@@ -114,24 +107,23 @@ export function compilePolicy(
   const { streaming, buffering } = inferStreaming(graph, prepared, outgoing, edgesFrom);
   const requestBuffering = inferRequestStreaming(prepared);
   const instances = new Map<string, CompiledNode>();
+  const pushWarning = (message: string) => cc.warnings.push(message);
   for (const { flat, def, config } of prepared.values()) {
-    const nodeWhere = { policy: policy.name, node: flat.id };
-    const warn = (message: string) => cc.warnings.push(`${where}, node '${flat.id}': ${message}`);
-    const template = cc.templateFactory(nodeWhere, (message) => cc.warnings.push(message));
+    const warn = (key: string, message: string) =>
+      cc.warnings.push(`${where}, node '${flat.id}': ${key}: ${message}`);
     const env: PluginEnv = {
       policy: policy.name,
       nodeId: flat.id,
       logger: cc.logger,
       streaming: streaming.has(flat.id),
-      warn: (key, message) => warn(`${key}: ${message}`),
-      template: (text: string, key: string, options?: TemplateOptions): Template =>
-        template(text, key, options),
+      warn,
+      template: cc.templateFactory({ policy: policy.name, node: flat.id }, pushWarning),
       consumers: cc.consumers,
       configDir: cc.configDir,
       stores: cc.stores,
       scope: cc.scope,
     };
-    warnUnverifiedTls(config, (key, message) => env.warn(key, message));
+    warnUnverifiedTls(config, warn);
     try {
       const instance = def.create(config as never, env);
       instances.set(flat.id, {

@@ -341,22 +341,48 @@ function headersHold(rules: readonly HeaderRule[], headers: HeaderMap): boolean 
   return true;
 }
 
+/** Shared by every route without methods, hosts or headers (never mutated). */
+const NONE: never[] = [];
+
+/** `*.example.com` goes to the wildcard list as `example.com`, any other host to the exact list. */
+function addHostPattern(hosts: { exact: string[]; wildcard: string[] }, pattern: string): void {
+  const name = normalizeHost(pattern);
+  const wildcard = name.startsWith('*.');
+  const key = wildcard ? name.slice(2) : name;
+  let list = wildcard ? hosts.wildcard : hosts.exact;
+  if (list.includes(key)) return;
+  if (list === NONE) {
+    list = [];
+    if (wildcard) hosts.wildcard = list;
+    else hosts.exact = list;
+  }
+  list.push(key);
+}
+
 function compileRoute<T>(entry: RouteEntry<T>, index: number): CompiledRoute<T> {
   const m = entry.match;
-  const exactHosts = new Set<string>();
-  const wildcardHosts = new Set<string>();
-  for (const pattern of [...(m.host === undefined ? [] : [m.host]), ...(m.hosts ?? [])]) {
-    const name = normalizeHost(pattern);
-    if (name.startsWith('*.')) wildcardHosts.add(name.slice(2));
-    else exactHosts.add(name);
+  // Lists of a few entries: deduplicated in first-seen order without allocating sets.
+  const hosts = { exact: NONE as string[], wildcard: NONE as string[] };
+  if (m.host !== undefined) addHostPattern(hosts, m.host);
+  if (m.hosts !== undefined) for (const pattern of m.hosts) addHostPattern(hosts, pattern);
+  let methods: string[] = NONE;
+  if (m.methods !== undefined && m.methods.length > 0) {
+    methods = [];
+    for (const method of m.methods) {
+      const upper = method.toUpperCase();
+      if (!methods.includes(upper)) methods.push(upper);
+    }
   }
   return {
     index,
     entry,
-    methods: [...new Set((m.methods ?? []).map((x) => x.toUpperCase()))],
-    exactHosts: [...exactHosts],
-    wildcardHosts: [...wildcardHosts],
-    headers: Object.entries(m.headers ?? {}).map(([name, value]) => ({ name: name.toLowerCase(), value })),
+    methods,
+    exactHosts: hosts.exact,
+    wildcardHosts: hosts.wildcard,
+    headers:
+      m.headers === undefined
+        ? NONE
+        : Object.entries(m.headers).map(([name, value]) => ({ name: name.toLowerCase(), value })),
   };
 }
 
