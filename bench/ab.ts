@@ -1,13 +1,14 @@
 /**
  * `node --import tsx bench/ab.ts`: CPU per request of the gateway's one-node
- * policy (both HTTP/1.1 fronts) against the minimal proxy, interleaved in
+ * policy (by default the lean front with each HTTP/1.1 upstream client) against the minimal proxy, interleaved in
  * short runs so that load from other processes on a shared machine hits every
  * target alike. Each round runs every target once for AB_SECONDS (default 2)
  * in rotated order; the report gives, per body, the median CPU µs/request and
  * the median of the per-round ratios minimal ÷ target (> 1: the target needs
  * less CPU per request than the minimal proxy). Pinned like `npm run bench`.
  *
- * Environment: AB_ROUNDS (default 15), AB_SECONDS (2), AB_CONNECTIONS (50).
+ * Environment: AB_ROUNDS (default 15), AB_SECONDS (2), AB_CONNECTIONS (50), AB_GATEWAYS (comma list of
+ * `front/client` pairs: `listener.http1_server` / `upstream.http1_client`; default `lean/lean,lean/undici`).
  */
 import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -39,12 +40,13 @@ async function main(): Promise<void> {
       { UPSTREAM_PORT: String(origin.port) },
       pinning.target,
     );
-    const gateway = async (front: string) => {
-      const system = join(dir, `${front}-system.yaml`);
+    const gateway = async (front: string, client: string) => {
+      const system = join(dir, `${front}-${client}-system.yaml`);
       const routes = join(dir, 'gateway.yaml');
       writeFileSync(
         system,
-        `listener: { bind: 127.0.0.1, port: 0, http1_server: ${front} }\nlogging: { level: info, format: json }\n`,
+        `listener: { bind: 127.0.0.1, port: 0, http1_server: ${front} }\nupstream: { http1_client: ${client} }\n` +
+          'logging: { level: info, format: json }\n',
       );
       const up = `{ id: up, type: upstream, config: { targets: [{ host: 127.0.0.1, port: ${origin.port} }] } }`;
       writeFileSync(
@@ -59,11 +61,14 @@ async function main(): Promise<void> {
         pinning.target,
       );
     };
-    const targets = [
-      { name: 'minimal proxy', ...minimal },
-      { name: 'switchyard one-node, lean front', ...(await gateway('lean')) },
-      { name: 'switchyard one-node, node:http front', ...(await gateway('node')) },
-    ];
+    const targets = [{ name: 'minimal proxy', ...minimal }];
+    for (const pair of (process.env.AB_GATEWAYS ?? 'lean/lean,lean/undici').split(',')) {
+      const [front = 'lean', client = 'lean'] = pair.trim().split('/');
+      targets.push({
+        name: `switchyard one-node, ${front} front, ${client} client`,
+        ...(await gateway(front, client)),
+      });
+    }
     const payloads: Payload[] = ['hello', '16k'];
     const cpu = new Map<string, number[]>();
     const run = async (t: (typeof targets)[number], payload: Payload) => {

@@ -2,6 +2,7 @@ import { connect, type Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
 import { HTTPParser, type NativeParser, type ParseError } from '../../core/native-http-parser.js';
+import { deadlineQueue, type DeadlineQueue, type Deadlined } from '../deadlines.js';
 import { LeanClientError, otherSideClosed } from './client-errors.js';
 import { requestHead, type BodyFraming } from './request-head.js';
 
@@ -47,7 +48,12 @@ const enum State {
  * with node's own llhttp parser and handed to undici's handler interface (onConnect, onHeaders,
  * onData, onComplete, onError) with undici's error codes.
  */
-export class LeanConnection {
+export class LeanConnection implements Deadlined {
+  deadlineAt = 0;
+  deadlinePrev: Deadlined | null = null;
+  deadlineNext: Deadlined | null = null;
+  /** The queue this connection's idle or body-silence deadline is armed in, while it is. */
+  #deadlines: DeadlineQueue | null = null;
   readonly #owner: ConnectionOwner;
   readonly #socket: Socket;
   readonly #parser: NativeParser;
@@ -98,7 +104,6 @@ export class LeanConnection {
     socket.on('data', this.#onData);
     socket.on('end', this.#onEnd);
     socket.on('error', this.#onError);
-    socket.on('timeout', this.#onTimeout);
     socket.once('close', this.#onClose);
   }
 
@@ -122,7 +127,7 @@ export class LeanConnection {
   #start(): void {
     const job = this.#job!;
     this.#state = State.Busy;
-    this.#socket.setTimeout(0);
+    this.#disarm();
     this.#settled = false;
     this.#status = 0;
     this.#informational = false;
@@ -250,7 +255,7 @@ export class LeanConnection {
     if (!this.#paused || this.#state === State.Closed) return;
     this.#paused = false;
     this.#socket.resume();
-    if (this.#bodyTimeoutMs > 0 && !this.#complete) this.#socket.setTimeout(this.#bodyTimeoutMs);
+    if (this.#bodyTimeoutMs > 0 && !this.#complete) this.#arm(this.#bodyTimeoutMs);
   };
 
   #pause(): void {
@@ -258,7 +263,7 @@ export class LeanConnection {
     this.#paused = true;
     this.#socket.pause();
     // undici's body timeout counts silence from the target, not time the reader holds it back.
-    if (this.#bodyTimeoutMs > 0) this.#socket.setTimeout(0);
+    this.#disarm();
   }
 
   // --- parser callbacks -------------------------------------------------------
@@ -308,7 +313,7 @@ export class LeanConnection {
     if (keepAlive) this.#idleMs = idleTimeOf(raw);
     if (job.handler.onHeaders?.(status, raw as unknown as Buffer[], this.#resume, this.#statusText) === false)
       this.#pause();
-    if (this.#bodyTimeoutMs > 0 && !this.#paused) this.#socket.setTimeout(this.#bodyTimeoutMs);
+    if (this.#bodyTimeoutMs > 0 && !this.#paused) this.#arm(this.#bodyTimeoutMs);
     // A HEAD answer has no body whatever its framing fields say.
     return this.#head ? 1 : 0;
   };
@@ -345,6 +350,8 @@ export class LeanConnection {
       this.#socket.destroy();
       return;
     }
+    // Bytes from the target restart the silence allowed in a body.
+    if (this.#deadlines !== null && this.#status !== 0) this.#arm(this.#bodyTimeoutMs);
     const result = this.#parser.execute(data);
     if (typeof result !== 'number') {
       this.#fail(parseFailure(result), true);
@@ -372,14 +379,29 @@ export class LeanConnection {
     this.#socket.destroy();
   };
 
-  readonly #onTimeout = (): void => {
+  /** The idle keep-alive time ran out, or the target was silent too long in the middle of a body. */
+  expire(): void {
+    this.#deadlines = null;
     if (this.#state === State.Idle) {
       this.#socket.destroy();
       return;
     }
     if (this.#state === State.Busy && !this.#settled && this.#status !== 0)
       this.#fail(new LeanClientError('Body Timeout Error', 'UND_ERR_BODY_TIMEOUT'), true);
-  };
+  }
+
+  #arm(ms: number): void {
+    this.#disarm();
+    this.#deadlines = deadlineQueue(ms);
+    this.#deadlines.add(this);
+  }
+
+  #disarm(): void {
+    if (this.#deadlines !== null) {
+      this.#deadlines.remove(this);
+      this.#deadlines = null;
+    }
+  }
 
   readonly #onError = (err: Error): void => {
     this.#clearConnectTimer();
@@ -389,6 +411,7 @@ export class LeanConnection {
   readonly #onClose = (): void => {
     this.#clearConnectTimer();
     this.#state = State.Closed;
+    this.#disarm();
     this.#detachBody();
     this.#parser.close();
     if (!this.#settled) this.#notifyError(otherSideClosed());
@@ -408,7 +431,7 @@ export class LeanConnection {
       this.#keepAlive = false;
     }
     this.#settled = true;
-    if (this.#bodyTimeoutMs > 0) this.#socket.setTimeout(0);
+    this.#disarm();
     const trailers = this.#trailers;
     this.#trailers = null;
     const reusable = this.#keepAlive && !this.#closeRequested && this.#requestSent;
@@ -422,7 +445,7 @@ export class LeanConnection {
     this.#job = null;
     this.#state = State.Idle;
     this.#paused = false;
-    this.#socket.setTimeout(this.#idleMs);
+    this.#arm(this.#idleMs);
     this.#owner.idle(this);
   }
 
