@@ -35,6 +35,11 @@ const accepted = new Set<Socket>();
 let acceptedTotal = 0;
 
 function handle(req: IncomingMessage, res: ServerResponse): void {
+  if (req.url === '/echo' && onEchoHead !== null) {
+    const release = onEchoHead;
+    onEchoHead = null;
+    release();
+  }
   const chunks: Buffer[] = [];
   req.on('data', (c: Buffer) => chunks.push(c));
   req.on('end', () => {
@@ -140,14 +145,17 @@ function bodyStream(announced: number | undefined): RequestBodyStream {
   return new RequestBodyStream({ resumeBody() {}, bodyDestroyed() {} }, announced);
 }
 
-/** A body whose first part is there when the request goes out and the rest a moment later. */
+/** Called when the origin has the head of a request for /echo: lets a body held back go on. */
+let onEchoHead: (() => void) | null = null;
+
+/** A body whose first part is there when the request goes out and the rest once the origin has the head. */
 function arriving(parts: string[], announced?: number): RequestBodyStream {
   const stream = bodyStream(announced);
   stream.push(Buffer.from(parts[0]!));
-  setTimeout(() => {
+  onEchoHead = () => {
     for (const part of parts.slice(1)) stream.push(Buffer.from(part));
     stream.push(null);
-  }, 20);
+  };
   return stream;
 }
 
@@ -355,6 +363,49 @@ test('lean client: a body ended by the connection closing (no length, no chunks)
   raw.close();
   assert.deepEqual(both.lean, both.undici);
   assert.deepEqual(both.lean, { status: 200, body: 'until the end' });
+});
+
+test('lean client: answers written in pieces (a head split across reads, a body in several) arrive whole, and keep-alive holds', async () => {
+  const body = 'b'.repeat(5000);
+  const pieces = [
+    ['HTTP/1.1 200 OK\r\ncontent-le', `ngth: ${body.length}\r\n\r\n${body.slice(0, 100)}`, body.slice(100)],
+    [
+      `HTTP/1.1 200 OK\r\ncontent-length: ${body.length}\r\n\r\n`,
+      body.slice(0, 10),
+      body.slice(10, 3000),
+      body.slice(3000),
+    ],
+  ];
+  let connections = 0;
+  const raw: NetServer = createNetServer((socket) => {
+    connections++;
+    let answer = 0;
+    socket.on('data', () => {
+      const parts = pieces[answer++ % pieces.length]!;
+      // Each piece once the previous one has been flushed, so most reach the client as reads of their own.
+      const next = (i: number): void => {
+        if (i < parts.length) socket.write(parts[i]!, () => setTimeout(next, 5, i + 1));
+      };
+      next(0);
+    });
+  });
+  raw.listen(0, '127.0.0.1');
+  await once(raw, 'listening');
+  const target = `http://127.0.0.1:${(raw.address() as AddressInfo).port}`;
+  const get = (pool: OutboundDispatcher) =>
+    exchange(pool, { method: 'GET', path: '/', headers: [], body: null }, BUFFERED, null, null);
+  const lean = clients.lean!(target);
+  const texts: string[] = [];
+  for (let i = 0; i < 4; i++) texts.push(await text(await get(lean)));
+  await lean.close();
+  assert.deepEqual(texts, [body, body, body, body]);
+  assert.equal(connections, 1, 'one connection, reused for all four answers');
+  const both = await onBoth(
+    async (pool) => [await text(await get(pool)), await text(await get(pool))],
+    target,
+  );
+  raw.close();
+  assert.deepEqual(both.lean, both.undici);
 });
 
 test('lean client: a header value with CR LF is refused before anything is sent (UPSTREAM_REQUEST_BUILD_ERROR)', async () => {

@@ -34,6 +34,7 @@ const IDLE_MS = 4_000;
 const HINT_MARGIN_MS = 1_000;
 const MAX_IDLE_MS = 600_000;
 const CRLF = '\r\n';
+const HEAD_END = Buffer.from('\r\n\r\n', 'latin1');
 
 const enum State {
   Connecting,
@@ -81,6 +82,14 @@ export class LeanConnection implements Deadlined {
   #idleMs = IDLE_MS;
   /** Head fields the parser flushed before the head was complete (long heads). */
   #pendingRaw: string[] | null = null;
+  /**
+   * The answer's head has not started in an earlier read: when it ends inside this one, the parser
+   * is given the head alone and a Content-Length body is sliced from the reads as they are (the
+   * parser copies every body piece it hands out).
+   */
+  #headInOneRead = true;
+  /** Bytes of a Content-Length body still to come when it is sliced here, else -1. */
+  #bodyLeft = -1;
 
   constructor(owner: ConnectionOwner, first: Job) {
     this.#owner = owner;
@@ -138,6 +147,8 @@ export class LeanConnection implements Deadlined {
     this.#body = null;
     this.#bodyBytes = 0;
     this.#written = false;
+    this.#headInOneRead = true;
+    this.#bodyLeft = -1;
     const { options, handler } = job;
     this.#head = options.method === 'HEAD';
     this.#bodyTimeoutMs = options.bodyTimeout ?? 0;
@@ -315,7 +326,18 @@ export class LeanConnection implements Deadlined {
       this.#pause();
     if (this.#bodyTimeoutMs > 0 && !this.#paused) this.#arm(this.#bodyTimeoutMs);
     // A HEAD answer has no body whatever its framing fields say.
-    return this.#head ? 1 : 0;
+    if (this.#head) return 1;
+    if (this.#headInOneRead && status !== 204 && status !== 304) {
+      const length = contentLengthOf(raw);
+      if (length > 0) {
+        // The parser ends the message at its head; the body is sliced from the reads (#onData).
+        this.#bodyLeft = length;
+        return 1;
+      }
+    }
+    // Chunked or close-delimited: the parser reads this answer to its end.
+    this.#headInOneRead = false;
+    return 0;
   };
 
   readonly #onBody = (chunk: Buffer): void => {
@@ -329,8 +351,27 @@ export class LeanConnection implements Deadlined {
       this.#status = 0;
       return;
     }
-    this.#complete = true;
+    // A sliced body completes when its last byte is taken.
+    if (this.#bodyLeft <= 0) this.#complete = true;
   };
+
+  /** Hands the next bytes of a sliced Content-Length body to the handler; returns what follows it. */
+  #takeBody(data: Buffer): Buffer {
+    const n = Math.min(this.#bodyLeft, data.length);
+    const piece = n === data.length ? data : data.subarray(0, n);
+    this.#bodyLeft -= n;
+    if (this.#bodyLeft === 0) this.#complete = true;
+    this.#onBody(piece);
+    return n === data.length ? EMPTY : data.subarray(n);
+  }
+
+  /** Runs the parser over `data`; false (and the job failed) when the target broke the protocol. */
+  #execute(data: Buffer): boolean {
+    const result = this.#parser.execute(data);
+    if (typeof result === 'number') return true;
+    this.#fail(parseFailure(result), true);
+    return false;
+  }
 
   // --- socket events ------------------------------------------------------------
 
@@ -352,10 +393,29 @@ export class LeanConnection implements Deadlined {
     }
     // Bytes from the target restart the silence allowed in a body.
     if (this.#deadlines !== null && this.#status !== 0) this.#arm(this.#bodyTimeoutMs);
-    const result = this.#parser.execute(data);
-    if (typeof result !== 'number') {
-      this.#fail(parseFailure(result), true);
-      return;
+    let rest = data;
+    while (rest.length > 0 && !this.#settled && this.#state === State.Busy) {
+      if (this.#bodyLeft > 0) {
+        rest = this.#takeBody(rest);
+        continue;
+      }
+      if (this.#complete) {
+        // Bytes past the answer (nothing was pipelined): the connection is not reused.
+        this.#keepAlive = false;
+        break;
+      }
+      if (this.#headInOneRead) {
+        const end = rest.indexOf(HEAD_END);
+        if (end !== -1) {
+          const head = end + 4 === rest.length ? rest : rest.subarray(0, end + 4);
+          rest = head === rest ? EMPTY : rest.subarray(end + 4);
+          if (!this.#execute(head)) return;
+          continue;
+        }
+        this.#headInOneRead = false;
+      }
+      if (!this.#execute(rest)) return;
+      rest = EMPTY;
     }
     if (this.#complete) this.#finish();
   };
@@ -492,6 +552,22 @@ function idleTimeOf(raw: readonly string[]): number {
     return Math.min(MAX_IDLE_MS, Math.max(HINT_MARGIN_MS, Number(seconds) * 1000 - HINT_MARGIN_MS));
   }
   return IDLE_MS;
+}
+
+const EMPTY = Buffer.alloc(0);
+
+/** The Content-Length of an answer whose framing is a length (no Transfer-Encoding), else -1. */
+function contentLengthOf(raw: readonly string[]): number {
+  let length = -1;
+  for (let i = 0; i < raw.length; i += 2) {
+    const size = raw[i]!.length;
+    if (size !== 14 && size !== 17) continue;
+    const name = raw[i]!.toLowerCase();
+    if (name === 'transfer-encoding') return -1;
+    // The parser already refused a malformed or repeated one.
+    if (name === 'content-length') length = Number(raw[i + 1]);
+  }
+  return Number.isSafeInteger(length) ? length : -1;
 }
 
 function parseFailure(err: ParseError): LeanClientError {
