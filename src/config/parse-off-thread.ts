@@ -55,8 +55,12 @@ parentPort.on('message', () => {
   try {
     const fast = parseYamlFast(require(workerData.jsYaml), workerData.text);
     let raw = (fast === undefined ? require(workerData.yaml).parse(workerData.text) : fast.value) ?? {};
-    if (workerData.shapeModule !== undefined) {
-      const { checkGatewayShape } = await import(workerData.shapeModule);
+    // Should the module not load here, the main thread checks the shape, as from the sources.
+    const checkGatewayShape =
+      workerData.shapeModule === undefined
+        ? undefined
+        : await import(workerData.shapeModule).then((m) => m.checkGatewayShape, () => undefined);
+    if (checkGatewayShape !== undefined) {
       try {
         raw = checkGatewayShape(raw);
         shaped = true;
