@@ -30,6 +30,9 @@ describe('acme: issuance against Pebble (filesystem storage)', { skip: skipWitho
   let root = '';
   let gw: AcmeGateway | undefined;
   let issuedSerial = '';
+  /** The certificate's state as the Admin API reports it. */
+  const certState = async (): Promise<unknown> =>
+    ((await gw!.call('GET', '/api/acme/certs')).body.certs as Record<string, unknown>[])[0]?.state;
 
   const systemYaml = () => `
 tls:
@@ -94,6 +97,11 @@ acme:
       timeoutMs: 60_000,
       what: '/readyz 200 after issuance',
     });
+    // The certificate serves as soon as it is published; the order ends a moment later (lease released).
+    await waitFor(async () => (await certState()) === 'issued', {
+      timeoutMs: 60_000,
+      what: 'the order to end',
+    });
 
     const issued = await handshake(gw.port, { ca: root });
     assert.equal(issued.authorized, true, issued.authorizationError);
@@ -157,6 +165,10 @@ acme:
     await waitFor(async () => (await handshake(gw!.port, { ca: root })).cert.serialNumber !== issuedSerial, {
       timeoutMs: 60_000,
       what: 'the renewed certificate on the same listener',
+    });
+    await waitFor(async () => (await certState()) === 'issued', {
+      timeoutMs: 60_000,
+      what: 'the renewal to end',
     });
     const renewed = await handshake(gw.port, { ca: root });
     assert.equal(renewed.authorized, true);
