@@ -9,7 +9,8 @@ export interface NodeSample {
   runs: number;
   ms: number;
   /** Runs per bucket of NODE_DURATION_BOUNDS_MS, the last past the highest bound. */
-  buckets: Float64Array;
+  /** Null while the node has not run. */
+  buckets: Float64Array | null;
 }
 
 const NAME = 'gateway_node_duration_seconds';
@@ -38,7 +39,7 @@ export function registerNodeDurationHistogram(
         const labels = { policy: n.policy, node_id: n.nodeId, type: n.type };
         let cumulative = 0;
         BOUNDS_SECONDS.forEach((le, i) => {
-          cumulative += n.buckets[i] ?? 0;
+          cumulative += n.buckets?.[i] ?? 0;
           values.push({ labels: { ...labels, le }, value: cumulative, metricName: `${NAME}_bucket` });
         });
         values.push({ labels: { ...labels, le: '+Inf' }, value: n.runs, metricName: `${NAME}_bucket` });
