@@ -8,29 +8,13 @@ import { isDeepStrictEqual } from 'node:util';
 import * as jsYaml from 'js-yaml';
 import { parse } from 'yaml';
 import { scaleConfigYaml } from '../../bench/config-scale-config.js';
+import { gatewayReading, yamlReading } from '../support/yaml-readings.js';
 import { parseGatewayConfig } from '../../src/config/gateway.js';
 import { OFF_THREAD_CHUNK_ITEMS, parseGatewayConfigOffThread } from '../../src/config/parse-off-thread.js';
 import { ConfigRejected } from '../../src/config/schema-validate.js';
 import { parseYamlData, parseYamlFast } from '../../src/config/yaml-data.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
-
-/** `yaml`'s parse, as the reference: the value, or the error message. */
-function reference(text: string): { value: unknown } | { error: string } {
-  try {
-    return { value: parse(text) as unknown };
-  } catch (err) {
-    return { error: (err as Error).message };
-  }
-}
-
-function ours(text: string): { value: unknown } | { error: string } {
-  try {
-    return { value: parseYamlData(text) };
-  } catch (err) {
-    return { error: (err as Error).message };
-  }
-}
 
 /** Every YAML text of the repository: tracked .yaml/.yml files, ```yaml blocks of the docs, static YAML literals of the tests. */
 function corpus(): { name: string; text: string; configFile: boolean }[] {
@@ -73,8 +57,8 @@ test('YAML fast path: every YAML text of the repository (config/, examples/, doc
   let configFiles = 0;
   let configFast = 0;
   for (const { name, text, configFile } of texts) {
-    const expected = reference(text);
-    const actual = ours(text);
+    const expected = yamlReading(text);
+    const actual = gatewayReading(text);
     assert.ok(isDeepStrictEqual(actual, expected), `${name}: the fast path reads it differently`);
     const taken = parseYamlFast(jsYaml, text) !== undefined;
     if (taken) {
@@ -127,7 +111,7 @@ const EDGE_CASES: Record<string, string> = {
 
 test('YAML fast path: merge keys, yes/no, large numbers, duplicate keys, tags, aliases and other edge cases read as the yaml package reads them', () => {
   for (const [name, text] of Object.entries(EDGE_CASES)) {
-    assert.deepStrictEqual(ours(text), reference(text), name);
+    assert.deepStrictEqual(gatewayReading(text), yamlReading(text), name);
   }
   // What those semantics are, spelled out.
   assert.deepEqual(parseYamlData('a: yes\nb: no'), { a: 'yes', b: 'no' });

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { isDeepStrictEqual } from 'node:util';
 import * as jsYaml from 'js-yaml';
-import { parse } from 'yaml';
 import { scaleConfigYaml } from '../../bench/config-scale-config.js';
+import { gatewayReading, yamlReading } from '../support/yaml-readings.js';
 import { parseGatewayConfig } from '../../src/config/gateway.js';
 import {
   OFF_THREAD_PARSE_BYTES,
@@ -12,23 +12,6 @@ import {
 } from '../../src/config/parse-off-thread.js';
 import { ConfigRejected } from '../../src/config/schema-validate.js';
 import { parseYamlData, parseYamlEvents, putJsonItems, takeJsonItems } from '../../src/config/yaml-data.js';
-
-/** `yaml`'s parse, as the reference: the value, or the error message. */
-function reference(text: string): { value: unknown } | { error: string } {
-  try {
-    return { value: parse(text) as unknown };
-  } catch (err) {
-    return { error: (err as Error).message };
-  }
-}
-
-function ours(text: string): { value: unknown } | { error: string } {
-  try {
-    return { value: parseYamlData(text) };
-  } catch (err) {
-    return { error: (err as Error).message };
-  }
-}
 
 /** Whether the JSON-items path alone read `text` (rather than handing it to js-yaml or `yaml`). */
 function readAsJsonItems(text: string): boolean {
@@ -98,7 +81,7 @@ const LEFT: Record<string, string> = {
 
 test('YAML with one-line JSON items reads exactly as the yaml package reads it, and the JSON path takes it', () => {
   for (const [name, text] of Object.entries(TAKEN)) {
-    assert.deepStrictEqual(ours(text), reference(text), name);
+    assert.deepStrictEqual(gatewayReading(text), yamlReading(text), name);
     assert.ok(readAsJsonItems(text), `${name}: the JSON-items path did not take it`);
   }
   // -0 stays -0, as `yaml` reads it (deepStrictEqual tells them apart).
@@ -107,8 +90,8 @@ test('YAML with one-line JSON items reads exactly as the yaml package reads it, 
 
 test('JSON-looking lines the JSON path cannot vouch for are read as before, errors included', () => {
   for (const [name, text] of Object.entries(LEFT)) {
-    assert.deepStrictEqual(ours(text), reference(text), name);
-    const value = reference(text);
+    assert.deepStrictEqual(gatewayReading(text), yamlReading(text), name);
+    const value = yamlReading(text);
     if ('value' in value && readAsJsonItems(text)) {
       assert.fail(`${name}: the JSON-items path took a text it must leave`);
     }

@@ -11,6 +11,23 @@ import { silentLogger } from '../../src/core/logger.js';
 import { registry } from '../../src/plugins/index.js';
 import { templateFactory } from '../../src/engine/templates.js';
 
+/** Counts the event loop's turns until `stop()`: work that yields lets it turn. */
+function countTurns(): { stop(): number } {
+  let turns = 0;
+  let probing = true;
+  const probe = () => {
+    turns++;
+    if (probing) setImmediate(probe);
+  };
+  setImmediate(probe);
+  return {
+    stop: () => {
+      probing = false;
+      return turns;
+    },
+  };
+}
+
 /** Compiles `count` routes + policies; returns the milliseconds it took. */
 async function compileMs(count: number): Promise<number> {
   const config = checkGatewayShape(scaleConfig(count, { upstreamPort: 9 }));
@@ -32,19 +49,13 @@ test('config scale: compiling 10,000 routes and policies costs about ten times 1
 
 test('config scale: the reload compiler yields to the event loop and builds the same runtime', async () => {
   const config = checkGatewayShape(scaleConfig(2000, { upstreamPort: 9 }));
-  let turns = 0;
-  let probing = true;
-  const probe = () => {
-    turns++;
-    if (probing) setImmediate(probe);
-  };
-  setImmediate(probe);
+  const loop = countTurns();
   const runtime = await compileGatewayAsync(
     structuredClone(config),
     { registry, logger: silentLogger, env: {}, templateFactory: templateFactory({}) },
     1,
   );
-  probing = false;
+  const turns = loop.stop();
   const reference = compileWith(structuredClone(config), silentLogger, {});
   assert.ok(turns >= 10, `the event loop turned ${turns} times during the compile`);
   assert.deepEqual([...runtime.policies.keys()], [...reference.policies.keys()]);
@@ -72,16 +83,10 @@ test('config scale: a reload carrying over 2,000 unchanged policies lets request
   };
   const config = checkGatewayShape(scaleConfig(2000, { upstreamPort: 9 }));
   const running = compileGateway(structuredClone(config), options);
-  let turns = 0;
-  let probing = true;
-  const probe = () => {
-    turns++;
-    if (probing) setImmediate(probe);
-  };
-  setImmediate(probe);
+  const loop = countTurns();
   // A zero slice: the compiler lets the event loop turn at every pause it makes.
   const next = await compileGatewayAsync(structuredClone(config), { ...options, previous: running }, 0);
-  probing = false;
+  const turns = loop.stop();
   assert.equal(next.compiled, 0, 'every policy is carried over');
   // Pauses every 256 items in the name checks of policies and routes, the comparisons and the route
   // table (the route table alone pauses 7 times).
