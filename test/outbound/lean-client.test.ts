@@ -456,6 +456,32 @@ test('lean client: an answer head over 16 KiB is refused as undici refuses it', 
   assert.deepEqual(both.lean, { code: 'UPSTREAM_CONNECTION_ERROR', retryable: false });
 });
 
+test('lean client: thousands of queued requests refused before sending leave the pool working', async () => {
+  const pool = clients.lean!(origin, 1);
+  const bad = Array.from({ length: 20_000 }, () =>
+    failure(
+      exchange(
+        pool,
+        { method: 'GET', path: '/echo', headers: ['x-bad', 'a\nb'], body: null },
+        BUFFERED,
+        null,
+        null,
+      ),
+    ),
+  );
+  const outcomes = await Promise.all(bad);
+  assert.ok(outcomes.every((o) => o.code === 'UPSTREAM_REQUEST_BUILD_ERROR'));
+  const good = await exchange(
+    pool,
+    { method: 'GET', path: '/echo', headers: [], body: null },
+    BUFFERED,
+    null,
+    null,
+  );
+  assert.equal(good.status, 200);
+  await pool.close();
+});
+
 test('lean client: a refused connection is a retryable connection error', async () => {
   const closed = `http://127.0.0.1:${await freePort()}`;
   const both = await onBoth(

@@ -155,7 +155,7 @@ export class LeanConnection implements Deadlined {
     handler.onConnect?.(this.#abort);
     // Aborted from within onConnect: nothing was written, so the connection serves the next one.
     if (this.#settled || this.#job !== job) {
-      if (this.#state === State.Busy) this.#release();
+      this.#releaseLater();
       return;
     }
     const body = options.body as Buffer | Readable | null | undefined;
@@ -172,7 +172,7 @@ export class LeanConnection implements Deadlined {
     } catch (err) {
       // Refused before a byte was written: the connection stays good.
       this.#fail(err as Error, false);
-      if (this.#state === State.Busy) this.#release();
+      this.#releaseLater();
       return;
     }
     this.#closeRequested = head.close;
@@ -499,6 +499,17 @@ export class LeanConnection implements Deadlined {
     if (this.#state !== State.Busy) return;
     if (reusable) this.#release();
     else this.#socket.destroy();
+  }
+
+  /**
+   * Releases the connection from a job that ended before anything was written. Not at once: the
+   * next queued job would start inside this one, and a long queue of refused requests would nest
+   * as deep as it is long.
+   */
+  #releaseLater(): void {
+    queueMicrotask(() => {
+      if (this.#state === State.Busy && this.#settled) this.#release();
+    });
   }
 
   #release(): void {
