@@ -458,19 +458,21 @@ test('lean client: an answer head over 16 KiB is refused as undici refuses it', 
 
 test('lean client: thousands of queued requests refused before sending leave the pool working', async () => {
   const pool = clients.lean!(origin, 1);
-  const bad = Array.from({ length: 20_000 }, () =>
+  // A generous deadline: only how each request ends is under test, not how fast a loaded machine is.
+  const limits: ExchangeLimits = { ...BUFFERED, deadlineMs: 120_000 };
+  const bad = Array.from({ length: 5_000 }, () =>
     failure(
       exchange(
         pool,
         { method: 'GET', path: '/echo', headers: ['x-bad', 'a\nb'], body: null },
-        BUFFERED,
+        limits,
         null,
         null,
       ),
     ),
   );
   const outcomes = await Promise.all(bad);
-  assert.ok(outcomes.every((o) => o.code === 'UPSTREAM_REQUEST_BUILD_ERROR'));
+  assert.deepEqual([...new Set(outcomes.map((o) => o.code))], ['UPSTREAM_REQUEST_BUILD_ERROR']);
   const good = await exchange(
     pool,
     { method: 'GET', path: '/echo', headers: [], body: null },
@@ -513,8 +515,11 @@ test('lean client: a body cut by the target is a body read error; a silent one h
 
 test('lean client: at most `connections` sockets to a target; the rest queue and are all answered', async () => {
   const pool = clients.lean!(origin, 2);
+  // Sockets of earlier tests may still be closing on the origin's side: only new ones count.
+  const earlier = new Set(accepted);
+  const open = () => [...accepted].filter((socket) => !earlier.has(socket)).length;
   let peak = 0;
-  const watch = setInterval(() => (peak = Math.max(peak, accepted.size)), 1);
+  const watch = setInterval(() => (peak = Math.max(peak, open())), 1);
   const answers = await Promise.all(
     Array.from({ length: 8 }, () =>
       exchange(pool, { method: 'GET', path: '/slow?ms=30', headers: [], body: null }, BUFFERED, null, null),
@@ -525,7 +530,7 @@ test('lean client: at most `connections` sockets to a target; the rest queue and
     answers.map((r) => r.body?.toString()),
     Array.from({ length: 8 }, () => 'slow'),
   );
-  assert.ok(accepted.size <= 2 && peak <= 2, `at most 2 connections (peak ${peak})`);
+  assert.ok(open() <= 2 && peak <= 2, `at most 2 connections (peak ${peak})`);
   await pool.close();
 });
 
