@@ -64,7 +64,6 @@ export class LeanConnection implements Deadlined {
   #settled = true;
   #head = false;
   #status = 0;
-  #statusText = '';
   #informational = false;
   #complete = false;
   #keepAlive = true;
@@ -313,16 +312,16 @@ export class LeanConnection implements Deadlined {
       return 0;
     }
     this.#status = status;
-    this.#statusText = statusText ?? '';
+    const text = statusText ?? '';
     if (status < 200) {
       this.#informational = true;
-      job.handler.onHeaders?.(status, raw as unknown as Buffer[], this.#resume, this.#statusText);
+      job.handler.onHeaders?.(status, raw as unknown as Buffer[], this.#resume, text);
       return 0;
     }
     this.#informational = false;
     this.#keepAlive = keepAlive;
     if (keepAlive) this.#idleMs = idleTimeOf(raw);
-    if (job.handler.onHeaders?.(status, raw as unknown as Buffer[], this.#resume, this.#statusText) === false)
+    if (job.handler.onHeaders?.(status, raw as unknown as Buffer[], this.#resume, text) === false)
       this.#pause();
     if (this.#bodyTimeoutMs > 0 && !this.#paused) this.#arm(this.#bodyTimeoutMs);
     // A HEAD answer has no body whatever its framing fields say.
