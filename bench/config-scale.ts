@@ -8,6 +8,9 @@
  * machine only the CPU figures compare. Goals (docs/benchmarks.md): load ≤ 2 s, reload ≤ 2 s,
  * no request slower than 50 ms during the reload, flat lookup.
  * Run: npm run bench:config-scale   (COUNT=… overrides 10000; builds dist/ first when stale)
+ * SCALE_GATEWAY_ONLY=1 skips the in-process table; SCALE_SLOWEST=1 lists the stream's slowest
+ * requests with their time from the reload; GATEWAY_NODE_FLAGS passes node flags to the gateway
+ * (`--trace-gc`, `--cpu-prof`), whose stdout is then shown.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { createServer } from 'node:http';
@@ -112,13 +115,18 @@ async function inGateway(count: number) {
   const child = spawn(
     process.execPath,
     [
+      // GATEWAY_NODE_FLAGS: node flags for the gateway (e.g. --trace-gc, whose lines go to this stdout).
+      ...(process.env.GATEWAY_NODE_FLAGS ?? '').split(' ').filter((flag) => flag !== ''),
       join(root, 'bin', 'switchyard.js'),
       '--system-config',
       join(dir, 'system.yaml'),
       '--gateway-config',
       gatewayPath,
     ],
-    { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, SWITCHYARD_FROM_SOURCE: '0' } },
+    {
+      stdio: ['ignore', process.env.GATEWAY_NODE_FLAGS ? 'inherit' : 'ignore', 'inherit'],
+      env: { ...process.env, SWITCHYARD_FROM_SOURCE: '0' },
+    },
   );
   const agent = new Agent({ connections: STREAM_CONCURRENCY + 2 });
   const get = async (path: string): Promise<{ status: number; body: string }> => {
@@ -141,8 +149,10 @@ async function inGateway(count: number) {
     const loadCpu = cpuOf(child.pid);
 
     /** Rewrites gateway.yaml, sends SIGHUP, polls (20 ms) until `/items/0` answers `expect`: wall and gateway CPU. */
-    const reload = async (options: ScaleOptions, expect: string) => {
-      writeFileSync(gatewayPath, scaleConfigYaml(count, options));
+    const reload = async (options: ScaleOptions | 'written', expect: string) => {
+      // 'written': the file was written before the stream started, as writing 5 MB stalls this
+      // process (its requests in flight) for tens of milliseconds.
+      if (options !== 'written') writeFileSync(gatewayPath, scaleConfigYaml(count, options));
       const at = performance.now();
       const cpuBefore = cpuOf(child.pid);
       child.kill('SIGHUP');
@@ -160,6 +170,7 @@ async function inGateway(count: number) {
 
     // A steady stream on a route both versions keep, before, during and after a reload that
     // changes every mocking policy (half of them).
+    writeFileSync(gatewayPath, scaleConfigYaml(count, { upstreamPort, version: 'v4' }));
     let streaming = true;
     const samples: { at: number; ms: number }[] = [];
     const failures: string[] = [];
@@ -178,11 +189,16 @@ async function inGateway(count: number) {
       }),
     );
     await sleep(1000);
-    const streamed = await reload({ upstreamPort, version: 'v4' }, 'v4');
+    const streamed = await reload('written', 'v4');
     await sleep(1000);
     streaming = false;
     await stream;
     const reloadAt = streamed.at;
+    if (process.env.SCALE_SLOWEST !== undefined)
+      for (const s of [...samples].sort((a, b) => b.ms - a.ms).slice(0, 8))
+        console.log(
+          `slow: ${s.ms.toFixed(1)} ms at ${(s.at - reloadAt).toFixed(0)} ms from the reload (bench clock ${s.at.toFixed(0)})`,
+        );
     const before = samples.filter((s) => s.at < reloadAt).map((s) => s.ms);
     const during = samples
       .filter((s) => s.at >= reloadAt && s.at <= reloadAt + streamed.wall)
@@ -199,6 +215,8 @@ async function inGateway(count: number) {
       p99DuringMs: p99(during),
       maxBeforeMs: Math.max(...before),
       maxDuringMs: Math.max(0, ...during),
+      // The second after: the old configuration closing, and the collection of its memory.
+      maxAfterMs: Math.max(0, ...samples.filter((s) => s.at > reloadAt + streamed.wall).map((s) => s.ms)),
       requestsDuring: during.length,
       failures,
     };
@@ -241,8 +259,8 @@ console.log(
   '| routes + policies | YAML bytes | YAML parse | shape check | compile | lookup, last host route |',
 );
 console.log('|---|---|---|---|---|---|');
-inProcess(100, 1);
-for (const count of [1000, COUNT]) {
+if (process.env.SCALE_GATEWAY_ONLY === undefined) inProcess(100, 1);
+for (const count of process.env.SCALE_GATEWAY_ONLY === undefined ? [1000, COUNT] : []) {
   const r = inProcess(count, 2);
   console.log(
     `| ${count} | ${(r.bytes / 1e6).toFixed(1)} MB | ${both(r.parse, r.cpu.parse)} | ${both(r.shape, r.cpu.shape)} | ${both(r.compile, r.cpu.compile)} | ${r.lookupNs.toFixed(0)} ns |`,
@@ -265,7 +283,7 @@ console.log(
 );
 console.log(
   `- slowest request of the stream: ${ms(g.maxBeforeMs)} before the reload, ` +
-    `${ms(g.maxDuringMs)} during it (${g.requestsDuring} requests)`,
+    `${ms(g.maxDuringMs)} during it (${g.requestsDuring} requests), ${ms(g.maxAfterMs)} in the second after`,
 );
 console.log(`- p99 of the stream: ${ms(g.p99BeforeMs)} before the reload, ${ms(g.p99DuringMs)} during it`);
 console.log(`- failed requests in the stream: ${g.failures.length} ${[...new Set(g.failures)].join('; ')}`);

@@ -1,5 +1,7 @@
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
+import { collectYoungGeneration } from '../core/young-collection.js';
+import { decodeGatewayFile } from './gateway-file.js';
 import { checkGatewayShape, parseGatewayConfig, type GatewayConfig } from './gateway.js';
 import { ConfigRejected, yamlSyntaxIssue, type ConfigIssue } from './schema-validate.js';
 import { parseYamlEvents, parseYamlFast, putJsonItems, takeJsonItems } from './yaml-data.js';
@@ -38,6 +40,9 @@ export const OFF_THREAD_CHUNK_ITEMS = 250;
  */
 const WORKER = `
 const { parentPort, workerData } = require('node:worker_threads');
+// Lowest priority for this thread only (Linux: setpriority on 0 is the calling thread): on a busy
+// machine the main thread, serving requests, runs first.
+try { require('node:os').setPriority(19); } catch {}
 const __name = (f) => f;
 ${[parseYamlFast, takeJsonItems, putJsonItems, parseYamlEvents].map(String).join('\n')}
 const pieces = [];
@@ -53,8 +58,10 @@ parentPort.on('message', () => {
 (async () => {
   let shaped = false;
   try {
-    const fast = parseYamlFast(require(workerData.jsYaml), workerData.text);
-    let raw = (fast === undefined ? require(workerData.yaml).parse(workerData.text) : fast.value) ?? {};
+    const bytes = workerData.bytes;
+    const text = bytes === undefined ? workerData.text : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
+    const fast = parseYamlFast(require(workerData.jsYaml), text);
+    let raw = (fast === undefined ? require(workerData.yaml).parse(text) : fast.value) ?? {};
     // Should the module not load here, the main thread checks the shape, as from the sources.
     const checkGatewayShape =
       workerData.shapeModule === undefined
@@ -101,9 +108,14 @@ type Piece =
   | { rejected: ConfigIssue[] }
   | { done: true; shaped: boolean };
 
-/** `parseGatewayConfig`, with the YAML parse of a large file done in a worker thread. */
-export async function parseGatewayConfigOffThread(text: string): Promise<GatewayConfig> {
-  if (text.length < OFF_THREAD_PARSE_BYTES) return parseGatewayConfig(text);
+/**
+ * `parseGatewayConfig`, with the YAML parse of a large file done in a worker thread. `input`: the
+ * text, or the file's bytes, which the worker decodes (bytes in a SharedArrayBuffer reach it
+ * without a copy: src/config/gateway-file.ts).
+ */
+export async function parseGatewayConfigOffThread(input: string | Uint8Array): Promise<GatewayConfig> {
+  if (input.length < OFF_THREAD_PARSE_BYTES)
+    return parseGatewayConfig(typeof input === 'string' ? input : decodeGatewayFile(input));
   let raw: unknown;
   let error: { message: string; linePos?: [{ line: number; col: number }] } | undefined;
   let rejected: ConfigIssue[] | undefined;
@@ -115,7 +127,7 @@ export async function parseGatewayConfigOffThread(text: string): Promise<Gateway
         jsYaml: JS_YAML_ENTRY,
         yaml: YAML_ENTRY,
         shapeModule: SHAPE_MODULE,
-        text,
+        ...(typeof input === 'string' ? { text: input } : { bytes: input }),
         chunk: OFF_THREAD_CHUNK_ITEMS,
       },
     });
@@ -138,7 +150,12 @@ export async function parseGatewayConfigOffThread(text: string): Promise<Gateway
           writable: true,
           configurable: true,
         });
-      worker.postMessage('next');
+      // The next piece once requests have run and this one is out of the young generation
+      // (src/core/young-collection.ts): a full young generation of parsed items takes 20 ms to collect.
+      setImmediate(() => {
+        collectYoungGeneration();
+        worker.postMessage('next');
+      });
     });
     worker.once('error', reject);
     worker.once('exit', (code) => reject(new Error(`the YAML parser worker exited with code ${code}`)));

@@ -10,6 +10,7 @@ import { compileWith } from '../../src/gateway.js';
 import { silentLogger } from '../../src/core/logger.js';
 import { registry } from '../../src/plugins/index.js';
 import { templateFactory } from '../../src/engine/templates.js';
+import { forcedMinorCollections } from '../support/forced-collections.js';
 
 /** Counts the event loop's turns until `stop()`: work that yields lets it turn. */
 function countTurns(): { stop(): number } {
@@ -88,8 +89,8 @@ test('config scale: a reload carrying over 2,000 unchanged policies lets request
   const next = await compileGatewayAsync(structuredClone(config), { ...options, previous: running }, 0);
   const turns = loop.stop();
   assert.equal(next.compiled, 0, 'every policy is carried over');
-  // Pauses every 256 items in the name checks of policies and routes, the comparisons and the route
-  // table (the route table alone pauses 7 times).
+  // Pauses every 256 items in the name checks of policies and routes and the comparisons, and
+  // every 16 routes of the route table.
   assert.ok(turns >= 3 * Math.floor(2000 / 256), `the event loop turned ${turns} times`);
   await next.close();
   await running.close();
@@ -118,4 +119,23 @@ test('config scale: a YAML error in a large file is reported at the same line of
     assert.deepEqual(err.issues, expected);
     return true;
   });
+});
+
+test('config scale: a reload compile collects what each slice built before the next slice', async () => {
+  const config = checkGatewayShape(scaleConfig(300, { upstreamPort: 9 }));
+  const options = { registry, logger: silentLogger, env: {}, templateFactory: templateFactory({}) };
+  let runtime: Awaited<ReturnType<typeof compileGatewayAsync>> | undefined;
+  // Zero-length slices and a collection after every one: one at least per policy compiled.
+  const forced = await forcedMinorCollections(async () => {
+    runtime = await compileGatewayAsync(structuredClone(config), options, 0, 0);
+  });
+  assert.ok(forced >= 300, `${forced} young-generation collections for 300 policies`);
+  assert.equal(runtime?.policies.size, 300);
+  // The shipped slicing collects too, once per slice of compiling, not at every pause.
+  const sliced = await forcedMinorCollections(async () => {
+    const again = await compileGatewayAsync(structuredClone(config), options, 0);
+    await again.close();
+  });
+  assert.ok(sliced < forced, `${sliced} collections with 5 ms slices, ${forced} with none`);
+  await runtime?.close();
 });
