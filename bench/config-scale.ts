@@ -26,7 +26,7 @@ import type * as YamlDataModule from '../src/config/yaml-data.js';
 import type * as GatewayModule from '../src/gateway.js';
 import type * as LoggerModule from '../src/core/logger.js';
 import { freePort } from '../test/support/free-port.js';
-import { scaleConfigYaml, type ScaleOptions } from './config-scale-config.js';
+import { scaleConfig, scaleConfigYaml, type ScaleOptions } from './config-scale-config.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const COUNT = Number(process.env.COUNT ?? 10_000);
@@ -102,12 +102,13 @@ async function inGateway(count: number) {
   const upstreamPort = (origin.address() as { port: number }).port;
   const dir = mkdtempSync(join(tmpdir(), 'switchyard-scale-'));
   const port = await freePort();
+  const adminPort = await freePort();
   const gatewayPath = join(dir, 'gateway.yaml');
   writeFileSync(
     join(dir, 'system.yaml'),
     // No file watcher: each reload is one SIGHUP.
     `listener: { bind: 127.0.0.1, port: ${port} }\nconfig: { watch: false }\nlogging: { level: warn }\n` +
-      `admin: { bind: 127.0.0.1, port: ${await freePort()}, username: admin, password: bench-scale }\n`,
+      `admin: { bind: 127.0.0.1, port: ${adminPort}, username: admin, password: bench-scale }\n`,
   );
   writeFileSync(gatewayPath, scaleConfigYaml(count, { upstreamPort, version: 'v1' }));
   const started = performance.now();
@@ -168,58 +169,84 @@ async function inGateway(count: number) {
     const half = await reload({ upstreamPort, version: 'v3' }, 'v3');
     await sleep(500);
 
-    // A steady stream on a route both versions keep, before, during and after a reload that
-    // changes every mocking policy (half of them).
-    writeFileSync(gatewayPath, scaleConfigYaml(count, { upstreamPort, version: 'v4' }));
-    let streaming = true;
-    const samples: { at: number; ms: number }[] = [];
-    const failures: string[] = [];
-    const stream = Promise.all(
-      Array.from({ length: STREAM_CONCURRENCY }, async () => {
-        while (streaming) {
-          const t = performance.now();
-          try {
-            const res = await get('/items/6');
-            if (res.status !== 200) failures.push(`status ${res.status}`);
-          } catch (err) {
-            failures.push((err as Error).message);
+    /**
+     * A steady stream on a route every version keeps: 1 s before `change`, during it and 1 s after;
+     * the slowest and p99 request of each part.
+     */
+    const underStream = async (
+      label: string,
+      change: () => Promise<{ at: number; wall: number; cpu: number }>,
+    ) => {
+      let streaming = true;
+      const samples: { at: number; ms: number }[] = [];
+      const failures: string[] = [];
+      const stream = Promise.all(
+        Array.from({ length: STREAM_CONCURRENCY }, async () => {
+          while (streaming) {
+            const t = performance.now();
+            try {
+              const res = await get('/items/6');
+              if (res.status !== 200) failures.push(`status ${res.status}`);
+            } catch (err) {
+              failures.push((err as Error).message);
+            }
+            samples.push({ at: t, ms: performance.now() - t });
           }
-          samples.push({ at: t, ms: performance.now() - t });
-        }
-      }),
-    );
-    await sleep(1000);
-    const streamed = await reload('written', 'v4');
-    await sleep(1000);
-    streaming = false;
-    await stream;
-    const reloadAt = streamed.at;
-    if (process.env.SCALE_SLOWEST !== undefined)
-      for (const s of [...samples].sort((a, b) => b.ms - a.ms).slice(0, 8))
-        console.log(
-          `slow: ${s.ms.toFixed(1)} ms at ${(s.at - reloadAt).toFixed(0)} ms from the reload (bench clock ${s.at.toFixed(0)})`,
-        );
-    const before = samples.filter((s) => s.at < reloadAt).map((s) => s.ms);
-    const during = samples
-      .filter((s) => s.at >= reloadAt && s.at <= reloadAt + streamed.wall)
-      .map((s) => s.ms);
-    const p99 = (values: number[]) =>
-      [...values].sort((a, b) => a - b)[Math.floor(values.length * 0.99)] ?? 0;
-    return {
-      loadMs,
-      loadCpu,
-      one,
-      half,
-      streamed,
-      p99BeforeMs: p99(before),
-      p99DuringMs: p99(during),
-      maxBeforeMs: Math.max(...before),
-      maxDuringMs: Math.max(0, ...during),
-      // The second after: the old configuration closing, and the collection of its memory.
-      maxAfterMs: Math.max(0, ...samples.filter((s) => s.at > reloadAt + streamed.wall).map((s) => s.ms)),
-      requestsDuring: during.length,
-      failures,
+        }),
+      );
+      await sleep(1000);
+      const changed = await change();
+      await sleep(1000);
+      streaming = false;
+      await stream;
+      const { at, wall } = changed;
+      if (process.env.SCALE_SLOWEST !== undefined)
+        for (const s of [...samples].sort((a, b) => b.ms - a.ms).slice(0, 8))
+          console.log(
+            `slow (${label}): ${s.ms.toFixed(1)} ms at ${(s.at - at).toFixed(0)} ms from its start`,
+          );
+      const part = (from: number, to: number) =>
+        samples.filter((s) => s.at >= from && s.at < to).map((s) => s.ms);
+      const before = part(-Infinity, at);
+      const during = part(at, at + wall);
+      const after = part(at + wall, Infinity);
+      const p99 = (values: number[]) =>
+        [...values].sort((a, b) => a - b)[Math.floor(values.length * 0.99)] ?? 0;
+      const max = (values: number[]) => Math.max(0, ...values);
+      return {
+        ...changed,
+        p99BeforeMs: p99(before),
+        p99DuringMs: p99(during),
+        maxBeforeMs: max(before),
+        maxDuringMs: max(during),
+        // The second after: the old configuration closing, and the collection of its memory.
+        maxAfterMs: max(after),
+        requestsDuring: during.length,
+        failures,
+      };
     };
+
+    // A reload that changes every mocking policy (half of them); the file is written first, as
+    // writing 5 MB stalls this process (its requests in flight) for tens of milliseconds.
+    writeFileSync(gatewayPath, scaleConfigYaml(count, { upstreamPort, version: 'v4' }));
+    const streamed = await underStream('reload', () => reload('written', 'v4'));
+    // An Admin API write of one policy: validated, compiled, written back to gateway.yaml.
+    const policy = scaleConfig(2, { upstreamPort, version: 'v5' }).policies[0] as { name: string };
+    const auth = `Basic ${Buffer.from('admin:bench-scale').toString('base64')}`;
+    const admin = await underStream('admin write', async () => {
+      const at = performance.now();
+      const res = await request(`http://127.0.0.1:${adminPort}/api/policies/${policy.name}`, {
+        method: 'PUT',
+        headers: { authorization: auth, 'content-type': 'application/json' },
+        body: JSON.stringify(policy),
+      });
+      const text = await res.body.text();
+      if (res.statusCode !== 200) throw new Error(`admin write: ${res.statusCode} ${text}`);
+      return { at, wall: performance.now() - at, cpu: NaN };
+    });
+    if ((await get('/items/0')).body.startsWith('v5 ') !== true)
+      throw new Error('the admin write is not served');
+    return { loadMs, loadCpu, one, half, streamed, admin };
   } finally {
     child.kill('SIGTERM');
     if (child.exitCode === null) await new Promise((resolve) => child.once('exit', resolve));
@@ -281,10 +308,15 @@ console.log(
   `- the same reload under a ${STREAM_CONCURRENCY}-wide request stream: ${ms(g.streamed.wall)} wall, ` +
     `${ms(g.streamed.cpu)} CPU (stream included)`,
 );
-console.log(
-  `- slowest request of the stream: ${ms(g.maxBeforeMs)} before the reload, ` +
-    `${ms(g.maxDuringMs)} during it (${g.requestsDuring} requests), ${ms(g.maxAfterMs)} in the second after`,
-);
-console.log(`- p99 of the stream: ${ms(g.p99BeforeMs)} before the reload, ${ms(g.p99DuringMs)} during it`);
-console.log(`- failed requests in the stream: ${g.failures.length} ${[...new Set(g.failures)].join('; ')}`);
+for (const [what, r] of [
+  ['the reload', g.streamed],
+  ['the Admin API write (PUT /api/policies/p0, persisted)', g.admin],
+] as const) {
+  console.log(
+    `- ${what}: ${ms(r.wall)} to serve it; slowest request of the stream ${ms(r.maxBeforeMs)} before, ` +
+      `${ms(r.maxDuringMs)} during (${r.requestsDuring} requests), ${ms(r.maxAfterMs)} in the second after; ` +
+      `p99 ${ms(r.p99BeforeMs)} before, ${ms(r.p99DuringMs)} during; ` +
+      `${r.failures.length} failed ${[...new Set(r.failures)].join('; ')}`,
+  );
+}
 process.exit(0);
