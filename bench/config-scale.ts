@@ -212,7 +212,7 @@ async function inGateway(count: number) {
       const after = part(at + wall, Infinity);
       const p99 = (values: number[]) =>
         [...values].sort((a, b) => a - b)[Math.floor(values.length * 0.99)] ?? 0;
-      const max = (values: number[]) => Math.max(0, ...values);
+      const max = (values: number[]) => values.reduce((a, b) => Math.max(a, b), 0);
       return {
         ...changed,
         p99BeforeMs: p99(before),

@@ -230,7 +230,7 @@ export class Gateway {
         try {
           // Loaded on the first admin write: it needs the `yaml` package, which most starts never do.
           const { persistGatewayConfig } = await import('./config/persist.js');
-          await persistGatewayConfig(this.gatewayPath, candidate, (text) => this.noteWrittenText(text));
+          await persistGatewayConfig(this.gatewayPath, candidate, (bytes) => this.noteWrittenFile(bytes));
         } catch (err) {
           void runtime.close();
           this.logger.error({ err, path: this.gatewayPath }, 'cannot persist the configuration; not applied');
@@ -460,8 +460,8 @@ export class Gateway {
   }
 
   /** Our own writes (Admin persist) must not trigger a reload of the same content. */
-  noteWrittenText(text: string): void {
-    this.#lastAppliedFile = Buffer.from(text);
+  noteWrittenFile(bytes: GatewayFileBytes): void {
+    this.#lastAppliedFile = bytes;
   }
 
   /**

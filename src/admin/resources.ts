@@ -30,6 +30,7 @@ import {
   type Reference,
 } from './references.js';
 import type { AdminRoute } from './router.js';
+import { configJsonBytes, draftOf } from './config-draft.js';
 
 export type Section =
   'routes' | 'policies' | 'supernodes' | 'plugin_configs' | 'stores' | 'consumers' | 'global_rules';
@@ -151,10 +152,10 @@ export const listOf = (config: GatewayConfig, section: Section): Named[] =>
  * writers see each other's changes; it throws to refuse the change.
  */
 export function mutate(gateway: Gateway, edit: (draft: GatewayConfig) => void): Promise<Runtime> {
-  return gateway.apply((current) => {
-    const draft = structuredClone(current);
+  return gateway.apply(async (current) => {
+    const draft = draftOf(current);
     edit(draft);
-    checkConfigSize(gateway, current, draft);
+    await checkConfigSize(gateway, current, draft);
     return draft;
   }, 'admin');
 }
@@ -168,10 +169,10 @@ const DEFAULT_MAX_CONFIG_BYTES = 16 * 1024 * 1024;
  * file, so one huge value slows them all. A write that shrinks an oversized
  * configuration is let through, so it can be repaired.
  */
-function checkConfigSize(gateway: Gateway, before: GatewayConfig, after: GatewayConfig): void {
+async function checkConfigSize(gateway: Gateway, before: GatewayConfig, after: GatewayConfig): Promise<void> {
   const max = gateway.system.admin?.limits.max_config_bytes ?? DEFAULT_MAX_CONFIG_BYTES;
-  const size = Buffer.byteLength(JSON.stringify(after));
-  if (size <= max || size <= Buffer.byteLength(JSON.stringify(before))) return;
+  const size = await configJsonBytes(after);
+  if (size <= max || size <= (await configJsonBytes(before))) return;
   throw new AdminError(413, {
     error: 'config_too_large',
     message: `the configuration would be ${size} bytes; admin.limits.max_config_bytes allows ${max}`,
@@ -187,9 +188,9 @@ export async function dryRun(
   gateway: Gateway,
   edit: (draft: GatewayConfig) => void,
 ): Promise<readonly string[]> {
-  const draft = structuredClone(gateway.runtime.config);
+  const draft = draftOf(gateway.runtime.config);
   edit(draft);
-  checkConfigSize(gateway, gateway.runtime.config, draft);
+  await checkConfigSize(gateway, gateway.runtime.config, draft);
   const runtime = gateway.compile(draft);
   await runtime.close();
   return runtime.warnings;

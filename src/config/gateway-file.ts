@@ -21,27 +21,35 @@ export function readGatewayFile(path: string): GatewayFileBytes {
 /**
  * Reads gateway.yaml for a reload, into a SharedArrayBuffer: the parser worker gets the bytes
  * without a copy (copying a 5 MB file into a worker's start message stalls the main thread for
- * 20–50 ms) and decodes them itself. A file that grows while it is read is read again whole.
+ * 20–50 ms) and decodes them itself. ConfigRejected when it cannot.
  */
 export async function readGatewayFileAsync(path: string): Promise<GatewayFileBytes> {
   try {
-    const handle = await open(path, 'r');
-    try {
-      const { size } = await handle.stat();
-      const bytes = Buffer.from(new SharedArrayBuffer(size));
-      let filled = 0;
-      while (filled < size) {
-        const { bytesRead } = await handle.read(bytes, filled, size - filled, filled);
-        if (bytesRead === 0) return bytes.subarray(0, filled);
-        filled += bytesRead;
-      }
-      const more = await handle.read(Buffer.alloc(1), 0, 1, size);
-      return more.bytesRead === 0 ? bytes : await readFile(path);
-    } finally {
-      await handle.close();
-    }
+    return await readSharedFile(path);
   } catch (err) {
     throw unreadable(path, err);
+  }
+}
+
+/**
+ * A file's bytes in a SharedArrayBuffer (fs errors as they come); a file that grows while it is
+ * read is read again whole.
+ */
+export async function readSharedFile(path: string): Promise<Buffer> {
+  const handle = await open(path, 'r');
+  try {
+    const { size } = await handle.stat();
+    const bytes = Buffer.from(new SharedArrayBuffer(size));
+    let filled = 0;
+    while (filled < size) {
+      const { bytesRead } = await handle.read(bytes, filled, size - filled, filled);
+      if (bytesRead === 0) return bytes.subarray(0, filled);
+      filled += bytesRead;
+    }
+    const more = await handle.read(Buffer.alloc(1), 0, 1, size);
+    return more.bytesRead === 0 ? bytes : await readFile(path);
+  } finally {
+    await handle.close();
   }
 }
 

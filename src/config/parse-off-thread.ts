@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import { collectYoungGeneration } from '../core/young-collection.js';
 import { decodeGatewayFile } from './gateway-file.js';
+import { addDocumentPiece, type DocumentPiece } from './document-pieces.js';
 import { checkGatewayShape, parseGatewayConfig, type GatewayConfig } from './gateway.js';
 import { ConfigRejected, yamlSyntaxIssue, type ConfigIssue } from './schema-validate.js';
 import { parseYamlEvents, parseYamlFast, putJsonItems, takeJsonItems } from './yaml-data.js';
@@ -101,9 +102,7 @@ parentPort.on('message', () => {
 `;
 
 type Piece =
-  | { raw: unknown }
-  | { key: string; value: unknown }
-  | { key: string; items: unknown[] }
+  | DocumentPiece
   | { error: { message: string; linePos?: [{ line: number; col: number }] } }
   | { rejected: ConfigIssue[] }
   | { done: true; shaped: boolean };
@@ -140,16 +139,7 @@ export async function parseGatewayConfigOffThread(input: string | Uint8Array): P
       }
       if ('error' in piece) error = piece.error;
       else if ('rejected' in piece) rejected = piece.rejected;
-      else if ('raw' in piece) raw = piece.raw;
-      else if ('items' in piece) (raw as Record<string, unknown[]>)[piece.key]!.push(...piece.items);
-      // Defined, not assigned: a `__proto__` key stays an own key, as in a structured clone.
-      else
-        Object.defineProperty(raw, piece.key, {
-          value: piece.value,
-          enumerable: true,
-          writable: true,
-          configurable: true,
-        });
+      else raw = addDocumentPiece(raw, piece);
       // The next piece once requests have run and this one is out of the young generation
       // (src/core/young-collection.ts): a full young generation of parsed items takes 20 ms to collect.
       setImmediate(() => {

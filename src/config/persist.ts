@@ -1,9 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { open, readFile, realpath, rename, rm, stat } from 'node:fs/promises';
+import { open, realpath, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { Document, isMap, isNode, isScalar, isSeq, parse, parseDocument, type Node } from 'yaml';
 import { checkGatewayShape, type GatewayConfig } from './gateway.js';
+import { decodeGatewayFile, readSharedFile } from './gateway-file.js';
+import { OFF_THREAD_RENDER_BYTES, renderOffThread } from './persist-off-thread.js';
 
 const TO_STRING = { lineWidth: 0 } as const;
 
@@ -146,7 +148,7 @@ function mergeNode(doc: Document, node: unknown, before: Json, after: Json): Nod
  * file, never a torn one: temp file in the same directory, fsync, rename over,
  * fsync the directory. A symlinked path keeps its link; the target is replaced.
  */
-export async function writeFileAtomic(path: string, text: string): Promise<void> {
+export async function writeFileAtomic(path: string, text: string | Uint8Array): Promise<void> {
   const target = await realpath(path).catch(() => path);
   const dir = dirname(target);
   const temp = join(dir, `.${basename(target)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
@@ -188,30 +190,33 @@ async function syncDirectory(dir: string): Promise<void> {
 }
 
 /**
- * Writes `config` back to gateway.yaml, preserving what did not change.
- * `announce(text)` runs just before the new file appears (so a watcher can
- * recognize our own write) and again with the old text if writing fails.
- * Returns the text now on disk.
+ * Writes `config` back to gateway.yaml, preserving what did not change; a file of
+ * OFF_THREAD_RENDER_BYTES or more is rendered in a worker thread. `announce(bytes)` runs just
+ * before the new file appears (so a watcher can recognize our own write) and again with the old
+ * bytes if writing fails. Returns the bytes now on disk.
  */
 export async function persistGatewayConfig(
   path: string,
   config: GatewayConfig,
-  announce: (text: string) => void = () => undefined,
-): Promise<string> {
-  let current: string | undefined;
+  announce: (bytes: Buffer) => void = () => undefined,
+): Promise<Buffer> {
+  let current: Buffer | undefined;
   try {
-    current = await readFile(path, 'utf8');
+    current = await readSharedFile(path);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
-  const text = renderGatewayYaml(current, config);
-  if (text === current) return text;
-  announce(text);
+  const large = current !== undefined && current.length >= OFF_THREAD_RENDER_BYTES;
+  const rendered =
+    (large ? await renderOffThread(current, config) : undefined) ??
+    Buffer.from(renderGatewayYaml(current === undefined ? undefined : decodeGatewayFile(current), config));
+  if (current?.equals(rendered) === true) return rendered;
+  announce(rendered);
   try {
-    await writeFileAtomic(path, text);
+    await writeFileAtomic(path, rendered);
   } catch (err) {
     if (current !== undefined) announce(current);
     throw err;
   }
-  return text;
+  return rendered;
 }

@@ -116,7 +116,7 @@ test('persist: an empty, comment-only, broken or missing file is written fresh a
   const dir = tempDir();
   try {
     const file = join(dir.path, 'gateway.yaml');
-    const written = await persistGatewayConfig(file, next);
+    const written = (await persistGatewayConfig(file, next)).toString('utf8');
     assert.equal(readFileSync(file, 'utf8'), written);
     assert.deepEqual(reparse(written), next);
   } finally {
