@@ -10,7 +10,7 @@
  * Run: npm run bench:config-scale   (COUNT=… overrides 10000; builds dist/ first when stale)
  * SCALE_GATEWAY_ONLY=1 skips the in-process table; SCALE_SLOWEST=1 lists the stream's slowest
  * requests with their time from the reload; GATEWAY_NODE_FLAGS passes node flags to the gateway
- * (`--trace-gc`, `--cpu-prof`), whose stdout is then shown.
+ * (`--trace-gc`, `--cpu-prof`), whose stdout is then shown; SCALE_WORKERS sets `workers:`.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { createServer } from 'node:http';
@@ -108,6 +108,8 @@ async function inGateway(count: number) {
     join(dir, 'system.yaml'),
     // No file watcher: each reload is one SIGHUP.
     `listener: { bind: 127.0.0.1, port: ${port} }\nconfig: { watch: false }\nlogging: { level: warn }\n` +
+      // SCALE_WORKERS=2: the same with worker processes (docs/workers.md).
+      `workers: ${process.env.SCALE_WORKERS ?? 1}\n` +
       `admin: { bind: 127.0.0.1, port: ${adminPort}, username: admin, password: bench-scale }\n`,
   );
   writeFileSync(gatewayPath, scaleConfigYaml(count, { upstreamPort, version: 'v1' }));

@@ -9,6 +9,11 @@ import type { Logger } from '../core/logger.js';
 import { aggregateMetrics, type WorkerSample } from './metrics.js';
 import type { ToPrimary, ToWorker, WorkerMetrics } from './protocol.js';
 import { SharedService } from './shared-service.js';
+import { documentPieces } from '../config/document-pieces.js';
+import { nextTurn } from '../core/young-collection.js';
+
+/** Items per `config-piece` message. */
+const CONFIG_PIECE_ITEMS = 250;
 
 export interface ClusterPrimaryOptions {
   /** The control-plane gateway: compiles and validates, serves the Admin API, holds the counters. */
@@ -233,7 +238,7 @@ export class ClusterPrimary {
       const version = this.#version;
       const answer = deferred<string | undefined>();
       handle.applies.set(version, answer);
-      handle.send({ t: 'config', v: version, config: this.#config, source });
+      await this.#sendConfig(handle, version, this.#config, source);
       const error = await until(answer.promise, deadline).catch(() => undefined);
       handle.applies.delete(version);
       if (handle.gone) continue;
@@ -253,6 +258,25 @@ export class ClusterPrimary {
       // The old worker still runs the previous document: acknowledge once it takes no new connection.
       await until(handle.draining.promise, deadline);
     }
+  }
+
+  /**
+   * Sends configuration `version` in pieces, one per turn (a worker reads each in well under a
+   * millisecond; the whole of a 10,000-route document stalled its requests ~200 ms), then the
+   * message to apply it. src/cluster/config-pieces.ts assembles them.
+   */
+  async #sendConfig(
+    handle: WorkerHandle,
+    version: number,
+    config: GatewayConfig,
+    source: ApplySource,
+  ): Promise<void> {
+    for (const piece of documentPieces(config, CONFIG_PIECE_ITEMS)) {
+      if (handle.gone) return;
+      handle.send({ t: 'config-piece', v: version, piece });
+      await nextTurn();
+    }
+    handle.send({ t: 'config', v: version, source });
   }
 
   #late(slot: Slot): void {

@@ -1,3 +1,4 @@
+import type { DocumentPiece } from '../config/document-pieces.js';
 import type { GatewayConfig } from '../config/gateway.js';
 import type { StreamListenerConfig, SystemConfig } from '../config/system.js';
 import type { ApplySource } from '../gateway.js';
@@ -73,7 +74,10 @@ export type ToWorker =
       config: GatewayConfig;
       gatewayPath: string | undefined;
     }
-  | { t: 'config'; v: number; config: GatewayConfig; source: ApplySource }
+  /** One piece of configuration `v` (src/config/document-pieces.ts); `config` without a document follows. */
+  | { t: 'config-piece'; v: number; piece: DocumentPiece }
+  /** Apply configuration `v`: `config`, or the pieces sent before (src/cluster/config-pieces.ts). */
+  | { t: 'config'; v: number; config?: GatewayConfig; source: ApplySource }
   | { t: 'replies'; r: [id: number, value: unknown][] }
   | { t: 'metrics?'; id: number }
   /** A TLS-ALPN-01 answer the primary created for an order (removed when `pair` is absent); answer `ack`. */

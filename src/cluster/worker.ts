@@ -6,6 +6,7 @@ import { registerStreamMetrics } from '../stream/metrics.js';
 import { closeAllPools } from '../outbound/pool-registry.js';
 import { StreamListeners } from '../stream/index.js';
 import { PrimaryChannel } from './primary-channel.js';
+import { ConfigPieces } from './config-pieces.js';
 import type { ToPrimary, ToWorker } from './protocol.js';
 import { WindowLeases, workerSharedState } from './worker-shared.js';
 
@@ -43,6 +44,7 @@ export async function runClusterWorker(): Promise<number> {
   const channel = new PrimaryChannel(send);
   const slot = Number(process.env.SWITCHYARD_WORKER);
   const leases = new WindowLeases();
+  const pieces = new ConfigPieces();
   let gateway: Gateway | undefined;
   let streams: StreamListeners | undefined;
   /** Set once `init` arrives; a stream reload before that only logs nothing. */
@@ -62,14 +64,20 @@ export async function runClusterWorker(): Promise<number> {
     process.on('message', (message: ToWorker) => {
       switch (message.t) {
         case 'init':
+          pieces.started(message.v);
           return resolve(message);
+        case 'config-piece':
+          return pieces.add(message.v, message.piece);
         case 'replies':
           return channel.replies(message.r);
         case 'config': {
           if (gateway === undefined) return;
-          const refused = injectedRefusal(slot, message.config);
+          const config = pieces.take(message.v, message.config);
+          // Superseded by a newer configuration this worker runs already.
+          if (config === undefined) return send({ t: 'applied', v: message.v });
+          const refused = injectedRefusal(slot, config);
           if (refused !== undefined) return send({ t: 'applied', v: message.v, error: refused });
-          gateway.apply(message.config, message.source).then(
+          gateway.apply(config, message.source).then(
             () => send({ t: 'applied', v: message.v }),
             (err: unknown) => send({ t: 'applied', v: message.v, error: (err as Error).message }),
           );
