@@ -6,7 +6,7 @@ import { nextTurn } from '../core/young-collection.js';
  * it are the running configuration's own. Edits add, remove, replace and reorder items
  * (resources.ts putItem/removeItem, route-order.ts) and never change one in place, so the running
  * configuration is untouched. A deep copy of 10,000 routes and policies took ~250 ms of the main
- * thread on every write (docs/admin-api.md, "Writes at scale").
+ * thread on every write (docs/admin-api.md#writes-at-scale).
  */
 export function draftOf(config: GatewayConfig): GatewayConfig {
   const draft: Record<string, unknown> = {};

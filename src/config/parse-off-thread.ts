@@ -41,9 +41,6 @@ export const OFF_THREAD_CHUNK_ITEMS = 250;
  */
 const WORKER = `
 const { parentPort, workerData } = require('node:worker_threads');
-// Lowest priority for this thread only (Linux: setpriority on 0 is the calling thread): on a busy
-// machine the main thread, serving requests, runs first.
-try { require('node:os').setPriority(19); } catch {}
 const __name = (f) => f;
 ${[parseYamlFast, takeJsonItems, putJsonItems, parseYamlEvents].map(String).join('\n')}
 const pieces = [];

@@ -7,7 +7,7 @@ import { nextTurn } from '../core/young-collection.js';
  * From this size of the current gateway.yaml up, an Admin write renders the new file in a worker
  * thread: the comment-keeping render costs about 2 ms of CPU per KiB (35 ms for 11 KiB, seconds
  * for megabytes), which on the main thread would stall every request in flight
- * (docs/admin-api.md, "Persisting writes").
+ * (docs/admin-api.md#persistence).
  */
 export const OFF_THREAD_RENDER_BYTES = 16 * 1024;
 

@@ -158,7 +158,7 @@ export function compileGateway(config: GatewayConfig, options: CompileOptions): 
 }
 
 /** Event-loop time one slice of `compileGatewayAsync` may take before it lets requests run. */
-export const COMPILE_SLICE_MS = 5;
+export const COMPILE_SLICE_MS = 8;
 
 /**
  * `compileGateway` in slices of about `sliceMs`, yielding to the event loop between them, so a
