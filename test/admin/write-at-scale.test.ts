@@ -10,23 +10,7 @@ import {
   renderedOffThread,
 } from '../../src/config/persist-off-thread.js';
 import { startAdmin } from './harness.js';
-
-/** Counts the event loop's turns until `stop()`. */
-function countTurns(): { stop(): number } {
-  let turns = 0;
-  let counting = true;
-  const tick = () => {
-    turns++;
-    if (counting) setImmediate(tick);
-  };
-  setImmediate(tick);
-  return {
-    stop: () => {
-      counting = false;
-      return turns;
-    },
-  };
-}
+import { countTurns } from '../support/event-loop-turns.js';
 
 test('an Admin write to a large gateway.yaml is rendered off the main thread, comments kept', async () => {
   // The compiled build (how the gateway and CI run) renders in a worker; the sources cannot.

@@ -11,6 +11,7 @@ import { scaleConfigYaml } from '../../bench/config-scale-config.js';
 import { gatewayReading, yamlReading } from '../support/yaml-readings.js';
 import { parseGatewayConfig } from '../../src/config/gateway.js';
 import { OFF_THREAD_CHUNK_ITEMS, parseGatewayConfigOffThread } from '../../src/config/parse-off-thread.js';
+import { countTurns } from '../support/event-loop-turns.js';
 import { ConfigRejected } from '../../src/config/schema-validate.js';
 import { parseYamlData, parseYamlFast } from '../../src/config/yaml-data.js';
 
@@ -141,13 +142,8 @@ test('a large gateway.yaml parsed off the main thread reads the same as on it, i
     const onThread = parseGatewayConfig(text);
     // The document comes back in pieces, one per event-loop turn: requests keep being served.
     let turns = 0;
-    let counting = true;
-    const count = () => {
-      turns++;
-      if (counting) setImmediate(count);
-    };
-    setImmediate(count);
-    const offThread = await parseGatewayConfigOffThread(text).finally(() => (counting = false));
+    const loop = countTurns();
+    const offThread = await parseGatewayConfigOffThread(text).finally(() => (turns = loop.stop()));
     assert.deepStrictEqual(offThread, onThread);
     assert.ok(turns >= (2 * 700) / OFF_THREAD_CHUNK_ITEMS, `only ${turns} event-loop turns during the parse`);
     assert.deepStrictEqual(onThread, parseGatewayConfig(JSON.stringify(parse(text))));

@@ -11,23 +11,7 @@ import { silentLogger } from '../../src/core/logger.js';
 import { registry } from '../../src/plugins/index.js';
 import { templateFactory } from '../../src/engine/templates.js';
 import { forcedMinorCollections } from '../support/forced-collections.js';
-
-/** Counts the event loop's turns until `stop()`: work that yields lets it turn. */
-function countTurns(): { stop(): number } {
-  let turns = 0;
-  let probing = true;
-  const probe = () => {
-    turns++;
-    if (probing) setImmediate(probe);
-  };
-  setImmediate(probe);
-  return {
-    stop: () => {
-      probing = false;
-      return turns;
-    },
-  };
-}
+import { countTurns } from '../support/event-loop-turns.js';
 
 /** Compiles `count` routes + policies; returns the milliseconds it took. */
 async function compileMs(count: number): Promise<number> {
