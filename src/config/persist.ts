@@ -5,6 +5,8 @@ import { isDeepStrictEqual } from 'node:util';
 import { Document, isMap, isNode, isScalar, isSeq, parse, parseDocument, type Node } from 'yaml';
 import { checkGatewayShape, type GatewayConfig } from './gateway.js';
 import { decodeGatewayFile, readSharedFile } from './gateway-file.js';
+import { spliceJsonLines } from './persist-json-lines.js';
+import { parseYamlData } from './yaml-data.js';
 import { OFF_THREAD_RENDER_BYTES, renderOffThread } from './persist-off-thread.js';
 
 const TO_STRING = { lineWidth: 0 } as const;
@@ -34,9 +36,35 @@ function normalize(value: unknown): GatewayConfig | undefined {
 export function renderGatewayYaml(currentText: string | undefined, next: GatewayConfig): string {
   const target = normalize(next);
   if (target === undefined) throw new Error('refusing to persist a configuration of the wrong shape');
+  const spliced = currentText === undefined ? undefined : spliceLines(currentText, target);
+  if (spliced !== undefined) return spliced;
   const merged = currentText === undefined ? undefined : mergeIntoText(currentText, target);
   if (merged !== undefined && isDeepStrictEqual(normalize(safeParse(merged)), target)) return merged;
   return new Document(target).toString(TO_STRING);
+}
+
+/**
+ * A file of one-line JSON items with `target` spliced in line by line (persist-json-lines.ts), when
+ * it reads back as `target` the way the gateway reads files (parseYamlData); else undefined.
+ */
+function spliceLines(text: string, target: GatewayConfig): string | undefined {
+  let raw: unknown;
+  try {
+    raw = parseYamlData(text);
+  } catch {
+    return undefined;
+  }
+  const before = normalize(raw);
+  if (before === undefined) return undefined;
+  const spliced = spliceJsonLines(text, raw, before, target);
+  if (spliced === undefined) return undefined;
+  let back: unknown;
+  try {
+    back = parseYamlData(spliced);
+  } catch {
+    return undefined;
+  }
+  return isDeepStrictEqual(normalize(back), target) ? spliced : undefined;
 }
 
 function safeParse(text: string): unknown {
