@@ -9,11 +9,7 @@ import type { Logger } from '../core/logger.js';
 import { aggregateMetrics, type WorkerSample } from './metrics.js';
 import type { ToPrimary, ToWorker, WorkerMetrics } from './protocol.js';
 import { SharedService } from './shared-service.js';
-import { documentPieces } from '../config/document-pieces.js';
-import { nextTurn } from '../core/young-collection.js';
-
-/** Items per `config-piece` message. */
-const CONFIG_PIECE_ITEMS = 250;
+import { sendInPieces } from '../config/document-pieces.js';
 
 export interface ClusterPrimaryOptions {
   /** The control-plane gateway: compiles and validates, serves the Admin API, holds the counters. */
@@ -271,12 +267,12 @@ export class ClusterPrimary {
     config: GatewayConfig,
     source: ApplySource,
   ): Promise<void> {
-    for (const piece of documentPieces(config, CONFIG_PIECE_ITEMS)) {
-      if (handle.gone) return;
+    const sent = await sendInPieces(config, (piece) => {
+      if (handle.gone) return false;
       handle.send({ t: 'config-piece', v: version, piece });
-      await nextTurn();
-    }
-    handle.send({ t: 'config', v: version, source });
+      return true;
+    });
+    if (sent) handle.send({ t: 'config', v: version, source });
   }
 
   #late(slot: Slot): void {

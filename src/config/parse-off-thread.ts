@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import { collectYoungGeneration } from '../core/young-collection.js';
 import { decodeGatewayFile } from './gateway-file.js';
-import { addDocumentPiece, type DocumentPiece } from './document-pieces.js';
+import { addDocumentPiece, DOCUMENT_PIECE_ITEMS, type DocumentPiece } from './document-pieces.js';
 import { checkGatewayShape, parseGatewayConfig, type GatewayConfig } from './gateway.js';
 import { ConfigRejected, yamlSyntaxIssue, type ConfigIssue } from './schema-validate.js';
 import { parseYamlEvents, parseYamlFast, putJsonItems, takeJsonItems } from './yaml-data.js';
@@ -29,7 +29,7 @@ const SHAPE_MODULE = import.meta.url.endsWith('.js')
 export const OFF_THREAD_SHAPE_CHECK = SHAPE_MODULE !== undefined;
 
 /** Items per message of the parsed document: each message is deserialised in its own event-loop turn. */
-export const OFF_THREAD_CHUNK_ITEMS = 250;
+export const OFF_THREAD_CHUNK_ITEMS = DOCUMENT_PIECE_ITEMS;
 
 /**
  * Plain CommonJS, so the worker needs no TypeScript loader: parseYamlFast's own source and that
@@ -42,7 +42,7 @@ export const OFF_THREAD_CHUNK_ITEMS = 250;
 const WORKER = `
 const { parentPort, workerData } = require('node:worker_threads');
 const __name = (f) => f;
-${[parseYamlFast, takeJsonItems, putJsonItems, parseYamlEvents].map(String).join('\n')}
+${[parseYamlFast, takeJsonItems, putJsonItems, parseYamlEvents, decodeGatewayFile].map(String).join('\n')}
 const pieces = [];
 let asked = 0;
 let ready = false;
@@ -57,7 +57,7 @@ parentPort.on('message', () => {
   let shaped = false;
   try {
     const bytes = workerData.bytes;
-    const text = bytes === undefined ? workerData.text : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
+    const text = bytes === undefined ? workerData.text : decodeGatewayFile(bytes);
     const fast = parseYamlFast(require(workerData.jsYaml), text);
     let raw = (fast === undefined ? require(workerData.yaml).parse(text) : fast.value) ?? {};
     // Should the module not load here, the main thread checks the shape, as from the sources.

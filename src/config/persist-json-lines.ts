@@ -78,31 +78,28 @@ export function spliceJsonLines(
   before: GatewayConfig,
   target: GatewayConfig,
 ): string | undefined {
-  if (text.includes('\r') || typeof raw !== 'object' || raw === null || Array.isArray(raw)) return undefined;
-  const lines = text.split('\n');
-  const trailing = lines.at(-1) === '' ? lines.pop() : undefined;
-  if (trailing === undefined) return undefined;
+  const plain = typeof raw === 'object' && raw !== null && !Array.isArray(raw);
+  if (!plain || text.includes('\r') || !text.endsWith('\n')) return undefined;
+  const lines = text.slice(0, -1).split('\n');
   const blocks = jsonBlocks(lines, raw as Record<string, unknown>);
   if (blocks === undefined) return undefined;
   const sections = target as unknown as Record<string, unknown[]>;
   const previous = before as unknown as Record<string, unknown[]>;
-  for (const key of Object.keys(sections)) {
-    const after = sections[key]!;
-    if (isDeepStrictEqual(previous[key], after)) continue;
-    // A section the file does not write, or one emptied: left to the full merge.
-    if (!blocks.has(key) || after.length === 0) return undefined;
-  }
+  const changed = Object.keys(sections).filter((key) => !isDeepStrictEqual(previous[key], sections[key]));
+  // A section the file does not write, or one emptied: left to the full merge.
+  if (changed.some((key) => !blocks.has(key) || sections[key]!.length === 0)) return undefined;
   const out: string[] = [];
   let at = 0;
-  for (const [key, block] of [...blocks].sort((a, b) => a[1].from - b[1].from)) {
+  // In file order: blocks were found top to bottom.
+  for (const [key, block] of blocks) {
     out.push(...lines.slice(at, block.from));
     at = block.to;
-    const after = sections[key];
-    const olds = previous[key] ?? [];
-    if (after === undefined || isDeepStrictEqual(olds, after)) {
+    if (!changed.includes(key)) {
       out.push(...lines.slice(block.from, block.to));
       continue;
     }
+    const after = sections[key]!;
+    const olds = previous[key] ?? [];
     const byName = new Map<unknown, number>();
     olds.forEach((item, index) => byName.set((item as { name?: unknown }).name, index));
     for (const item of after) {

@@ -1,7 +1,6 @@
 import { Worker } from 'node:worker_threads';
-import { documentPieces } from './document-pieces.js';
+import { sendInPieces } from './document-pieces.js';
 import type { GatewayConfig } from './gateway.js';
-import { nextTurn } from '../core/young-collection.js';
 
 /**
  * From this size of the current gateway.yaml up, an Admin write renders the new file in a worker
@@ -10,9 +9,6 @@ import { nextTurn } from '../core/young-collection.js';
  * (docs/admin-api.md#persistence).
  */
 export const OFF_THREAD_RENDER_BYTES = 16 * 1024;
-
-/** Items per message of the configuration sent to the worker, each posted in its own turn. */
-const CHUNK_ITEMS = 250;
 
 /** The worker's module: only in the compiled build (a worker has no TypeScript loader). */
 const WORKER_MODULE = import.meta.url.endsWith('.js')
@@ -47,10 +43,10 @@ export async function renderOffThread(
     });
     // Keeps a failure while sending from surfacing as an unhandled rejection.
     answer.catch(() => undefined);
-    for (const piece of documentPieces(config, CHUNK_ITEMS)) {
+    await sendInPieces(config, (piece) => {
       worker.postMessage(piece);
-      await nextTurn();
-    }
+      return true;
+    });
     worker.postMessage({ done: true });
     const bytes = await answer;
     rendered++;

@@ -48,28 +48,17 @@ export function renderGatewayYaml(currentText: string | undefined, next: Gateway
  * it reads back as `target` the way the gateway reads files (parseYamlData); else undefined.
  */
 function spliceLines(text: string, target: GatewayConfig): string | undefined {
-  let raw: unknown;
-  try {
-    raw = parseYamlData(text);
-  } catch {
-    return undefined;
-  }
-  const before = normalize(raw);
-  if (before === undefined) return undefined;
-  const spliced = spliceJsonLines(text, raw, before, target);
-  if (spliced === undefined) return undefined;
-  let back: unknown;
-  try {
-    back = parseYamlData(spliced);
-  } catch {
-    return undefined;
-  }
-  return isDeepStrictEqual(normalize(back), target) ? spliced : undefined;
+  const raw = safeParse(text, parseYamlData);
+  const before = raw === undefined ? undefined : normalize(raw);
+  const spliced = before === undefined ? undefined : spliceJsonLines(text, raw, before, target);
+  const back = spliced === undefined ? undefined : safeParse(spliced, parseYamlData);
+  return back !== undefined && isDeepStrictEqual(normalize(back), target) ? spliced : undefined;
 }
 
-function safeParse(text: string): unknown {
+/** `read(text)`, or undefined when it throws (a file that does not parse). */
+function safeParse(text: string, read: (text: string) => unknown = parse): unknown {
   try {
-    return parse(text) as unknown;
+    return read(text);
   } catch {
     return undefined;
   }
