@@ -43,7 +43,12 @@ describe('editor traces, sandbox and metrics', { skip: chromiumSkipReason() }, (
 
       await expectCount('nodes', () => nodesOf(page).count(), 3);
       await expectCount('traced nodes', () => page.locator('.pnode.traced').count(), 2);
-      assert.match(await page.locator('[data-node-id="m"] .pnode-trace').innerText(), /step 1 · \d+ µs/);
+      // textContent, not innerText: React Flow keeps a node hidden until it has measured it, and
+      // the inner text of a hidden element is empty.
+      assert.match(
+        (await page.locator('[data-node-id="m"] .pnode-trace').textContent()) ?? '',
+        /step 1 · \d+ µs/,
+      );
       await expectCount('traced edges', () => page.locator('.react-flow__edge.traced').count(), 2);
       const panel = page.getByRole('region', { name: 'Trace' });
       assert.match(await panel.innerText(), /GET \/hello → 200/);
