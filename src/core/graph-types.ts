@@ -95,6 +95,8 @@ export interface CompiledPolicy {
   readonly streamsRequestBody?: boolean;
   /** Upstreams that get a buffered request body, each with the first node of the policy that reads it. */
   readonly requestBuffering?: readonly BufferingReport[];
+  /** A node reads a file when created (a READS_FILE key, src/core/plugin.ts): every reload compiles it again. */
+  readonly readsFiles?: boolean;
 }
 
 /** Optional observer of the run loop; absent on untraced requests, costing nothing. */

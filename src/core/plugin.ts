@@ -122,6 +122,14 @@ export function definePlugin<C, P extends string>(def: PluginDefinition<C, P>): 
   return def;
 }
 
+/**
+ * Schema annotation of a config key naming a file or folder the node reads when it is created
+ * (`{ type: 'string', [READS_FILE]: true }`): a reload compiles a policy holding one again, so an
+ * edited file is read again (src/engine/file-keys.ts). Keys that only look like files
+ * (`health_check.active.path`, a logger's `path`) carry no annotation.
+ */
+export const READS_FILE = 'x-reads-file';
+
 export const PORT_DESCRIPTIONS = {
   success: 'The node completed normally; the request continues.',
   error: 'The node failed (configuration, parse, or infrastructure error).',

@@ -13,6 +13,7 @@ import {
   type CompiledPolicy,
 } from '../core/graph-types.js';
 import { resolveNodeConfig } from './node-config.js';
+import { readsFiles } from './file-keys.js';
 import type { StoreLookup } from '../stores/index.js';
 
 /** Configs written for earlier reference releases left outcome ports unwired; migrate wires them to the client. */
@@ -65,6 +66,8 @@ export function compilePolicy(
   const graph = flattenPolicy(policy, policyPath, cc.supernodes, issues);
 
   const prepared = new Map<string, Prepared>();
+  /** A node config names a file its node reads when created (src/engine/file-keys.ts). */
+  let files = false;
   for (const flat of graph.nodes.values()) {
     if (flat.junction !== undefined || flat.type === 'supernode') continue;
     const label = `${where}: node '${flat.id}' (type '${flat.type}')`;
@@ -92,7 +95,10 @@ export function compilePolicy(
       issues,
       cc.env,
     );
-    if (config !== undefined) prepared.set(flat.id, { flat, def, config });
+    if (config !== undefined) {
+      prepared.set(flat.id, { flat, def, config });
+      if (!files) files = readsFiles(def.schema, config);
+    }
   }
 
   const outgoing = checkWiring(policy, policyPath, graph, cc, issues);
@@ -170,6 +176,7 @@ export function compilePolicy(
     streaming: [...streaming],
     streamsRequestBody: requestBuffering === null,
     requestBuffering: requestBuffering ?? [],
+    readsFiles: files,
   };
 }
 

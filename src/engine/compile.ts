@@ -66,12 +66,11 @@ interface ReuseSource {
   byName: ReadonlyMap<string, Compiled>;
 }
 
-/** One policy of a runtime: its stored form, compiled form, compile warnings; `files`: see FILE_KEYS. */
+/** One policy of a runtime: its stored form, compiled form, compile warnings. */
 interface Compiled {
   item: PolicyConfig;
   compiled: CompiledPolicy;
   warnings: string[];
-  files?: boolean;
 }
 const reuseSources = new WeakMap<Runtime, ReuseSource>();
 
@@ -83,35 +82,6 @@ const holders = new WeakMap<CompiledPolicy, number>();
 
 /** Sections every policy may depend on: a change in any of them recompiles every policy. */
 const SHARED_SECTIONS = ['plugin_configs', 'supernodes', 'global_rules', 'consumers', 'stores'] as const;
-
-/**
- * Config keys naming a file a node reads when it is created (TLS material, casbin models, proto
- * and script files, credentials): a policy with one is recompiled on every reload, so an edited
- * file is read again.
- */
-const FILE_KEYS = new Set(['path', 'paths', 'file', 'files', 'source', 'proto', 'protos']);
-const FILE_KEY_ENDINGS = ['_path', '_paths', '_file', '_files'];
-
-function isFileKey(key: string): boolean {
-  return FILE_KEYS.has(key) || FILE_KEY_ENDINGS.some((end) => key.endsWith(end));
-}
-
-/** Whether `value` (config data) has a string or list under a file-naming key anywhere in it. */
-function mentionsFiles(value: unknown): boolean {
-  if (typeof value !== 'object' || value === null) return false;
-  if (Array.isArray(value)) {
-    for (const item of value) if (mentionsFiles(item)) return true;
-    return false;
-  }
-  for (const key in value) {
-    const inner = (value as Record<string, unknown>)[key];
-    if (typeof inner === 'string' || Array.isArray(inner)) {
-      if (isFileKey(key)) return true;
-    }
-    if (typeof inner === 'object' && mentionsFiles(inner)) return true;
-  }
-  return false;
-}
 
 function uniqueByName<T extends { name: string }>(
   items: readonly T[],
@@ -242,7 +212,7 @@ function* compileSteps(config: GatewayConfig, options: CompileOptions): Generato
   const byName = new Map<string, Compiled>();
   /** Policies this compile created (not taken over): closed here when the config is rejected. */
   const fresh: CompiledPolicy[] = [];
-  const reuse = reusable(config, options, cc, globalRules.length > 0);
+  const reuse = reusable(config, options, cc);
   const declaredPolicies = yield* uniqueByNameSteps(config.policies, 'policies', issues);
   let keptInStep = 0;
   for (const [name, { item, index }] of declaredPolicies) {
@@ -357,14 +327,15 @@ function resolveMatch(match: RouteConfig['match'], env: NodeJS.ProcessEnv): Reso
  * On a reload, the test a policy passes to keep the running runtime's compiled form (undefined:
  * compile every policy): same gateway (scope, environment, directory, plugin registry), the same
  * shared sections (`plugin_configs`, `supernodes`, `global_rules`, `consumers`, `stores`), a
- * policy of that name with an equal stored form, and no file the policy's nodes read (those
- * files may have changed; see FILE_KEYS). docs/benchmarks.md, "Config scale".
+ * policy of that name with an equal stored form, and no node that read a file when it was created
+ * (the file may have changed): only config keys whose schema says so count, with their supernode,
+ * global-rule and `config_ref` parts resolved (`CompiledPolicy.readsFiles`, src/engine/file-keys.ts).
+ * docs/configuration.md (hot reload), docs/benchmarks.md "Config scale".
  */
 function reusable(
   config: GatewayConfig,
   options: CompileOptions,
   cc: CompileContext,
-  globalRules: boolean,
 ): ((item: PolicyConfig) => Compiled | undefined) | undefined {
   const source = options.previous === undefined ? undefined : reuseSources.get(options.previous);
   if (
@@ -379,16 +350,10 @@ function reusable(
   for (const section of SHARED_SECTIONS) {
     if (!sameData(before[section], config[section])) return undefined;
   }
-  const supernodeFiles = mentionsFiles(config.supernodes) || mentionsFiles(config.global_rules);
   return (item) => {
     const kept = source.byName.get(item.name);
-    if (kept === undefined || !sameData(kept.item, item)) return undefined;
-    if ((kept.files ??= mentionsFiles(item))) return undefined;
-    if (supernodeFiles && (globalRules || item.nodes.some((n) => n.type === 'supernode'))) return undefined;
-    for (const node of item.nodes) {
-      const ref = node.config_ref === undefined ? undefined : cc.sharedConfigs.get(node.config_ref);
-      if (ref !== undefined && mentionsFiles(ref.config)) return undefined;
-    }
+    if (kept === undefined || kept.compiled.readsFiles === true || !sameData(kept.item, item))
+      return undefined;
     return kept;
   };
 }

@@ -6,7 +6,7 @@
  * is picked up by new connections (src/tls/client.ts).
  */
 import { loadTlsMaterial, TlsMaterialError, type TlsField, type TlsMaterial } from '../tls/client.js';
-import { ConfigError } from '../core/plugin.js';
+import { ConfigError, READS_FILE } from '../core/plugin.js';
 
 export interface CalloutTlsConfig {
   ca_file?: string;
@@ -20,9 +20,19 @@ export const calloutTlsSchema = {
   additionalProperties: false,
   description: 'TLS of the callout: private CA, client certificate for mutual TLS, server name.',
   properties: {
-    ca_file: { type: 'string', minLength: 1, description: 'PEM CA bundle that replaces the system roots.' },
-    cert_file: { type: 'string', minLength: 1, description: 'PEM client certificate (mutual TLS).' },
-    key_file: { type: 'string', minLength: 1, description: 'PEM key of cert_file.' },
+    ca_file: {
+      type: 'string',
+      minLength: 1,
+      [READS_FILE]: true,
+      description: 'PEM CA bundle that replaces the system roots.',
+    },
+    cert_file: {
+      type: 'string',
+      minLength: 1,
+      [READS_FILE]: true,
+      description: 'PEM client certificate (mutual TLS).',
+    },
+    key_file: { type: 'string', minLength: 1, [READS_FILE]: true, description: 'PEM key of cert_file.' },
     server_name: {
       type: 'string',
       minLength: 1,

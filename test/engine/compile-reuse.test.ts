@@ -7,7 +7,7 @@ import { compileGateway, compileGatewayAsync, type Runtime } from '../../src/eng
 import { createGatewayScope } from '../../src/observability/gateway-scope.js';
 import { templateFactory } from '../../src/engine/templates.js';
 import { silentLogger } from '../../src/core/logger.js';
-import { definePlugin } from '../../src/core/plugin.js';
+import { definePlugin, READS_FILE } from '../../src/core/plugin.js';
 import { testRegistry } from '../support/test-plugins.js';
 
 /**
@@ -20,8 +20,8 @@ let closed = 0;
 const closable = definePlugin({
   type: 'test-closable',
   category: 'test',
-  description: 'Counts creations and closes; any config.',
-  schema: { type: 'object' },
+  description: 'Counts creations and closes; any config (`model_path` names a file it reads).',
+  schema: { type: 'object', properties: { model_path: { type: 'string', [READS_FILE]: true } } },
   outputs: { success: { kind: 'success' } },
   create() {
     created++;
@@ -101,7 +101,7 @@ test('a changed shared section, a file-reading node or another gateway scope com
     2,
   );
 
-  // A node naming a file (here `model_path`) reads it when created: it may have changed since.
+  // A node naming a file (a key its schema marks READS_FILE) reads it when created: it may have changed since.
   const withFile = await compile(gateway([policy('a', '{ model_path: ./m.conf }'), policy('b')]));
   const again = await compile(gateway([policy('a', '{ model_path: ./m.conf }'), policy('b')]), withFile);
   assert.equal(again.compiled, 1);

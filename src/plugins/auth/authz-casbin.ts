@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
-import { ConfigError, definePlugin } from '../../core/plugin.js';
+import { ConfigError, definePlugin, READS_FILE } from '../../core/plugin.js';
 import { CasbinSourceError, compileEnforcer } from './casbin-enforcer.js';
 import { AUTH_OUTPUTS, rejected, requestHeader } from './shared.js';
 
@@ -39,11 +39,13 @@ export const authzCasbin = definePlugin({
       model_path: {
         type: 'string',
         minLength: 1,
+        [READS_FILE]: true,
         description: 'Model file, relative to gateway.yaml; pairs with `policy_path`.',
       },
       policy_path: {
         type: 'string',
         minLength: 1,
+        [READS_FILE]: true,
         description: 'Policy CSV file, relative to gateway.yaml; pairs with `model_path`.',
       },
       username_header: {

@@ -8,7 +8,13 @@ import { loadTlsMaterial, TlsMaterialError, type TlsMaterial } from '../../tls/c
 import { GrpcUpstream } from '../../outbound/grpc/grpc-upstream.js';
 import { UpstreamPool, type PassHost, type UpstreamTargetState } from '../../outbound/upstream-pool.js';
 import type { Context } from '../../core/context.js';
-import { ConfigError, definePlugin, type NodeInstance, type PluginEnv } from '../../core/plugin.js';
+import {
+  ConfigError,
+  definePlugin,
+  READS_FILE,
+  type NodeInstance,
+  type PluginEnv,
+} from '../../core/plugin.js';
 
 export type { UpstreamTargetState } from '../../outbound/upstream-pool.js';
 
@@ -178,9 +184,9 @@ const schema = {
     },
     tls: { type: 'boolean', description: 'true = https (and wss) to the targets.' },
     ssl_verify: { type: 'boolean', default: true },
-    ca_cert_path: { type: 'string', minLength: 1 },
-    client_cert_path: { type: 'string', minLength: 1 },
-    client_key_path: { type: 'string', minLength: 1 },
+    ca_cert_path: { type: 'string', minLength: 1, [READS_FILE]: true },
+    client_cert_path: { type: 'string', minLength: 1, [READS_FILE]: true },
+    client_key_path: { type: 'string', minLength: 1, [READS_FILE]: true },
   },
 };
 

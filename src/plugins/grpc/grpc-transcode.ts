@@ -2,7 +2,7 @@ import { isAbsolute, resolve } from 'node:path';
 import protobuf from 'protobufjs';
 import type { Context } from '../../core/context.js';
 import { clearRelayed } from '../../outbound/websocket-relay.js';
-import { ConfigError, definePlugin } from '../../core/plugin.js';
+import { ConfigError, definePlugin, READS_FILE } from '../../core/plugin.js';
 import { attachNodeCall, messageFrame, splitFrames, statusOfReset, type AnswerSink } from './call-adapter.js';
 
 interface GrpcTranscodeConfig {
@@ -93,6 +93,7 @@ export const grpcTranscode = definePlugin({
       proto_file: {
         type: 'string',
         minLength: 1,
+        [READS_FILE]: true,
         description:
           'Path of a .proto file, relative to the directory of gateway.yaml; its imports are resolved next to it.',
       },

@@ -2,7 +2,7 @@ import { createPrivateKey, sign, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Context } from '../../core/context.js';
-import { ConfigError, definePlugin } from '../../core/plugin.js';
+import { ConfigError, definePlugin, READS_FILE } from '../../core/plugin.js';
 import { entryBuilder, formatReadsBody, latencyMs, type EntryConfig, type LogEntry } from './shared/entry.js';
 import {
   batchProperties,
@@ -70,6 +70,7 @@ export const googleCloudLogging = definePlugin({
     auth_file: {
       type: 'string',
       minLength: 1,
+      [READS_FILE]: true,
       description: 'Service-account JSON file; relative to gateway.yaml.',
     },
     resource: {

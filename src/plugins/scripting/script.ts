@@ -1,7 +1,7 @@
 import { basename, dirname } from 'node:path';
 import { outsideScriptFolders, readScript, resolveScriptPath } from '../../lua/sources.js';
 import type { ScriptUnit } from '../../lua/program.js';
-import { ConfigError, definePlugin } from '../../core/plugin.js';
+import { ConfigError, definePlugin, READS_FILE } from '../../core/plugin.js';
 import {
   defaultModulesDir,
   loadProgram,
@@ -53,6 +53,7 @@ export const script = definePlugin({
       },
       source: {
         type: 'string',
+        [READS_FILE]: true,
         description:
           'Script file, relative to the plugins/ folder beside the config folder (or absolute, inside plugins/ or the config folder).',
       },
@@ -64,6 +65,7 @@ export const script = definePlugin({
       memory_limit_mb: memoryLimitSchema,
       modules_path: {
         type: 'string',
+        [READS_FILE]: true,
         description:
           'Folder `require` loads modules from; defaults to the script file folder (inline: plugins/).',
       },

@@ -1,5 +1,5 @@
 import type { ScriptUnit } from '../../lua/program.js';
-import { definePlugin } from '../../core/plugin.js';
+import { definePlugin, READS_FILE } from '../../core/plugin.js';
 import {
   defaultModulesDir,
   loadProgram,
@@ -46,6 +46,7 @@ export function serverlessFunction<T extends string>(type: T, description: strin
         memory_limit_mb: memoryLimitSchema,
         modules_path: {
           type: 'string',
+          [READS_FILE]: true,
           description: 'Folder `require` loads modules from; defaults to the plugins/ folder.',
         },
       },
