@@ -101,9 +101,13 @@ class Connection implements ResponseSink, BodyFlow {
   #res: LeanResponse | null = null;
   /** The request whose body the parser is reading. */
   #incoming: LeanRequest | null = null;
+  // Per-message state, reset when the parser begins and completes a message (#resetMessage):
+  // nothing of one request may become part of the next (review F-1).
   /** Head pieces the parser flushed before the head was complete (long heads, many fields). */
   #partialRaw: string[] | null = null;
   #partialUrl = '';
+  /** The head of the message being parsed is complete: a later kOnHeaders carries its trailer fields. */
+  #headDone = false;
   #phase = Phase.Head;
   #since = Date.now();
   #inExecute = false;
@@ -124,6 +128,7 @@ class Connection implements ResponseSink, BodyFlow {
     socket.setNoDelay(true);
     const parser = new HTTPParser();
     parser.initialize(HTTPParser.REQUEST, {}, 0, HTTPParser.kLenientNone);
+    parser[HTTPParser.kOnMessageBegin] = this.#resetMessage;
     parser[HTTPParser.kOnHeaders] = this.#onHeaders;
     parser[HTTPParser.kOnHeadersComplete] = this.#onHeadersComplete;
     parser[HTTPParser.kOnBody] = this.#onBody;
@@ -271,6 +276,7 @@ class Connection implements ResponseSink, BodyFlow {
   #refuse(): void {
     const broken = this.#incoming;
     this.#incoming = null;
+    this.#resetMessage();
     if (broken !== null) {
       const at = this.#queue.indexOf(broken);
       if (at !== -1) this.#queue.splice(at, 1);
@@ -301,7 +307,19 @@ class Connection implements ResponseSink, BodyFlow {
 
   // --- parser callbacks (called synchronously inside execute) ---------------------
 
+  readonly #resetMessage = (): void => {
+    this.#partialRaw = null;
+    this.#partialUrl = '';
+    this.#headDone = false;
+  };
+
   readonly #onHeaders = (raw: string[], url: string): void => {
+    if (this.#headDone) {
+      // The trailer section of a chunked body; node's binding hands the message's URL along
+      // again. Trailers are the request's own (like node:http's req.trailers), never the next head.
+      this.#incoming?.addTrailers(raw);
+      return;
+    }
     this.#partialRaw = this.#partialRaw === null ? raw : this.#partialRaw.concat(raw);
     this.#partialUrl += url;
   };
@@ -319,12 +337,11 @@ class Connection implements ResponseSink, BodyFlow {
   ): number => {
     let raw = headers ?? [];
     let target = url ?? '';
-    if (this.#partialRaw !== null) {
-      raw = this.#partialRaw.concat(raw);
-      target = this.#partialUrl + target;
-      this.#partialRaw = null;
-      this.#partialUrl = '';
-    }
+    if (this.#partialRaw !== null) raw = this.#partialRaw.concat(raw);
+    target = this.#partialUrl + target;
+    this.#partialRaw = null;
+    this.#partialUrl = '';
+    this.#headDone = true;
     const method = METHODS[methodIndex] ?? 'GET';
     this.#phase = Phase.Body;
     if (upgrade && (method === 'CONNECT' || this.#front.options.onUpgrade !== undefined)) {
@@ -345,6 +362,7 @@ class Connection implements ResponseSink, BodyFlow {
   readonly #onMessageComplete = (): void => {
     const req = this.#incoming;
     this.#incoming = null;
+    this.#resetMessage();
     this.#phase = Phase.Idle;
     this.#since = Date.now();
     if (req === null) return;

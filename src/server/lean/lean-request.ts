@@ -57,6 +57,12 @@ export class LeanRequest implements RequestBodySource {
   readonly keepAlive: boolean;
   /** The whole message, body included, has been parsed. */
   complete = false;
+  /**
+   * The trailer fields of a chunked body, flat `[name, value…]` as node:http's
+   * `req.rawTrailers`. They belong to this request only; the data plane does
+   * not relay request trailers (src/outbound/proxy-headers.ts).
+   */
+  rawTrailers: string[] = [];
   #headers: IncomingHttpHeaders | undefined;
   #sink = Sink.Buffer;
   #chunks: Buffer[] = [];
@@ -104,6 +110,14 @@ export class LeanRequest implements RequestBodySource {
       this.#headers = dest;
     }
     return this.#headers;
+  }
+
+  /** The trailer fields, folded as node:http folds `req.trailers`. */
+  get trailers(): IncomingHttpHeaders {
+    const dest: IncomingHttpHeaders = {};
+    const raw = this.rawTrailers;
+    for (let i = 0; i + 1 < raw.length; i += 2) addHeaderLine.call(FOLD_OPTIONS, raw[i]!, raw[i + 1]!, dest);
+    return dest;
   }
 
   /** node:http parity: the data plane resumes a request it answered without reading; the front drops the rest. */
@@ -201,6 +215,10 @@ export class LeanRequest implements RequestBodySource {
       return;
     }
     this.#chunks.push(chunk);
+  }
+
+  addTrailers(raw: string[]): void {
+    this.rawTrailers = this.rawTrailers.length === 0 ? raw : this.rawTrailers.concat(raw);
   }
 
   finishBody(): void {
