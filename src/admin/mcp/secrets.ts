@@ -14,8 +14,16 @@ const REFERENCES_ONLY =
   /^[\s:;,|/._-]*(?:(?:\$[A-Za-z_][A-Za-z0-9_]*|\$\{[A-Za-z_][A-Za-z0-9_.]*\}|\{\{\s*[A-Za-z_][\w.-]*\s*\}\})[\s:;,|/._-]*)+$/;
 
 /** Keys that contain a secret word but hold addresses or names, not secrets (`token_endpoint`, `header_name`). */
-const ADDRESS_KEY =
-  /(_endpoint|_url|_uri|_path|_header|_header_name|_name|_names|_algs?|_alg_values_expected)$/;
+const ADDRESS_KEY = /(_endpoint|_url|_uri|_path|_header_name|_name|_names|_algs?|_alg_values_expected)$/;
+
+/**
+ * `*_header` keys either name a header (`code_header: x-code`, `cache_status_header`) or hold a
+ * header's value (http-logger `auth_header: Basic …`, review F-5). A key whose words before
+ * `_header` are secret (`auth`, `token`, `cookie`, `key`, …) holds a value and is masked; any other
+ * is shown only while its value is a header name (an RFC 9110 token), never a credential.
+ */
+const HEADER_KEY = /^(.+)_header$/;
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
 /**
  * Config keys are matched with the trace rule minus the words that name
@@ -126,6 +134,8 @@ function decodeSafe(text: string): string {
 /** Whether a config key names a secret value (see CONFIG_KEY_EXEMPT_WORDS and ADDRESS_KEY). */
 export function isSecretConfigKey(key: string, redaction?: Redaction): boolean {
   const k = key.toLowerCase();
+  const header = HEADER_KEY.exec(k);
+  if (header !== null) return isSecretName(header[1] as string) || /(^|[-_])keys?$/.test(header[1] as string);
   if (ADDRESS_KEY.test(k)) return false;
   if (redaction?.messageKey(k) === true && !exemptOnly(k)) return true;
   if (/(^|[-_])keys?$/.test(k)) return true;
@@ -139,7 +149,8 @@ function exemptOnly(k: string): boolean {
   return words.some((w) => CONFIG_KEY_EXEMPT_WORDS.test(w)) && !isSecretName(strict);
 }
 
-type Mode = 'plain' | 'secret' | 'headers';
+/** `headerName`: the value must be a header name to be shown (a `*_header` key, see HEADER_KEY). */
+type Mode = 'plain' | 'secret' | 'headers' | 'headerName';
 
 /**
  * Masks secret values in configuration shown to anyone but the config
@@ -186,7 +197,8 @@ function walk(
       if (key === 'value' && typeof listed === 'string') headerName = listed;
       else if (key === 'name' || HEADER_GROUP_KEY.test(key) || HEADER_MAP_KEY.test(key))
         headerName = undefined;
-    } else if (HEADER_MAP_KEY.test(key.toLowerCase())) {
+    } else if (HEADER_KEY.test(key.toLowerCase())) next = 'headerName';
+    else if (HEADER_MAP_KEY.test(key.toLowerCase())) {
       next = 'headers';
       headerName = undefined;
     }
@@ -196,13 +208,15 @@ function walk(
 }
 
 /** A value the masking rules treat as secret (whether or not it is shown, as a bare reference is). */
-const sensitive = (mode: Mode, headerName: string | undefined): boolean =>
-  mode === 'secret' || (mode === 'headers' && headerName !== undefined && !harmlessHeader(headerName));
+const sensitive = (value: string, mode: Mode, headerName: string | undefined): boolean =>
+  mode === 'secret' ||
+  (mode === 'headerName' && !HEADER_NAME.test(value)) ||
+  (mode === 'headers' && headerName !== undefined && !harmlessHeader(headerName));
 
 function maskString(value: string, mode: Mode, headerName: string | undefined): string {
   if (PLACEHOLDER.test(value)) return value;
   // Under a header map a string without a header name is itself a name (`remove: [x-a]`).
-  if (sensitive(mode, headerName)) return REFERENCES_ONLY.test(value) ? value : REDACTED;
+  if (sensitive(value, mode, headerName)) return REFERENCES_ONLY.test(value) ? value : REDACTED;
   return maskUrlCredentials(value);
 }
 
@@ -227,7 +241,7 @@ export function secretLiterals(config: unknown, env: NodeJS.ProcessEnv, redactio
     for (const name of environmentVariableNames(v)) add(env[name]);
   };
   walk(config, redaction, 'plain', undefined, (value, mode, headerName) => {
-    if (sensitive(mode, headerName)) collect(value);
+    if (sensitive(value, mode, headerName)) collect(value);
     else if (value.includes('://'))
       for (const m of value.matchAll(URL_USERINFO)) collect((m[3] ?? m[2]) as string);
     return value;
