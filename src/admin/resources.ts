@@ -234,6 +234,18 @@ export function removeItem(draft: GatewayConfig, kind: ResourceKind, name: strin
   list.splice(index, 1);
 }
 
+/**
+ * The `Location` of a created item; undefined for a name that is not well-formed Unicode (a lone
+ * surrogate, which `encodeURIComponent` cannot encode; the name schema refuses it before the write).
+ */
+function locationOf(base: string, name: unknown): string | undefined {
+  try {
+    return `${base}/${encodeURIComponent(String(name))}`;
+  } catch {
+    return undefined;
+  }
+}
+
 /** GET list, GET/PUT/DELETE one, and POST when the kind allows it. */
 export function resourceRoutes(gateway: Gateway, kind: ResourceKind): AdminRoute[] {
   const base = `/api/${kind.segment}`;
@@ -287,6 +299,8 @@ export function resourceRoutes(gateway: Gateway, kind: ResourceKind): AdminRoute
       auth: true,
       handler: async ({ req }) => {
         const body = (await readJsonObject(req, bodyLimitsOf(gateway.system))) as Named;
+        // Built before the write: nothing may throw once the item is applied and persisted (F-7).
+        const location = locationOf(base, body.name);
         await mutate(gateway, (draft) => {
           const list = listOf(draft, kind.section);
           const item = checked(kind, body, list.length);
@@ -298,10 +312,7 @@ export function resourceRoutes(gateway: Gateway, kind: ResourceKind): AdminRoute
         return json(
           201,
           { status: 'created' },
-          {
-            etag: etagOf(body),
-            location: `${base}/${encodeURIComponent(body.name)}`,
-          },
+          { etag: etagOf(body), ...(location === undefined ? {} : { location }) },
         );
       },
     });

@@ -113,13 +113,15 @@ export interface GatewayConfig {
 /**
  * L8: names of routes, policies, consumers… are 1–128 characters with no
  * control characters (C0, DEL, C1, U+2028/2029); anything else printable is
- * allowed, spaces included (the compat corpus uses `[a-z0-9-]`). Descriptions
+ * allowed, spaces included (the compat corpus uses `[a-z0-9-]`), as long as it is well-formed
+ * Unicode: a lone UTF-16 surrogate (`x\ud800`) is refused (review F-7: it broke the `Location` of a
+ * write after the commit; Ajv matches patterns per code point, so pairs pass). Descriptions
  * are at most 4096 characters. Header names of `match.headers` are RFC 9110
  * tokens. Every limit applies to gateway.yaml files and Admin writes alike.
  */
 export const NAME_MAX_LENGTH = 128;
 export const DESCRIPTION_MAX_LENGTH = 4096;
-const NAME_PATTERN = '^[^\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029]+$';
+const NAME_PATTERN = '^[^\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029\\ud800-\\udfff]+$';
 /** RFC 9110 §5.1 field-name = token. */
 const TOKEN_PATTERN = "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$";
 
