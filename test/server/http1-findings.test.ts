@@ -54,6 +54,21 @@ async function send(socket: Socket, data: string): Promise<RawResponse> {
   return answer;
 }
 
+/** One request on a fresh connection: its answer, and what reached the origin meanwhile. */
+async function once(
+  port: number,
+  data: string,
+): Promise<{ answer: RawResponse; seen: CaptureUpstream['seen'] }> {
+  const before = origin.seen.length;
+  const socket = await rawConnect(port);
+  try {
+    const answer = await send(socket, data);
+    return { answer, seen: origin.seen.slice(before) };
+  } finally {
+    socket.destroy();
+  }
+}
+
 const ATTACK =
   'POST /attacker?capture= HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n' +
   '5\r\nhello\r\n0\r\nX-Injected: from-trailer\r\nAuthorization: Bearer ATTACKER\r\n\r\n';
@@ -100,5 +115,17 @@ for (const front of ['lean', 'node'] as const) {
     assert.equal(second.headers.authorization, undefined);
     assert.equal(second.headers['x-injected'], undefined);
     assert.equal(second.headers['x-f39'], '39');
+  });
+
+  test(`F-9: QUERY reaches the origin as QUERY with its body (${front} front)`, async () => {
+    const { answer, seen } = await once(
+      fronts[front]!.port,
+      'QUERY /q9 HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello',
+    );
+    assert.equal(answer.status, 200);
+    assert.deepEqual(
+      seen.map((s) => [s.method, s.target, s.body]),
+      [['QUERY', '/q9', 'hello']],
+    );
   });
 }

@@ -5,7 +5,8 @@ import type { Duplex } from 'node:stream';
 import { BAD_REQUEST, REQUEST_TIMEOUT } from '../client-errors.js';
 import { LeanRequest, type BodyFlow } from './lean-request.js';
 import { LeanResponse, type ResponseSink } from './lean-response.js';
-import { HTTPParser, METHODS, type NativeParser } from '../../core/native-http-parser.js';
+import { HTTPParser, type NativeParser } from '../../core/native-http-parser.js';
+import { METHOD_BY_INDEX } from './methods.js';
 
 export interface LeanFrontOptions {
   onRequest(req: LeanRequest, res: LeanResponse): void;
@@ -342,7 +343,9 @@ class Connection implements ResponseSink, BodyFlow {
     this.#partialRaw = null;
     this.#partialUrl = '';
     this.#headDone = true;
-    const method = METHODS[methodIndex] ?? 'GET';
+    const method = METHOD_BY_INDEX[methodIndex];
+    // A method the parser accepts but the table does not name: refused (a parse error, 400), never renamed.
+    if (method === undefined) return -1;
     this.#phase = Phase.Body;
     if (upgrade && (method === 'CONNECT' || this.#front.options.onUpgrade !== undefined)) {
       this.#upgrade = { major, minor, raw, method, url: target, head: EMPTY };
