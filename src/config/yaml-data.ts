@@ -14,6 +14,7 @@ import type * as Yaml from 'yaml';
  *   the libraries resolve tags differently and limit aliases differently (`yaml` refuses an
  *   expansion of more than 100 nodes);
  * - a block mapping key longer than 1,000 characters (`yaml` refuses one over 1,024);
+ * - a null key (`null:`, `~:`, `: 1`, `{: 1}`): js-yaml reads the key "null", `yaml` reads "";
  * - a plain number too large for a double (`yaml` reads `9e999` as Infinity, js-yaml as a string).
  *
  * One-line JSON items of a block sequence (`  - {"name": "r1", …}`, as generated configurations
@@ -235,6 +236,13 @@ export function parseYamlEvents(lib: JsYamlApi, text: string): { value: unknown 
     }
     if (event.type === ID.SCALAR) {
       if (isKey && event.valueEnd - event.valueStart > 1000) return undefined;
+      // A null key (`null:`, `~:`, `:`, `{: 1}`): js-yaml makes it "null", `yaml` makes it "" (F-8).
+      if (
+        isKey &&
+        event.style === PLAIN &&
+        /^(?:null|Null|NULL|~|)$/.test(text.slice(event.valueStart, event.valueEnd))
+      )
+        return undefined;
       if (hugeNumbers && event.style === PLAIN) {
         const plain = text.slice(event.valueStart, event.valueEnd);
         if (
