@@ -194,3 +194,22 @@ export const METHODS = common.methods;
 /** node:http's own header validators, so both fronts refuse exactly the same response headers. */
 export const isHttpToken = common._checkIsHttpToken;
 export const hasInvalidHeaderChar = common._checkInvalidHeaderChar;
+
+let reported = false;
+
+/**
+ * Logs, once per process, that the lean HTTP/1.1 paths are off because the binding failed its
+ * probe; the data-plane listener calls it at start. Returns true when they are off.
+ */
+export function leanHttp1Disabled(logger: { warn(fields: object, message: string): void }): boolean {
+  if (nativeHttpParserProblem === undefined) return false;
+  if (!reported) {
+    reported = true;
+    logger.warn(
+      { node: process.version, problem: nativeHttpParserProblem },
+      "node's HTTP parser binding is not the one the lean HTTP/1.1 server and client were written for: " +
+        'HTTP/1.1 is served through node:http and sent upstream through undici',
+    );
+  }
+  return true;
+}

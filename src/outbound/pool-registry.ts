@@ -2,6 +2,7 @@ import type { Dispatcher, Pool } from 'undici';
 import type { TlsMaterial } from '../tls/client.js';
 import { undiciConnect } from '../tls/undici-connect.js';
 import { loadUndici } from '../core/load-undici.js';
+import { nativeHttpParserProblem } from '../core/native-http-parser.js';
 import { LeanPool } from './lean/lean-pool.js';
 
 /**
@@ -65,7 +66,8 @@ export function configurePools(options: {
   http1Client?: Http1Client;
 }): void {
   maxConnectionsPerTarget = options.maxConnectionsPerTarget;
-  http1Client = options.http1Client ?? 'lean';
+  // undici when node's parser binding failed its start-up probe (the listener logs the WARN).
+  http1Client = nativeHttpParserProblem === undefined ? (options.http1Client ?? 'lean') : 'undici';
 }
 
 /**
