@@ -20,7 +20,7 @@ import { closeTunnels } from './outbound/websocket-relay.js';
 import { DebugService } from './debug/service.js';
 import { RuntimeSlot } from './server/runtime-slot.js';
 import { watchConfigFile, type ConfigWatcher } from './config/watch.js';
-import { EtcdConfigSource } from './config/etcd-source.js';
+import { EtcdConfigSource, EtcdConflict, type EtcdSnapshot } from './config/etcd-source.js';
 import type { GatewayMetrics, NodeSample } from './observability/metrics.js';
 import type { GatewayScope } from './core/plugin.js';
 import { createGatewayScope } from './observability/gateway-scope.js';
@@ -54,6 +54,10 @@ export type ApplySource = 'startup' | 'file' | 'signal' | 'admin' | 'etcd';
 
 /** Returned by an apply function that finds nothing to change. */
 const UNCHANGED = Symbol('unchanged');
+/** An etcd write lost a race on a resource it touches: read again and re-run the edit. */
+const RETRY = Symbol('retry');
+/** Tries of one Admin write against etcd before it answers 409 `conflict`. */
+const ETCD_WRITE_ATTEMPTS = 5;
 
 /**
  * The composition root: owns the current runtime, the data-plane listener and
@@ -189,7 +193,10 @@ export class Gateway {
    * (`config.persist`), then swaps it in. A rejected config is logged at WARN
    * and leaves the running one and the file untouched. A function receives the
    * current config inside the serialized section and returns the candidate, so
-   * read-modify-write callers cannot lose each other's change.
+   * read-modify-write callers cannot lose each other's change. With etcd, an
+   * admin function receives what etcd holds now, and only the resources it
+   * changed are written, each guarded by the mod_revision it was read at; a
+   * write that loses a race is re-run on a fresh read (EtcdConflict after 5 tries).
    */
   apply(
     config:
@@ -199,68 +206,93 @@ export class Gateway {
         ) => GatewayConfig | typeof UNCHANGED | Promise<GatewayConfig | typeof UNCHANGED>),
     source: ApplySource,
   ): Promise<Runtime> {
+    // F-4: with etcd, an Admin write is applied to what etcd holds now (not only what the watch
+    // delivered) and commits only what it changed, guarded by mod_revision; lost races are re-run.
+    const etcd = source === 'admin' ? this.#etcd : undefined;
     const run = this.#applying.then(async () => {
-      let candidate: GatewayConfig;
-      let runtime: Runtime;
-      try {
-        const next = typeof config === 'function' ? await config(this.runtime.config) : config;
-        if (next === UNCHANGED) return this.runtime;
-        candidate = next;
-        // In slices: requests on the running configuration keep being served meanwhile.
-        // Unchanged policies keep their compiled form (src/engine/compile.ts, `reusable`).
-        runtime = await compileWithAsync(
-          candidate,
-          this.logger,
-          this.env,
-          this.gatewayPath,
-          this.scope,
-          this.runtime,
-        );
-      } catch (err) {
-        if (err instanceof ConfigRejected) {
-          this.metrics.configRejected(source);
-          this.logger.warn(
-            { source, errors: err.issues },
-            'configuration rejected; the previous one keeps serving',
-          );
-        }
-        throw err;
+      for (let attempt = 1; ; attempt++) {
+        const applied = await this.#applyOnce(config, source, etcd, attempt);
+        if (applied !== RETRY) return applied;
       }
-      if (source === 'admin' && this.gatewayPath !== undefined && this.#persists()) {
-        try {
-          // Loaded on the first admin write: it needs the `yaml` package, which most starts never do.
-          const { persistGatewayConfig } = await import('./config/persist.js');
-          await persistGatewayConfig(this.gatewayPath, candidate, (bytes) => this.noteWrittenFile(bytes));
-        } catch (err) {
-          void runtime.close();
-          this.logger.error({ err, path: this.gatewayPath }, 'cannot persist the configuration; not applied');
-          throw err;
-        }
-      }
-      if (source === 'admin' && this.#etcd !== undefined) {
-        try {
-          await this.#etcd.commit(candidate);
-        } catch (err) {
-          void runtime.close();
-          this.logger.error(
-            { err, prefix: this.#etcd.prefix },
-            'cannot write the configuration to etcd; not applied',
-          );
-          throw err;
-        }
-      }
-      for (const warning of runtime.warnings) this.logger.warn(warning);
-      this.swap(runtime);
-      this.metrics.configApplied(source);
-      this.logger.info(
-        { source, routes: runtime.router.size, policies: runtime.policies.size, compiled: runtime.compiled },
-        'configuration applied',
-      );
-      await this.#onApplied?.(runtime, source);
-      return runtime;
     });
     this.#applying = run.catch(() => undefined);
     return run;
+  }
+
+  async #applyOnce(
+    config: Parameters<Gateway['apply']>[0],
+    source: ApplySource,
+    etcd: EtcdConfigSource | undefined,
+    attempt: number,
+  ): Promise<Runtime | typeof RETRY> {
+    let candidate: GatewayConfig;
+    let runtime: Runtime;
+    let snapshot: EtcdSnapshot | undefined;
+    try {
+      snapshot = await etcd?.read();
+      const base = snapshot?.config ?? this.runtime.config;
+      const next = typeof config === 'function' ? await config(base) : config;
+      if (next === UNCHANGED) return this.runtime;
+      candidate = snapshot === undefined ? next : EtcdConfigSource.arrange(snapshot.config, next);
+      // In slices: requests on the running configuration keep being served meanwhile.
+      // Unchanged policies keep their compiled form (src/engine/compile.ts, `reusable`).
+      runtime = await compileWithAsync(
+        candidate,
+        this.logger,
+        this.env,
+        this.gatewayPath,
+        this.scope,
+        this.runtime,
+      );
+    } catch (err) {
+      if (err instanceof ConfigRejected) {
+        this.metrics.configRejected(source);
+        this.logger.warn(
+          { source, errors: err.issues },
+          'configuration rejected; the previous one keeps serving',
+        );
+      }
+      throw err;
+    }
+    if (source === 'admin' && this.gatewayPath !== undefined && this.#persists()) {
+      try {
+        // Loaded on the first admin write: it needs the `yaml` package, which most starts never do.
+        const { persistGatewayConfig } = await import('./config/persist.js');
+        await persistGatewayConfig(this.gatewayPath, candidate, (bytes) => this.noteWrittenFile(bytes));
+      } catch (err) {
+        void runtime.close();
+        this.logger.error({ err, path: this.gatewayPath }, 'cannot persist the configuration; not applied');
+        throw err;
+      }
+    }
+    if (etcd !== undefined && snapshot !== undefined) {
+      try {
+        await etcd.commit(snapshot, candidate);
+      } catch (err) {
+        void runtime.close();
+        if (err instanceof EtcdConflict && attempt < ETCD_WRITE_ATTEMPTS) {
+          this.logger.debug({ resources: err.resources, attempt }, 'etcd write lost a race; retrying');
+          return RETRY;
+        }
+        if (err instanceof EtcdConflict)
+          this.logger.warn({ resources: err.resources, prefix: etcd.prefix }, 'etcd write refused: conflict');
+        else
+          this.logger.error(
+            { err, prefix: etcd.prefix },
+            'cannot write the configuration to etcd; not applied',
+          );
+        throw err;
+      }
+    }
+    for (const warning of runtime.warnings) this.logger.warn(warning);
+    this.swap(runtime);
+    this.metrics.configApplied(source);
+    this.logger.info(
+      { source, routes: runtime.router.size, policies: runtime.policies.size, compiled: runtime.compiled },
+      'configuration applied',
+    );
+    await this.#onApplied?.(runtime, source);
+    return runtime;
   }
 
   /** Admin writes go back to gateway.yaml for the file source unless `config.persist: false`. */
@@ -336,6 +368,10 @@ export class Gateway {
       current: () => this.#slot,
       maxBodyBytes: this.system.listener.max_request_body_bytes,
       maxHops: this.system.listener.max_hops,
+      rules: {
+        headersWithUnderscores: this.system.listener.headers_with_underscores,
+        allowTrace: this.system.listener.allow_trace,
+      },
       hooks: { logger: this.logger, nodeError: this.metrics.nodeError },
       onFinished: (this.#observer = observeRequests(this.metrics.requestFinished, this.system, this.logger))
         .onFinished,

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { EtcdUnavailable } from '../config/etcd-client.js';
+import { EtcdConflict } from '../config/etcd-source.js';
 import { ConfigRejected, formatIssues } from '../config/schema-validate.js';
 import type { AdminConfig } from '../config/system.js';
 import type { Gateway } from '../gateway.js';
@@ -209,6 +210,10 @@ function errorReply(err: unknown, logger: Logger): Reply {
   if (err instanceof AdminError) return { status: err.status, body: err.body, headers: err.headers };
   if (err instanceof ConfigRejected) {
     return { status: 400, body: { error: formatIssues(err.issues), details: err.issues } };
+  }
+  // F-4: another gateway (or etcdctl) kept changing a resource this write touches: nothing applied.
+  if (err instanceof EtcdConflict) {
+    return { status: 409, body: { error: 'conflict', message: err.message, resources: err.resources } };
   }
   // config.source etcd: the change was valid but could not be stored, so it was not applied.
   if (err instanceof EtcdUnavailable) {

@@ -27,6 +27,26 @@ export interface KeyValue {
   value: Buffer;
 }
 
+/** A key as a revision-aware read returns it; `value` is undefined for a keys-only read. */
+export interface RevisionedKeyValue {
+  key: string;
+  value: Buffer | undefined;
+  /** The store revision of the key's last change, as etcd spells it (a decimal string). */
+  modRevision: string;
+}
+
+interface RawKeyValue {
+  key?: string;
+  value?: string;
+  mod_revision?: string;
+}
+
+const revisioned = (kv: RawKeyValue, withValue: boolean): RevisionedKeyValue => ({
+  key: Buffer.from(kv.key ?? '', 'base64').toString('utf8'),
+  value: withValue ? Buffer.from(kv.value ?? '', 'base64') : undefined,
+  modRevision: kv.mod_revision ?? '0',
+});
+
 /** etcd could not be reached, or refused a request: the configuration store is unavailable. */
 export class EtcdUnavailable extends Error {
   constructor(message: string) {
@@ -96,6 +116,64 @@ export class EtcdClient {
       key: Buffer.from(kv.key ?? '', 'base64').toString('utf8'),
       value: Buffer.from(kv.value ?? '', 'base64'),
     }));
+  }
+
+  /**
+   * Every key under `prefix` in key order with its revisions, and the store
+   * revision the read saw. `keysOnly` leaves the values out; `revision` reads
+   * the store as it was then; `minModRevision` returns only keys changed since.
+   */
+  async rangeRevisions(
+    prefix: string,
+    options: { keysOnly?: boolean; revision?: string; minModRevision?: string } = {},
+  ): Promise<{ revision: string; kvs: RevisionedKeyValue[] }> {
+    const body = (await this.#call('/v3/kv/range', {
+      key: b64(prefix),
+      range_end: b64(prefixEnd(prefix)),
+      ...(options.keysOnly === true ? { keys_only: true } : {}),
+      ...(options.revision === undefined ? {} : { revision: options.revision }),
+      ...(options.minModRevision === undefined ? {} : { min_mod_revision: options.minModRevision }),
+    })) as { header?: { revision?: string }; kvs?: RawKeyValue[] };
+    return {
+      revision: body.header?.revision ?? '0',
+      kvs: (body.kvs ?? []).map((kv) => revisioned(kv, options.keysOnly !== true)),
+    };
+  }
+
+  /**
+   * One transaction: when every key of `guards` is at the mod_revision given
+   * (absent for `undefined`), applies `ops` (a put, or a delete when `value`
+   * is undefined) and answers the revision it wrote. Otherwise applies
+   * nothing and answers each guarded key's current mod_revision ('0' when absent).
+   */
+  async txn(
+    guards: readonly { key: string; modRevision: string | undefined }[],
+    ops: readonly { key: string; value: string | undefined }[],
+  ): Promise<{ succeeded: true; revision: string } | { succeeded: false; current: Map<string, string> }> {
+    const body = (await this.#call('/v3/kv/txn', {
+      compare: guards.map((g) =>
+        g.modRevision === undefined
+          ? { key: b64(g.key), target: 'VERSION', result: 'EQUAL', version: '0' }
+          : { key: b64(g.key), target: 'MOD', result: 'EQUAL', mod_revision: g.modRevision },
+      ),
+      success: ops.map((op) =>
+        op.value === undefined
+          ? { request_delete_range: { key: b64(op.key) } }
+          : { request_put: { key: b64(op.key), value: b64(op.value) } },
+      ),
+      failure: guards.map((g) => ({ request_range: { key: b64(g.key), keys_only: true } })),
+    })) as {
+      header?: { revision?: string };
+      succeeded?: boolean;
+      responses?: { response_range?: { kvs?: RawKeyValue[] } }[];
+    };
+    if (body.succeeded === true) return { succeeded: true, revision: body.header?.revision ?? '0' };
+    const current = new Map<string, string>();
+    guards.forEach((g, i) => {
+      const kv = body.responses?.[i]?.response_range?.kvs?.[0];
+      current.set(g.key, kv?.mod_revision ?? '0');
+    });
+    return { succeeded: false, current };
   }
 
   async put(key: string, value: string): Promise<void> {

@@ -2,6 +2,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { AdminError } from '../http.js';
 import { ConfigRejected, type ConfigIssue } from '../../config/schema-validate.js';
 import { SandboxError } from '../../debug/sandbox.js';
+import { EtcdConflict } from '../../config/etcd-source.js';
 
 /** The codes an agent can branch on (docs/mcp.md); wording of messages is not API. */
 export type ToolErrorCode =
@@ -103,6 +104,8 @@ export function toToolError(err: unknown, writing = false): ToolError {
   if (err instanceof ConfigRejected) return invalidConfig(err.issues);
   if (err instanceof AdminError) return fromAdminError(err);
   if (err instanceof SandboxError) return fromSandboxError(err);
+  if (err instanceof EtcdConflict)
+    return new ToolError('store_error', err.message, [], 'read the resource again and retry the change');
   const message = err instanceof Error ? err.message : String(err);
   return new ToolError(writing ? 'store_error' : 'internal', message);
 }
