@@ -6,7 +6,7 @@ import type { GatewayConfig } from '../config/gateway.js';
 import type { StreamListenerConfig } from '../config/system.js';
 import type { ApplySource, Gateway } from '../gateway.js';
 import type { Logger } from '../core/logger.js';
-import { aggregateMetrics, type WorkerSample } from './metrics.js';
+import { ClusterMetrics } from './metrics.js';
 import type { ToPrimary, ToWorker, WorkerMetrics } from './protocol.js';
 import { SharedService } from './shared-service.js';
 import { sendInPieces } from '../config/document-pieces.js';
@@ -107,6 +107,10 @@ export class ClusterPrimary {
   readonly #slots: Slot[];
   readonly #service: SharedService;
   readonly #applyTimeoutMs: number;
+  /** Every worker process not yet exited, by cluster id (a draining one is no longer in its slot). */
+  readonly #handles = new Map<number, WorkerHandle>();
+  /** The latest figures of every worker process, and what the ended ones counted. */
+  readonly #metrics = new ClusterMetrics();
   #config: GatewayConfig;
   /** `stream:` as last reloaded by SIGHUP; undefined: as the process started. */
   #stream: StreamListenerConfig[] | undefined;
@@ -283,11 +287,15 @@ export class ClusterPrimary {
     const worker = cluster.fork({ SWITCHYARD_WORKER: String(slot.index) });
     const handle = new WorkerHandle(worker, slot.index);
     slot.handle = handle;
+    this.#handles.set(worker.id, handle);
+    this.#metrics.track(worker.id, slot.index, worker.process.pid ?? 0);
     const changed = slot.changed;
     slot.changed = deferred<void>();
     changed.resolve();
     worker.on('message', (message: ToPrimary) => this.#onMessage(handle, message));
     worker.on('exit', (code, signal) => this.#onExit(slot, handle, code, signal));
+    // Every message it sent (its final metrics snapshot too) has arrived.
+    worker.on('disconnect', () => this.#metrics.closed(worker.id));
     worker.on('error', (err) => this.#logger.warn({ err, worker: slot.index }, 'worker channel error'));
     return handle;
   }
@@ -350,6 +358,7 @@ export class ClusterPrimary {
         return;
       }
       case 'metrics':
+        this.#metrics.update(handle.worker.id, message.m);
         handle.scrapes.get(message.id)?.resolve(message.m);
         return;
       case 'ack':
@@ -373,6 +382,8 @@ export class ClusterPrimary {
     handle.exited.resolve();
     handle.draining.resolve();
     this.#service.workerGone(handle.worker.id);
+    this.#handles.delete(handle.worker.id);
+    this.#metrics.exited(handle.worker.id, !handle.worker.isConnected());
     if (slot.handle !== handle) return;
     slot.handle = undefined;
     if (this.#stopping || !this.#started) return;
@@ -390,27 +401,30 @@ export class ClusterPrimary {
     }, wait);
   }
 
-  /** `/metrics`: the primary's registry and every serving worker's, aggregated. */
+  /**
+   * `/metrics`: the primary's registry and every worker process's, aggregated (src/cluster/metrics.ts).
+   * Every serving process is asked, a draining one too; one that does not answer in time counts with
+   * its previous snapshot.
+   */
   async renderMetrics(): Promise<{ contentType: string; body: string }> {
     const deadline = Date.now() + SCRAPE_TIMEOUT_MS;
-    const live = this.#slots.flatMap((s) => (s.handle?.serving === true ? [s.handle] : []));
-    const samples = await Promise.all(live.map((handle) => this.#scrape(handle, deadline)));
-    return aggregateMetrics(
-      await this.#gateway.metrics.registry.getMetricsAsJSON(),
-      samples.filter((s): s is WorkerSample => s !== undefined),
-      { configured: this.#slots.length, restarts: this.#restarts },
-    );
+    const live = [...this.#handles.values()].filter((h) => h.serving && !h.gone);
+    await Promise.all(live.map((handle) => this.#scrape(handle, deadline)));
+    return this.#metrics.render(await this.#gateway.metrics.registry.getMetricsAsJSON(), {
+      serving: this.#slots.filter((s) => s.handle?.serving === true).length,
+      configured: this.#slots.length,
+      restarts: this.#restarts,
+    });
   }
 
-  async #scrape(handle: WorkerHandle, deadline: number): Promise<WorkerSample | undefined> {
+  /** Asks one worker for its registry; the answer lands in #metrics (see #onMessage). */
+  async #scrape(handle: WorkerHandle, deadline: number): Promise<void> {
     const id = ++this.#scrapes;
     const answer = deferred<WorkerMetrics>();
     handle.scrapes.set(id, answer);
     handle.send({ t: 'metrics?', id });
-    const metrics = await until(answer.promise, deadline).catch(() => undefined);
+    await until(answer.promise, deadline).catch(() => undefined);
     handle.scrapes.delete(id);
-    if (metrics === undefined || metrics === TIMEOUT) return undefined;
-    return { worker: handle.index, pid: handle.worker.process.pid ?? 0, metrics };
   }
 
   /** Every worker, and every worker started later, runs these stream listeners (SIGHUP reload). */

@@ -59,6 +59,10 @@ export type ToPrimary =
   | { t: 'calls'; c: SharedCall[] }
   /** A finished trace, v8-serialized (its snapshots may hold bytes) and base64-encoded. */
   | { t: 'trace'; v8: string }
+  /**
+   * The worker's registry: the answer to `metrics?` `id`, or (`id` 0) a snapshot sent unasked every
+   * METRICS_PUSH_MS while it answers requests and once more after it drained (src/cluster/metrics.ts).
+   */
   | { t: 'metrics'; id: number; m: WorkerMetrics }
   /** The message `id` (a relayed ACME challenge) is in effect. */
   | { t: 'ack'; id: number }

@@ -7,8 +7,9 @@ import { closeAllPools } from '../outbound/pool-registry.js';
 import { StreamListeners } from '../stream/index.js';
 import { PrimaryChannel } from './primary-channel.js';
 import { ConfigPieces } from './config-pieces.js';
-import type { ToPrimary, ToWorker } from './protocol.js';
+import type { ToPrimary, ToWorker, WorkerMetrics } from './protocol.js';
 import { WindowLeases, workerSharedState } from './worker-shared.js';
+import { METRICS_PUSH_MS } from './metrics.js';
 
 type Init = Extract<ToWorker, { t: 'init' }>;
 
@@ -31,6 +32,18 @@ function injectedRefusal(worker: number, config: unknown): string | undefined {
 
 function send(message: ToPrimary): void {
   if (process.connected) process.send?.(message);
+}
+
+/** Sends `message` and resolves once it is written to the channel (before the process exits). */
+function sendFlushed(message: ToPrimary): Promise<void> {
+  return new Promise((resolve) => {
+    if (!process.connected || process.send === undefined) return resolve();
+    try {
+      process.send(message, undefined, undefined, () => resolve());
+    } catch {
+      resolve();
+    }
+  });
 }
 
 /**
@@ -58,6 +71,16 @@ export async function runClusterWorker(): Promise<number> {
       else if (started.length + updated.length + restarted.length + removed.length > 0)
         log.to?.info({ started, updated, restarted, removed }, 'stream listeners reloaded');
     });
+  /**
+   * Registry snapshots, one at a time, so the primary receives them in the order their values were
+   * read (a newer one never arrives before an older one: the summed counters stay monotonic).
+   */
+  let collecting: Promise<unknown> = Promise.resolve();
+  const snapshot = (): Promise<WorkerMetrics | undefined> => {
+    const next = collecting.then(() => gateway?.metrics.registry.getMetricsAsJSON());
+    collecting = next.catch(() => undefined);
+    return next;
+  };
   let onStop: () => void = () => undefined;
   const stopped = new Promise<void>((resolve) => (onStop = resolve));
   const init = new Promise<Init>((resolve) => {
@@ -93,9 +116,10 @@ export async function runClusterWorker(): Promise<number> {
           gateway?.acme?.setChallenge(message.domain, message.pair);
           return send({ t: 'ack', id: message.id });
         case 'metrics?':
-          void gateway?.metrics.registry
-            .getMetricsAsJSON()
-            .then((m) => send({ t: 'metrics', id: message.id, m }));
+          void snapshot().then(
+            (m) => m !== undefined && send({ t: 'metrics', id: message.id, m }),
+            () => undefined,
+          );
           return;
         case 'stop':
           return onStop();
@@ -140,6 +164,18 @@ export async function runClusterWorker(): Promise<number> {
     return 1;
   }
   send({ t: 'ready' });
+  // What a worker killed with SIGKILL takes with it: at most the counts of the last METRICS_PUSH_MS.
+  const metrics = gateway.metrics;
+  let pushed = metrics.answered;
+  const push = setInterval(() => {
+    if (metrics.answered === pushed) return;
+    pushed = metrics.answered;
+    void snapshot().then(
+      (m) => m !== undefined && send({ t: 'metrics', id: 0, m }),
+      () => undefined,
+    );
+  }, METRICS_PUSH_MS);
+  push.unref();
   await stopped;
   const graceMs = system.timeouts.shutdown_timeout_seconds * 1000;
   const drained = Promise.all([gateway.shutdown(), streams?.close(graceMs)]);
@@ -147,6 +183,10 @@ export async function runClusterWorker(): Promise<number> {
   // ahead of this message): a primary replacing this worker may now acknowledge a write.
   setImmediate(() => send({ t: 'draining' }));
   await drained;
+  clearInterval(push);
+  // Everything it counted reaches the primary, which keeps it in the summed counters.
+  const last = await snapshot().catch(() => undefined);
+  if (last !== undefined) await sendFlushed({ t: 'metrics', id: 0, m: last });
   await closeAllPools();
   return 0;
 }

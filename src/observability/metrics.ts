@@ -49,6 +49,8 @@ const OTHER_SLOT = METHODS.length - 1;
  */
 export class GatewayMetrics implements ScopeMetrics {
   readonly registry = new Registry();
+  /** Requests answered so far: a cluster worker sends a metrics snapshot only when this moved. */
+  answered = 0;
   // Per-request series: cells resolved once, plain additions per request (./fast-metrics.ts).
   readonly #requests: FastCounter<'route' | 'status'>;
   readonly #requestErrors: FastCounter<'route'>;
@@ -209,6 +211,7 @@ export class GatewayMetrics implements ScopeMetrics {
    * `req` and `ctx` give bytes, policy and the upstream answer when present.
    */
   readonly requestFinished: RequestFinished = (route, status, startedAt, nodeErrors, req, ctx) => {
+    this.answered++;
     let children = this.#routes.get(route);
     if (children === undefined) {
       children = {
