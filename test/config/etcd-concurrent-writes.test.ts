@@ -11,6 +11,12 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
+import { startAdminServer } from '../../src/admin/server.js';
+import { EtcdConfigSource, type EtcdSnapshot } from '../../src/config/etcd-source.js';
+import type { GatewayConfig } from '../../src/config/gateway.js';
+import { parseSystemConfig } from '../../src/config/system.js';
+import { silentLogger } from '../../src/core/logger.js';
+import { Gateway } from '../../src/gateway.js';
 import { skipWithoutEtcd, startEtcd, type EtcdServer } from '../support/etcd.js';
 import { freePort } from '../support/free-port.js';
 import { spawnGateway, waitForHttp, type GatewayProcess } from '../support/gateway-process.js';
@@ -155,8 +161,14 @@ async function stored(etcd: EtcdServer, key: string): Promise<string | undefined
 
 const route = (name: string) => ({ name, match: { path: `/${name}` }, policy: 'hello' });
 
-describe('F-4: Admin writes of two gateways on one etcd prefix', { skip: skipWithoutEtcd() }, () => {
-  let etcd: EtcdServer;
+const skip = skipWithoutEtcd();
+let etcd: EtcdServer;
+before(async () => {
+  if (skip === false) etcd = await startEtcd();
+});
+after(async () => etcd?.stop());
+
+describe('F-4: Admin writes of two gateways on one etcd prefix', { skip }, () => {
   let gate: WatchGate;
   let dir: ReturnType<typeof tempDir>;
   let a: Member;
@@ -164,7 +176,6 @@ describe('F-4: Admin writes of two gateways on one etcd prefix', { skip: skipWit
   const both = () => [a, b];
 
   before(async () => {
-    etcd = await startEtcd();
     gate = await watchGate(etcd.url);
     dir = tempDir();
     a = await startMember(dir.path, 'a', gate.url);
@@ -174,7 +185,6 @@ describe('F-4: Admin writes of two gateways on one etcd prefix', { skip: skipWit
     gate?.release();
     await Promise.all([a?.process.stop(), b?.process.stop()]);
     await gate?.close();
-    await etcd?.stop();
     dir?.remove();
   });
 
@@ -200,6 +210,21 @@ describe('F-4: Admin writes of two gateways on one etcd prefix', { skip: skipWit
       const listed = await names(m, 'routes');
       return created.every((n) => listed.has(n));
     });
+    // Routes run in etcd's key order on both, also right after a gateway's own POST appended one.
+    for (const m of both()) {
+      const order = [...(await names(m, 'routes'))];
+      assert.deepEqual(order, [...order].sort(), 'routes in name order');
+    }
+  });
+
+  test('F-4: a reorder etcd cannot store is refused, not half applied', async () => {
+    const order = [...(await names(a, 'routes'))];
+    const before = await etcd.keys(`${PREFIX}/`);
+    const res = await call(a, 'PUT', '/api/route-order', { names: [...order].reverse() });
+    assert.equal(res.status, 400, res.text);
+    assert.match(res.text, /name order/);
+    assert.deepEqual(await etcd.keys(`${PREFIX}/`), before);
+    assert.deepEqual([...(await names(a, 'routes'))], order);
   });
 
   test('F-4: 10 deletions racing creates on the other gateway are not resurrected', async () => {
@@ -305,3 +330,55 @@ describe('F-4: Admin writes of two gateways on one etcd prefix', { skip: skipWit
     );
   });
 });
+
+/** An etcd source that lets another writer change `key` right before each of its commits. */
+class Overtaken extends EtcdConfigSource {
+  overtakes = 0;
+  constructor(
+    private readonly key: string,
+    prefix: string,
+  ) {
+    super({ endpoints: [etcd.url], prefix, timeout_ms: 3000 }, silentLogger);
+  }
+  override async commit(base: EtcdSnapshot, next: GatewayConfig): Promise<void> {
+    this.overtakes++;
+    await etcd.put(this.key, JSON.stringify(mockPolicy('contested', `other-${this.overtakes}`)));
+    return super.commit(base, next);
+  }
+}
+
+test(
+  'F-4: a write that keeps losing its race answers 409 conflict naming the resource, and applies nothing',
+  { skip },
+  async () => {
+    const prefix = '/overtaken';
+    await etcd.put(`${prefix}/policies/contested`, JSON.stringify(mockPolicy('contested', 'v0')));
+    const system = parseSystemConfig(
+      [
+        'listener: { bind: 127.0.0.1, port: 0 }',
+        'admin: { bind: 127.0.0.1, port: 0, username: admin, password: secret-password }',
+        `config: { source: etcd, etcd: { endpoints: ["${etcd.url}"], prefix: ${prefix} } }`,
+      ].join('\n'),
+      {},
+    );
+    const source = new Overtaken(`${prefix}/policies/contested`, prefix);
+    const gateway = await Gateway.createFromEtcd({ system, logger: silentLogger, etcd: source });
+    const admin = await startAdminServer(gateway, system.admin!, silentLogger, { print: () => undefined });
+    try {
+      const res = await fetch(`${admin.url}/api/policies/contested`, {
+        method: 'PUT',
+        headers: { authorization: AUTH, 'content-type': 'application/json' },
+        body: JSON.stringify(mockPolicy('contested', 'mine')),
+      });
+      const body = (await res.json()) as { error?: string; resources?: string[] };
+      assert.equal(res.status, 409, JSON.stringify(body));
+      assert.equal(body.error, 'conflict');
+      assert.deepEqual(body.resources, ['policies/contested']);
+      assert.equal(source.overtakes, 5, 'retried a bounded number of times');
+      assert.doesNotMatch((await stored(etcd, `${prefix}/policies/contested`)) ?? '', /mine/);
+      assert.doesNotMatch(JSON.stringify(gateway.runtime.config), /mine/, 'not applied locally either');
+    } finally {
+      await Promise.all([admin.close(), gateway.shutdown()]);
+    }
+  },
+);
