@@ -5,6 +5,8 @@ import { compileRegex, type ConfigRegex } from '../../conditions/regex.js';
 import { headerListSchema, headerPairs, type HeaderListConfig } from '../shared-schemas.js';
 import { mentionsResponseBody } from '../response-body-refs.js';
 import { configReadsRequestBody } from '../request-body-refs.js';
+import { NodeError } from '../../core/errors.js';
+import { normaliseTarget, PathRejected } from '../../server/request-path.js';
 
 interface HeaderActions {
   add?: HeaderListConfig;
@@ -47,6 +49,52 @@ function headerOps(
     return [name, env.template(value, `${key}.${name}`, { phase })] as const;
   });
 }
+
+/**
+ * Where the query of a `uri` begins: its first `?` outside `{{…}}` (the scan of the template
+ * compiler), or -1. A `?` that a template value renders is part of the path (F-12).
+ */
+function literalQueryStart(text: string): number {
+  let pos = 0;
+  for (;;) {
+    const first = text.indexOf('{{', pos);
+    const close = first === -1 ? -1 : text.indexOf('}}', first + 2);
+    const end = close === -1 ? text.length : text.lastIndexOf('{{', close - 2);
+    const q = text.indexOf('?', pos);
+    if (q !== -1 && q < end) return q;
+    if (close === -1) return -1;
+    pos = close + 2;
+  }
+}
+
+/** Raw in a rendered path: controls, space, DEL, `"#<>?[\]^`{|}` and a `%` that starts no escape. */
+// eslint-disable-next-line no-control-regex -- control characters are what it finds
+const UNSAFE_IN_PATH = /[\u0000-\u0020"#<>?[\\\]^`{|}\u007f]|%(?![0-9A-Fa-f]{2})/g;
+/** The same in a rendered query, where `?` is allowed. */
+// eslint-disable-next-line no-control-regex -- control characters are what it finds
+const UNSAFE_IN_QUERY = /[\u0000-\u0020"#<>[\\\]^`{|}\u007f]|%(?![0-9A-Fa-f]{2})/g;
+const percentEncode = (c: string): string =>
+  `%${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`;
+
+/** A `..` segment, raw or percent-encoded (`%2e%2E`). */
+const DOT_DOT_SEGMENT = /(^|\/)(?:\.|%2e){2}(\/|$)/i;
+
+/**
+ * A rewritten path as the upstream gets it, normalised like a request path (`normaliseTarget`):
+ * unsafe characters percent-encoded (`#` and `?` too: a path holds no fragment and no query),
+ * `.` and empty segments removed. Throws {@link PathRejected} for a path that climbs above the
+ * root or hides a dot-segment (`..%2F`), as the front refuses such a request, and, when a template
+ * rendered part of it (`templated`), for any `..`: a value must not climb out of the path the
+ * route chose (`/inj/{{request.query.p}}` with `p=../admin`).
+ */
+function rewrittenPath(path: string, templated: boolean): string {
+  const encoded = path.replace(UNSAFE_IN_PATH, percentEncode);
+  if (templated && DOT_DOT_SEGMENT.test(encoded))
+    throw new PathRejected('request path has a templated `..` segment');
+  return normaliseTarget(encoded.startsWith('/') ? encoded : `/${encoded}`);
+}
+
+const safeQuery = (query: string): string => query.replace(UNSAFE_IN_QUERY, percentEncode);
 
 /** Every header value this config renders, for streaming inference. */
 function headerValues(config: ProxyRewriteConfig): string[] {
@@ -147,7 +195,25 @@ export const proxyRewrite = definePlugin({
       }
     }
 
-    const uri = config.uri === undefined ? undefined : env.template(config.uri, 'uri');
+    // The query of `uri` is the part after its own `?`, never one a template value renders.
+    const queryAt = config.uri === undefined ? -1 : literalQueryStart(config.uri);
+    const uri =
+      config.uri === undefined
+        ? undefined
+        : env.template(queryAt === -1 ? config.uri : config.uri.slice(0, queryAt), 'uri');
+    const uriQuery =
+      config.uri === undefined || queryAt === -1
+        ? undefined
+        : env.template(config.uri.slice(queryAt + 1), 'uri');
+    if (uri?.isStatic === true) {
+      try {
+        rewrittenPath(uri.source, false);
+      } catch (err) {
+        if (err instanceof PathRejected)
+          throw new ConfigError('uri', err.message.replace(/^request path/, 'is a path that'));
+        throw err;
+      }
+    }
     const regexUri: (readonly [ConfigRegex, string])[] = [];
     if (config.regex_uri !== undefined) {
       if (config.regex_uri.length % 2 !== 0) {
@@ -176,6 +242,7 @@ export const proxyRewrite = definePlugin({
       h.trim().toLowerCase(),
     );
     const set = headerOps(config.headers?.set, 'headers.set', env, phase);
+    const templatedPath = uri?.isStatic === false || prefix?.isStatic === false;
     const rewritesRequest =
       !response &&
       (uri !== undefined ||
@@ -187,16 +254,18 @@ export const proxyRewrite = definePlugin({
 
     const rewriteRequest = (ctx: Context): void => {
       const req = ctx.request;
+      const before = req.path;
       if (uri !== undefined) {
-        const target = uri.render(ctx);
-        const q = target.indexOf('?');
-        const path = q === -1 ? target : target.slice(0, q);
-        req.path = path.startsWith('/') ? path : `/${path}`;
-        if (q !== -1) req.rawQuery = target.slice(q + 1);
+        req.path = uri.render(ctx);
+        if (uriQuery !== undefined) req.rawQuery = safeQuery(uriQuery.render(ctx));
       } else {
         for (const [pattern, replacement] of regexUri) {
           if (pattern.test(req.path)) {
-            req.path = pattern.replace(req.path, replacement);
+            // A `?` can only come from the replacement (a request path holds none): it starts the query.
+            const target = pattern.replace(req.path, replacement);
+            const q = target.indexOf('?');
+            req.path = q === -1 ? target : target.slice(0, q);
+            if (q !== -1) req.rawQuery = safeQuery(target.slice(q + 1));
             break;
           }
         }
@@ -208,6 +277,17 @@ export const proxyRewrite = definePlugin({
       if (prefix !== undefined) {
         const text = prefix.render(ctx);
         req.path = `${text.endsWith('/') ? text.slice(0, -1) : text}${req.path}`;
+      }
+      if (req.path !== before) {
+        try {
+          req.path = rewrittenPath(req.path, templatedPath);
+        } catch (err) {
+          if (!(err instanceof PathRejected)) throw err;
+          throw new NodeError(
+            'UPSTREAM_REQUEST_BUILD_ERROR',
+            `proxy-rewrite: ${err.message.replace(/^request path/, 'the rewritten path')}`,
+          );
+        }
       }
       if (method !== undefined) req.method = method;
       if (host !== undefined) {

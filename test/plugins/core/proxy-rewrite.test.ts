@@ -174,3 +174,20 @@ test('proxy-rewrite: M3 a regex_uri that needs backtracking is refused at load n
     /backreference/,
   );
 });
+
+test('F-12: proxy-rewrite normalises what it rewrites: a static uri above the root is a load error, a regex ? starts the query, a templated .. is refused', () => {
+  assertConfigError(() => instantiate(proxyRewrite, { uri: '/a/../../etc' }, templatedEnv()), 'uri');
+  const literal = requestContext({ url: '/x' });
+  runNow(instantiate(proxyRewrite, { uri: '/a/./b/../c#frag' }, templatedEnv()), literal);
+  assert.equal(literal.request.url, '/a/c%23frag');
+  const regex = requestContext({ url: '/old/7?keep=1' });
+  runNow(instantiate(proxyRewrite, { regex_uri: ['^/old/(\\d+)$', '/new?id=$1#x'] }), regex);
+  assert.equal(regex.request.path, '/new');
+  assert.equal(regex.request.rawQuery, 'id=7%23x');
+  const node = instantiate(proxyRewrite, { uri: '/inj/{{request.headers.x-p}}' }, templatedEnv());
+  const climb = requestContext({ url: '/i', headers: { host: 'gw', 'x-p': '../admin' } });
+  assert.throws(() => node.run(climb), { code: 'UPSTREAM_REQUEST_BUILD_ERROR' });
+  const spaced = requestContext({ url: '/i', headers: { host: 'gw', 'x-p': 'a b\\c' } });
+  runNow(node, spaced);
+  assert.equal(spaced.request.path, '/inj/a%20b%5Cc');
+});
