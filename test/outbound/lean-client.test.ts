@@ -456,6 +456,24 @@ test('lean client: an answer head over 16 KiB is refused as undici refuses it', 
   assert.deepEqual(both.lean, { code: 'UPSTREAM_CONNECTION_ERROR', retryable: false });
 });
 
+test('F-14: lean client: a status line below 100 (HTTP/1.1 099) fails at once as undici fails it, not at the deadline', async () => {
+  const raw: NetServer = createNetServer((socket) => {
+    socket.on('data', () => socket.write('HTTP/1.1 099 Weird\r\ncontent-length: 5\r\n\r\nhello'));
+  });
+  raw.listen(0, '127.0.0.1');
+  await once(raw, 'listening');
+  const target = `http://127.0.0.1:${(raw.address() as AddressInfo).port}`;
+  const both = await onBoth(
+    (pool) =>
+      failure(exchange(pool, { method: 'GET', path: '/', headers: [], body: null }, BUFFERED, null, null)),
+    target,
+  );
+  raw.close();
+  assert.deepEqual(both.lean, both.undici);
+  // Waiting for a final answer would end in UPSTREAM_TIMEOUT at BUFFERED's deadline.
+  assert.deepEqual(both.lean, { code: 'UPSTREAM_CONNECTION_ERROR', retryable: false });
+});
+
 test('lean client: thousands of queued requests refused before sending leave the pool working', async () => {
   const pool = clients.lean!(origin, 1);
   // A generous deadline: only how each request ends is under test, not how fast a loaded machine is.

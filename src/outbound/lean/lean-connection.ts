@@ -307,6 +307,14 @@ export class LeanConnection implements Deadlined {
       this.#socket.destroy();
       return 0;
     }
+    if (status < 100) {
+      // llhttp takes any three digits; undici refuses a status below 100 at once (else: a wait for timeout_ms).
+      this.#fail(
+        new LeanClientError(`Parse Error: invalid status code ${status}`, 'HPE_INVALID_STATUS'),
+        true,
+      );
+      return -1;
+    }
     if (upgrade || status === 101) {
       this.#fail(new LeanClientError('unexpected upgrade from the target', 'UND_ERR_SOCKET'), true);
       return 0;
