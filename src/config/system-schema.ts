@@ -115,6 +115,17 @@ export const systemSchema = {
           description:
             'HTTP/1.1 server of the data plane: lean (the llhttp parser node:http uses, answers written straight to the socket; upgrades handed to node-compatible handlers) or node (node:http).',
         },
+        headers_with_underscores: {
+          type: 'string',
+          enum: ['drop', 'reject', 'allow'],
+          default: 'drop',
+          description:
+            'Client header names holding "_" (X_Forwarded_For): drop (default; routing, policies and the upstream never see them, as nginx underscores_in_headers off), reject (400) or allow. CGI/WSGI/PHP upstreams read X_Forwarded_For and X-Forwarded-For as one variable.',
+        },
+        allow_trace: {
+          ...bool(false),
+          description: 'Serve TRACE requests; by default they are answered 405 Method Not Allowed.',
+        },
       },
     },
     tls: tlsSchema,

@@ -106,6 +106,10 @@ export interface SystemConfig {
     max_connections: number | 'auto';
     /** HTTP/1.1 server: 'lean' (src/server/lean/) or 'node' (node:http); docs/benchmarks.md. */
     http1_server: 'lean' | 'node';
+    /** Client header names with `_`: dropped by default; src/server/request-checks.ts. */
+    headers_with_underscores: 'drop' | 'reject' | 'allow';
+    /** TRACE is answered 405 unless true. */
+    allow_trace: boolean;
   };
   tls?: TlsConfig;
   http2: Http2Config;

@@ -30,6 +30,15 @@ import type { DebugTap } from '../debug/tap.js';
 import type { TraceRecorder } from '../core/graph-types.js';
 import type { ServerRequest } from './server-request.js';
 import { LeanResponse } from './lean/lean-response.js';
+import {
+  DEFAULT_RULES,
+  hasUnderscoreName,
+  holdsEncodedNul,
+  hostValueProblem,
+  refusal,
+  withoutUnderscoreNames,
+  type RequestRules,
+} from './request-checks.js';
 
 export type { ServerRequest } from './server-request.js';
 export type ServerReply = ServerResponse | Http2ServerResponse | LeanResponse;
@@ -39,6 +48,8 @@ export interface DataPlaneOptions {
   maxBodyBytes: number;
   /** `listener.max_hops`: a request whose Via already names this gateway this often is answered 508. */
   maxHops: number;
+  /** `listener.headers_with_underscores` and `listener.allow_trace` (./request-checks.ts); defaults when absent. */
+  rules?: RequestRules;
   hooks: RunHooks;
   /** Called once per finished request: metrics and the access log (src/observability/access-log.ts). */
   onFinished?: (
@@ -105,9 +116,18 @@ function readTarget(raw: string): RequestTarget | string {
   }
 }
 
+/** {@link readTarget}, and an encoded NUL in the path is refused too (nginx answers it 400). */
+function readCheckedTarget(raw: string): RequestTarget | string {
+  const target = readTarget(raw);
+  if (typeof target !== 'string' && holdsEncodedNul(target.url))
+    return 'request path must not hold an encoded NUL (%00)';
+  return target;
+}
+
 /**
- * RFC 9112 §3.2: more than one Host is a 400; so is an HTTP/2 `host` that
- * names another authority than `:authority` (RFC 9113 §8.3.1).
+ * RFC 9112 §3.2: more than one Host, or a Host whose value is not a host
+ * (empty, a space, a slash…: ./request-checks.ts), is a 400; so is an HTTP/2
+ * `host` that names another authority than `:authority` (RFC 9113 §8.3.1).
  */
 function hostProblem(req: ServerRequest): string | undefined {
   const raw = req.rawHeaders;
@@ -119,6 +139,10 @@ function hostProblem(req: ServerRequest): string | undefined {
   if (count > 1) return 'more than one Host header';
   const authority = req.headers[':authority'];
   const host = req.headers.host;
+  if (host !== undefined) {
+    const bad = hostValueProblem(host);
+    if (bad !== undefined) return bad;
+  }
   if (
     count === 1 &&
     typeof authority === 'string' &&
@@ -136,15 +160,18 @@ interface Prepared {
   url: string;
   /** The authority of an absolute-form target, which replaces `Host`. */
   authority: string | undefined;
+  /** The request's headers without underscore names (`listener.headers_with_underscores: drop`), when it had some. */
+  headers: ServerRequest['headers'] | undefined;
 }
 
 /** The data-plane handlers: route, buffer the body, run the policy graph, answer (or relay a WebSocket). */
 export function createDataPlaneHandler(options: DataPlaneOptions) {
   const { hooks, maxBodyBytes, maxHops, onFinished, debug } = options;
+  const rules = options.rules ?? DEFAULT_RULES;
 
   const buildContext = (
     req: ServerRequest,
-    { target, url, authority }: Prepared,
+    { target, url, authority, headers: kept }: Prepared,
     body: Buffer | null,
     websocket: boolean,
   ): Context => {
@@ -152,7 +179,8 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
     const tls = (socket as TLSSocket).encrypted === true;
     const h2 = req.httpVersionMajor === 2;
     const peer = peerOf(req);
-    let headers = h2 ? http2Headers(req.headers) : req.headers;
+    const received = kept ?? req.headers;
+    let headers = h2 ? http2Headers(received) : received;
     if (authority !== undefined) headers = { ...headers, host: authority };
     const ctx = new Context({
       method: websocket ? 'GET' : (req.method ?? 'GET'),
@@ -272,8 +300,15 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
       onFinished?.('', 508, startedAt, undefined, req);
       return undefined;
     }
+    const refused = refusal(req, rules);
+    if (refused !== undefined) {
+      const { status, error, message } = refused;
+      reject(status, { error, message }, refused.close ? { connection: 'close' } : undefined);
+      onFinished?.('', status, startedAt, undefined, req);
+      return undefined;
+    }
     const problem = hostProblem(req);
-    const target = problem ?? readTarget(req.url ?? '');
+    const target = problem ?? readCheckedTarget(req.url ?? '');
     if (typeof target === 'string') {
       reject(400, { error: 'bad_request', message: target });
       onFinished?.('', 400, startedAt, undefined, req);
@@ -282,12 +317,16 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
     const { url, authority } = target;
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);
+    const headers =
+      rules.headersWithUnderscores === 'drop' && hasUnderscoreName(req.rawHeaders)
+        ? withoutUnderscoreNames(req.headers)
+        : undefined;
     const slot = options.current();
     const found = slot.runtime.router.match(
       method,
       authority ?? req.headers.host ?? (req.headers[':authority'] as string | undefined),
       path,
-      req.headers,
+      headers ?? req.headers,
     );
     if (found === undefined) {
       // The tap reads headers, socket and target: fields a LeanRequest has too.
@@ -296,7 +335,7 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
       return undefined;
     }
     slot.acquire();
-    return { slot, target: found.target, url, authority };
+    return { slot, target: found.target, url, authority, headers };
   };
 
   function handle(req: ServerRequest, reply: ServerReply): void {

@@ -33,17 +33,23 @@ policies:
 
 let origin: CaptureUpstream;
 const fronts: Record<'lean' | 'node', SpawnedGateway | undefined> = { lean: undefined, node: undefined };
+/** `headers_with_underscores: reject`. */
+let rejecting: SpawnedGateway | undefined;
+/** `headers_with_underscores: allow` and `allow_trace: true`. */
+let allowing: SpawnedGateway | undefined;
 
 before(async () => {
   origin = await captureUpstream();
-  [fronts.lean, fronts.node] = await Promise.all([
+  [fronts.lean, fronts.node, rejecting, allowing] = await Promise.all([
     spawnDataPlane(gatewayYaml(origin.port)),
     spawnDataPlane(gatewayYaml(origin.port), '', 'http1_server: node'),
+    spawnDataPlane(gatewayYaml(origin.port), '', 'headers_with_underscores: reject'),
+    spawnDataPlane(gatewayYaml(origin.port), '', 'headers_with_underscores: allow, allow_trace: true'),
   ]);
 });
 
 after(async () => {
-  await Promise.all([fronts.lean?.stop(), fronts.node?.stop()]);
+  await Promise.all([fronts.lean?.stop(), fronts.node?.stop(), rejecting?.stop(), allowing?.stop()]);
   origin?.close();
 });
 
@@ -129,3 +135,108 @@ for (const front of ['lean', 'node'] as const) {
     );
   });
 }
+
+/** F-10's inputs: the status both fronts answer (as nginx does) and whether the connection closes. */
+const REFUSED: [name: string, input: string, status: number, close: boolean][] = [
+  [
+    'TE gzip, chunked',
+    'POST /f10 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n',
+    501,
+    true,
+  ],
+  [
+    'TE identity, chunked',
+    'POST /f10 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: identity, chunked\r\n\r\n0\r\n\r\n',
+    501,
+    true,
+  ],
+  [
+    'TE x, chunked',
+    'POST /f10 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: x, chunked\r\n\r\n0\r\n\r\n',
+    501,
+    true,
+  ],
+  [
+    'TE , chunked',
+    'POST /f10 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: , chunked\r\n\r\n0\r\n\r\n',
+    501,
+    true,
+  ],
+  ['TE ,chunked', 'POST /f10 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: ,chunked\r\n\r\n0\r\n\r\n', 501, true],
+  [
+    'two TE lines identity + chunked',
+    'POST /f10 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: identity\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
+    400,
+    true,
+  ],
+  ['HTTP/2.0 request line', 'GET /f10 HTTP/2.0\r\nHost: x\r\n\r\n', 505, true],
+  ['empty Host', 'GET /f10 HTTP/1.1\r\nHost:\r\n\r\n', 400, false],
+  ['Host with a space', 'GET /f10 HTTP/1.1\r\nHost: a b\r\n\r\n', 400, false],
+  ['Host with a slash', 'GET /f10 HTTP/1.1\r\nHost: x/y\r\n\r\n', 400, false],
+  ['TRACE', 'TRACE /f10 HTTP/1.1\r\nHost: x\r\n\r\n', 405, false],
+  ['%00 in the path', 'GET /f10%00x HTTP/1.1\r\nHost: x\r\n\r\n', 400, false],
+];
+
+for (const front of ['lean', 'node'] as const) {
+  for (const [name, input, status, close] of REFUSED) {
+    test(`F-10: ${name} is answered ${status}${close ? ' and closes' : ''}, nothing forwarded (${front} front)`, async () => {
+      const { answer, seen } = await once(fronts[front]!.port, input);
+      assert.equal(answer.status, status);
+      assert.equal(answer.headers.connection, close ? 'close' : 'keep-alive');
+      assert.deepEqual(seen, []);
+    });
+  }
+
+  test(`F-10: what stays accepted: TE chunked in any case with OWS, Host with a port or an IPv6 literal, %00 in the query (${front} front)`, async () => {
+    for (const input of [
+      'POST /f10 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: CHUNKED\r\n\r\n5\r\nhello\r\n0\r\n\r\n',
+      'POST /f10 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding:\tchunked \r\n\r\n5\r\nhello\r\n0\r\n\r\n',
+      'GET /f10 HTTP/1.1\r\nHost: x.example:8080\r\n\r\n',
+      'GET /f10 HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n',
+      'GET /f10?q=%00 HTTP/1.1\r\nHost: x\r\n\r\n',
+    ]) {
+      const { answer, seen } = await once(fronts[front]!.port, input);
+      assert.equal(answer.status, 200, input);
+      assert.equal(seen.length, 1, input);
+    }
+  });
+}
+
+test('F-10: TRACE is forwarded with listener.allow_trace: true', async () => {
+  const { answer, seen } = await once(allowing!.port, 'TRACE /f10 HTTP/1.1\r\nHost: x\r\n\r\n');
+  assert.equal(answer.status, 200);
+  assert.deepEqual(
+    seen.map((s) => [s.method, s.target]),
+    [['TRACE', '/f10']],
+  );
+});
+
+const SPOOF = 'GET /f11 HTTP/1.1\r\nHost: x\r\nX_Forwarded_For: 7.7.7.7\r\nX_Auth_User: admin\r\n\r\n';
+
+for (const front of ['lean', 'node'] as const) {
+  test(`F-11: header names with an underscore are dropped before forwarding by default (${front} front)`, async () => {
+    const { answer, seen } = await once(fronts[front]!.port, SPOOF);
+    assert.equal(answer.status, 200);
+    assert.equal(seen.length, 1);
+    assert.equal(seen[0]!.headers['x-forwarded-for'], '127.0.0.1');
+    assert.deepEqual(
+      Object.keys(seen[0]!.headers).filter((name) => name.includes('_')),
+      [],
+    );
+  });
+}
+
+test('F-11: listener.headers_with_underscores: reject answers 400 and forwards nothing', async () => {
+  const { answer, seen } = await once(rejecting!.port, SPOOF);
+  assert.equal(answer.status, 400);
+  assert.match(answer.body, /headers_with_underscores/);
+  assert.deepEqual(seen, []);
+  const plain = await once(rejecting!.port, 'GET /f11 HTTP/1.1\r\nHost: x\r\nX-Ok: 1\r\n\r\n');
+  assert.equal(plain.answer.status, 200);
+});
+
+test('F-11: listener.headers_with_underscores: allow forwards them', async () => {
+  const { seen } = await once(allowing!.port, SPOOF);
+  assert.equal(seen[0]?.headers['x_forwarded_for'], '7.7.7.7');
+  assert.equal(seen[0]?.headers['x_auth_user'], 'admin');
+});

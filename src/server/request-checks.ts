@@ -1,0 +1,122 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { ServerRequest } from './server-request.js';
+
+/** `listener.headers_with_underscores`: what a client's header name with `_` does (docs/configuration.md). */
+export type UnderscoreHeaders = 'drop' | 'reject' | 'allow';
+
+/** The listener's request rules, read once when the data plane is built. */
+export interface RequestRules {
+  headersWithUnderscores: UnderscoreHeaders;
+  /** `listener.allow_trace`: TRACE is answered 405 unless set. */
+  allowTrace: boolean;
+}
+
+export const DEFAULT_RULES: RequestRules = { headersWithUnderscores: 'drop', allowTrace: false };
+
+/** A request answered before routing; `close` ends an HTTP/1.1 connection whose framing is in doubt. */
+export interface Refusal {
+  status: number;
+  error: string;
+  message: string;
+  close: boolean;
+}
+
+const refuse = (status: number, error: string, message: string, close = false): Refusal => ({
+  status,
+  error,
+  message,
+  close,
+});
+
+const NOT_IMPLEMENTED = refuse(
+  501,
+  'not_implemented',
+  'transfer codings other than a lone chunked are not supported',
+  true,
+);
+const REPEATED_TE = refuse(400, 'bad_request', 'more than one Transfer-Encoding header', true);
+const VERSION = refuse(505, 'http_version_not_supported', 'only HTTP/1.x is served in HTTP/1 syntax', true);
+const TRACE = refuse(405, 'method_not_allowed', 'TRACE is not allowed (listener.allow_trace)');
+const UNDERSCORE = refuse(
+  400,
+  'bad_request',
+  'header names with an underscore are refused (listener.headers_with_underscores)',
+);
+
+/**
+ * RFC 9112 refusals applied by both HTTP/1.1 fronts alike (the lean front and
+ * node:http, whose parser lets these through), as nginx answers them: a major
+ * version other than 1 in HTTP/1 syntax is 505; Transfer-Encoding must be a
+ * lone `chunked` (§6.1: a coding we do not apply is 501, and dropping it would
+ * forward another body than the client meant), repeated TE lines are 400;
+ * TRACE is 405 unless `listener.allow_trace`; header names with `_` are 400
+ * with `listener.headers_with_underscores: reject`.
+ */
+export function refusal(req: ServerRequest, rules: RequestRules): Refusal | undefined {
+  if (!('stream' in req)) {
+    // Not HTTP/2 (whose requests carry their stream): the HTTP/1 syntax of either front.
+    if (req.httpVersionMajor !== 1) return VERSION;
+    const te = req.headers['transfer-encoding'];
+    if (te !== undefined) {
+      if (countFields(req.rawHeaders, 'transfer-encoding') > 1) return REPEATED_TE;
+      // A list whose last coding is not chunked is the parser's to refuse (400, right after the
+      // head: node:http has already emitted the request then, and must not get a 501 out first).
+      const last = te.slice(te.lastIndexOf(',') + 1).trim();
+      if (te.includes(',') && last.toLowerCase() === 'chunked') return NOT_IMPLEMENTED;
+    }
+  }
+  if (req.method === 'TRACE' && !rules.allowTrace) return TRACE;
+  if (rules.headersWithUnderscores === 'reject' && hasUnderscoreName(req.rawHeaders)) return UNDERSCORE;
+  return undefined;
+}
+
+/** Field lines named `lower` (its lowercase name) in a flat `[name, value…]` list. */
+export function countFields(raw: readonly string[], lower: string): number {
+  let count = 0;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!;
+    if (name.length === lower.length && name.toLowerCase() === lower) count++;
+  }
+  return count;
+}
+
+/** True when a field name of the flat `[name, value…]` list holds `_`. */
+export function hasUnderscoreName(raw: readonly string[]): boolean {
+  for (let i = 0; i < raw.length; i += 2) if (raw[i]!.includes('_')) return true;
+  return false;
+}
+
+/**
+ * The header map without the fields whose name holds `_` (nginx's
+ * `underscores_in_headers off`): CGI-style upstreams read `X_Forwarded_For`
+ * and `X-Forwarded-For` as one variable, so a client could spoof what the
+ * gateway sets. Routing, policies and the upstream never see them.
+ */
+export function withoutUnderscoreNames(headers: IncomingHttpHeaders): IncomingHttpHeaders {
+  const out: IncomingHttpHeaders = {};
+  for (const name in headers) if (!name.includes('_')) out[name] = headers[name];
+  return out;
+}
+
+/**
+ * A Host value is `uri-host [":" port]` (RFC 9112 §3.2, RFC 3986 §3.2.2): a
+ * reg-name or IPv4 address, or an IP literal in brackets. Empty values,
+ * spaces, `/`, `\`, `@`, `?` and the like are 400, as nginx answers most of
+ * them; the value becomes `X-Forwarded-Host` and `$host` otherwise.
+ */
+export function hostValueProblem(host: string): string | undefined {
+  if (!HOST_VALUE.test(host)) return 'invalid Host header value';
+  if (host.includes('..')) return 'invalid Host header value';
+  return undefined;
+}
+
+const HOST_VALUE =
+  /^(?:[A-Za-z0-9\-._~%!$&'()*+,;=]+|\[[0-9A-Fa-f:.]+\]|\[v[0-9A-Fa-f]+\.[A-Za-z0-9\-._~!$&'()*+,;=:]+\])(?::[0-9]*)?$/;
+
+/** The path part of a request target holds an encoded NUL (`%00`): 400, as nginx answers. */
+export function holdsEncodedNul(url: string): boolean {
+  const at = url.indexOf('%00');
+  if (at === -1) return false;
+  const q = url.indexOf('?');
+  return q === -1 || at < q;
+}
