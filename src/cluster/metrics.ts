@@ -10,11 +10,18 @@ const CONTROL_PLANE = /^gateway_config_/;
 const START_TIME = 'process_start_time_seconds';
 
 /**
- * How often a worker that answered requests since its last snapshot sends a new
- * one unasked (src/cluster/worker.ts): the most of its counts a worker killed
- * with SIGKILL can take with it (docs/workers.md#metrics-traces-sessions).
+ * How old a worker's latest snapshot may get while it answers requests before
+ * it sends a new one unasked (src/cluster/worker.ts, checked every second):
+ * about the most of its counts a worker killed with SIGKILL takes with it
+ * (docs/workers.md#metrics-traces-sessions).
  */
 export const METRICS_PUSH_MS = 5_000;
+/**
+ * A registry whose snapshot costs more than METRICS_PUSH_MS / this (100 ms: tens
+ * of thousands of series) is pushed this many times its cost apart instead, so
+ * pushes take at most 1/50 of a worker's time (and of the primary's per worker).
+ */
+export const METRICS_PUSH_COST_FACTOR = 50;
 
 /** One worker process the primary keeps figures for. */
 interface Tracked {

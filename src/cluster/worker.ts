@@ -9,7 +9,7 @@ import { PrimaryChannel } from './primary-channel.js';
 import { ConfigPieces } from './config-pieces.js';
 import type { ToPrimary, ToWorker, WorkerMetrics } from './protocol.js';
 import { WindowLeases, workerSharedState } from './worker-shared.js';
-import { METRICS_PUSH_MS } from './metrics.js';
+import { METRICS_PUSH_COST_FACTOR, METRICS_PUSH_MS } from './metrics.js';
 
 type Init = Extract<ToWorker, { t: 'init' }>;
 
@@ -71,13 +71,23 @@ export async function runClusterWorker(): Promise<number> {
       else if (started.length + updated.length + restarted.length + removed.length > 0)
         log.to?.info({ started, updated, restarted, removed }, 'stream listeners reloaded');
     });
-  /**
-   * Registry snapshots, one at a time, so the primary receives them in the order their values were
-   * read (a newer one never arrives before an older one: the summed counters stay monotonic).
-   */
+  /** The latest snapshot sent: when, what it cost (collect and send, ms), the requests it counts. */
+  const sent = { at: Date.now(), ms: 0, answered: 0, pending: false };
   let collecting: Promise<unknown> = Promise.resolve();
-  const snapshot = (): Promise<WorkerMetrics | undefined> => {
-    const next = collecting.then(() => gateway?.metrics.registry.getMetricsAsJSON());
+  /**
+   * Sends the registry to the primary as message `id` (0: unasked). One at a time, so the primary
+   * receives them in the order their values were read (a newer one never arrives before an older
+   * one: the summed counters stay monotonic).
+   */
+  const report = (id: number): Promise<void> => {
+    const next = collecting.then(async () => {
+      if (gateway === undefined) return;
+      const started = performance.now();
+      const answered = gateway.metrics.answered;
+      const m: WorkerMetrics = await gateway.metrics.registry.getMetricsAsJSON();
+      await sendFlushed({ t: 'metrics', id, m });
+      Object.assign(sent, { at: Date.now(), ms: performance.now() - started, answered });
+    });
     collecting = next.catch(() => undefined);
     return next;
   };
@@ -116,11 +126,7 @@ export async function runClusterWorker(): Promise<number> {
           gateway?.acme?.setChallenge(message.domain, message.pair);
           return send({ t: 'ack', id: message.id });
         case 'metrics?':
-          void snapshot().then(
-            (m) => m !== undefined && send({ t: 'metrics', id: message.id, m }),
-            () => undefined,
-          );
-          return;
+          return void report(message.id).catch(() => undefined);
         case 'stop':
           return onStop();
       }
@@ -164,17 +170,18 @@ export async function runClusterWorker(): Promise<number> {
     return 1;
   }
   send({ t: 'ready' });
-  // What a worker killed with SIGKILL takes with it: at most the counts of the last METRICS_PUSH_MS.
+  // What a worker killed with SIGKILL takes with it: the counts since its last snapshot, which is
+  // at most METRICS_PUSH_MS old (or METRICS_PUSH_COST_FACTOR times what one costs, if longer) while
+  // it answers requests. A scrape takes one too. An idle worker sends nothing.
   const metrics = gateway.metrics;
-  let pushed = metrics.answered;
   const push = setInterval(() => {
-    if (metrics.answered === pushed) return;
-    pushed = metrics.answered;
-    void snapshot().then(
-      (m) => m !== undefined && send({ t: 'metrics', id: 0, m }),
-      () => undefined,
-    );
-  }, METRICS_PUSH_MS);
+    if (sent.pending || metrics.answered === sent.answered) return;
+    if (Date.now() - sent.at < Math.max(METRICS_PUSH_MS, METRICS_PUSH_COST_FACTOR * sent.ms)) return;
+    sent.pending = true;
+    void report(0)
+      .catch(() => undefined)
+      .finally(() => (sent.pending = false));
+  }, 1000);
   push.unref();
   await stopped;
   const graceMs = system.timeouts.shutdown_timeout_seconds * 1000;
@@ -185,8 +192,7 @@ export async function runClusterWorker(): Promise<number> {
   await drained;
   clearInterval(push);
   // Everything it counted reaches the primary, which keeps it in the summed counters.
-  const last = await snapshot().catch(() => undefined);
-  if (last !== undefined) await sendFlushed({ t: 'metrics', id: 0, m: last });
+  await report(0).catch(() => undefined);
   await closeAllPools();
   return 0;
 }

@@ -249,7 +249,7 @@ test('F7: a worker killed with SIGKILL loses nothing it answered more than the p
   const K = 16;
   await many(gw, K, '/ok');
   // The documented bound: a worker sends its snapshot unasked every 5 s while it answers requests.
-  await delay(8_000);
+  await delay(9_000);
   await killAndReplace(1, victim);
   assert.equal(requests(await gw.metrics()), before + K);
 });
