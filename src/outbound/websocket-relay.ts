@@ -12,6 +12,7 @@ import type { Duplex } from 'node:stream';
 import type { ConnectionOptions } from 'node:tls';
 import type { Context, HeaderMap } from '../core/context.js';
 import { appendVia } from '../outbound/via.js';
+import { ClientAbortedError } from './errors.js';
 
 /**
  * The client side of a WebSocket upgrade, attached to the context by the
@@ -116,6 +117,11 @@ export function relayWebSocket(ctx: Context, target: RelayTarget): Promise<'rela
     req.once('timeout', () =>
       req.destroy(Object.assign(new Error('WebSocket upstream timed out'), { code: 'ETIMEDOUT' })),
     );
+    // A client that leaves during the handshake (reset, disconnect) takes the upstream leg with it.
+    const gone = { handleEvent: () => req.destroy(new ClientAbortedError()) };
+    if (ctx.clientGone.aborted) gone.handleEvent();
+    else ctx.clientGone.addEventListener('abort', gone);
+    req.once('close', () => ctx.clientGone.removeEventListener('abort', gone));
     req.once('error', reject);
     req.once('response', (res: IncomingMessage) => {
       const chunks: Buffer[] = [];

@@ -21,7 +21,7 @@ import { peerOf } from './listener.js';
 import { answerUpgrade, attachUpgrade, isRelayed } from '../outbound/websocket-relay.js';
 import { isWebSocketUpgrade, serveWithoutUpgrade } from './ignored-upgrade.js';
 import type { Duplex } from 'node:stream';
-import { sendJson, sendResponse, type Reply } from './respond.js';
+import { sendJson, sendResponse, watchClientGone, type Reply } from './respond.js';
 import { isGrpcRequest, refuseGrpc, sendGrpcResponse } from './grpc-error.js';
 import { attachGrpcCall } from '../outbound/grpc/client-call.js';
 import { attachGrpcWebReply, isGrpcWebRequest, sendGrpcWebResponse } from './grpc-web.js';
@@ -252,10 +252,7 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
     const ctx = buildContext(req, prepared, body, websocket);
     if (stream !== undefined) attachRequestStream(ctx, stream);
     if (res instanceof LeanResponse) res.clientGone = ctx.clientGone;
-    else
-      res.once('close', () => {
-        if (!res.writableFinished) ctx.clientGone.fire();
-      });
+    else watchClientGone(res, ctx.clientGone);
     if (websocket) attachUpgrade(ctx, { kind: 'http2', stream: (req as Http2ServerRequest).stream });
     const grpc = isGrpcRequest(req);
     if (grpc) attachGrpcCall(ctx, { req: req as Http2ServerRequest, res: res as Http2ServerResponse });

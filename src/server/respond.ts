@@ -1,4 +1,5 @@
 import { ServerResponse, STATUS_CODES } from 'node:http';
+import { Http2ServerResponse, type ServerHttp2Stream } from 'node:http2';
 import { ERROR_CODES } from '../core/errors.js';
 import { classifyCause } from '../outbound/classify.js';
 import { acceptsTrailers, relayTrailers } from '../outbound/upstream-body.js';
@@ -20,6 +21,43 @@ export interface Reply {
   destroy(): unknown;
   once(event: 'close' | 'finish', listener: () => void): unknown;
   on(event: 'drain', listener: () => void): unknown;
+}
+
+/**
+ * Fires `gone` when the client leaves before the answer is complete: an
+ * HTTP/1.1 connection that closes first, or an HTTP/2 stream that a
+ * RST_STREAM, a GOAWAY or a disconnect closes before we sent END_STREAM.
+ * HTTP/2 reads the stream's own state: `Http2ServerResponse.writableFinished`
+ * is true once a reset stream closed (node ends the writable side on close).
+ */
+export function watchClientGone(res: Reply, gone: { fire(): void }): void {
+  if (res instanceof Http2ServerResponse) {
+    const stream = res.stream;
+    if (stream.closed || stream.destroyed) {
+      if (streamAbandoned(res)) gone.fire();
+      return;
+    }
+    // 'aborted' comes first, in the same turn as the RST_STREAM or the session's end.
+    stream.once('aborted', () => gone.fire());
+    res.once('close', () => {
+      if (streamAbandoned(res)) gone.fire();
+    });
+    return;
+  }
+  res.once('close', () => {
+    if (!res.writableFinished) gone.fire();
+  });
+}
+
+/**
+ * The stream closed before our answer was complete. node sets `aborted` when a
+ * stream closes while its writable side is open (node 20 to 24 alike); a HEAD
+ * stream's writable side is ended as it opens, so a stream closed before its
+ * headers went out counts too.
+ */
+function streamAbandoned(res: { readonly stream: ServerHttp2Stream }): boolean {
+  const stream = res.stream;
+  return stream.aborted || !stream.headersSent;
 }
 
 /** Framing and connection-level headers: owned by the writer below, and forbidden in HTTP/2. */
@@ -122,6 +160,7 @@ function relay(
   trailers: boolean,
 ): void {
   let committed = false;
+  let ended = false;
   let settled = false;
   const settle = (failed: boolean) => {
     if (settled) return;
@@ -163,12 +202,15 @@ function relay(
   stream.once('end', () => {
     if (!committed && !commit()) return;
     if (trailers) relayTrailers(stream, res);
+    ended = true;
     res.end();
   });
   stream.on('error', fail);
   res.on('drain', () => stream.resume());
   res.once('finish', () => settle(false));
-  res.once('close', () => settle(!res.writableFinished));
+  // A close before the body's end is the client leaving (or a reset); never read writableFinished,
+  // which an HTTP/2 response reports as true once its reset stream closed.
+  res.once('close', () => settle(!ended));
   // Failed (or was cut by the client) before we started listening.
   if (stream.errored !== null) fail(stream.errored);
   else if (stream.destroyed) settle(true);

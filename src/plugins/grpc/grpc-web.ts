@@ -79,10 +79,10 @@ export const grpcWeb = definePlugin({
         req.body = null;
         const reply = client.reply;
         const call = attachNodeCall(ctx, body, webSink(ctx, reply, answerContentType(type), text));
-        // The browser went away before the answer ended: the relay cancels the upstream call.
-        reply.once('close', () => {
-          if (!reply.writableFinished) call.abort();
-        });
+        // The browser went away before the answer ended (the server's signal reads an HTTP/2
+        // stream's own state; a reset stream's writableFinished is true): cancel the upstream call.
+        if (ctx.clientGone.aborted) call.abort();
+        else ctx.clientGone.addEventListener('abort', { handleEvent: () => call.abort() });
         return 'success';
       },
     };
