@@ -1,4 +1,5 @@
 import { lua, type LuaState } from 'fengari';
+import { fengariShapeProblem } from './fengari-internals.js';
 
 /**
  * Decides from a compiled chunk's bytecode whether its top level may run
@@ -14,7 +15,8 @@ import { lua, type LuaState } from 'fengari';
  *
  * It reads fengari's compiled prototype (`LClosure.p`), which has no public
  * API; if that shape is not what 0.1.5 has, the answer is "no" and the
- * program keeps re-running the top level per request.
+ * program keeps re-running the top level per request; so it does when the
+ * start-up probe of fengari's shapes failed (fengari-internals.ts).
  */
 
 /** Lua 5.3 opcodes, as numbered by lopcodes.h. */
@@ -74,6 +76,7 @@ function isProto(value: unknown): value is Proto {
 
 /** True when the Lua function at `idx` (a freshly loaded chunk) has a static top level. */
 export function hasStaticTopLevel(L: LuaState, idx: number): boolean {
+  if (fengariShapeProblem() !== undefined) return false;
   if (lua.lua_type(L, idx) !== lua.LUA_TFUNCTION) return false;
   const main = (lua.lua_topointer(L, idx) as { p?: unknown } | null)?.p;
   if (!isProto(main)) return false;

@@ -23,7 +23,12 @@ export type ToWorker =
   | { op: 'run'; seq: number; program: number; spec?: ProgramSpec; ctx: ContextSnapshot }
   | { op: 'drop'; program: number };
 
-export type FromWorker = { seq: number; prints: string[] } & (
+export type FromWorker = {
+  seq: number;
+  prints: string[];
+  /** On a load reply: why this worker's fengari shortcuts are off (fengari-internals.ts), when they are. */
+  fallback?: string;
+} & (
   | { ok: true; result?: RunResult }
   | {
       ok: false;

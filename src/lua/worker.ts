@@ -22,6 +22,9 @@ guard.install();
 
 const { LuaProgram, ScriptLoadError } = await import('./program.js');
 const { NodeError } = await import('../core/errors.js');
+const { fengariShapeProblem } = await import('./fengari-internals.js');
+/** Checked once, as the worker starts; every load reply carries it (the gateway logs it once). */
+const shapes = fengariShapeProblem();
 
 const MIB = 1048576;
 const data = workerData as WorkerData;
@@ -56,7 +59,7 @@ function handle(msg: Exclude<ToWorker, { op: 'drop' }>): FromWorker {
     if (msg.op === 'load') {
       guard.start(msg.spec.memoryLimitMb * MIB);
       load(msg.spec);
-      return { seq: msg.seq, ok: true, prints };
+      return { seq: msg.seq, ok: true, prints, ...(shapes === undefined ? {} : { fallback: shapes }) };
     }
     let program = programs.get(msg.program);
     if (program === undefined) {

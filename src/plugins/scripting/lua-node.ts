@@ -87,6 +87,18 @@ export class ScriptProgram {
 /** A program whose node was dropped without `close` still leaves the workers. */
 const retired = new FinalizationRegistry<{ pool: LuaPool; id: number }>(({ pool, id }) => pool.drop(id));
 
+let shapesReported = false;
+
+/** One WARN per process when a Lua worker found fengari's private objects unlike 0.1.5's (src/lua/fengari-internals.ts). */
+function reportShapes(logger: Logger, fallback: string | undefined): void {
+  if (fallback === undefined || shapesReported) return;
+  shapesReported = true;
+  logger.warn(
+    { problem: fallback },
+    "fengari's private objects are not the ones src/lua was written for: Lua runs through fengari's public API only (slower, same results)",
+  );
+}
+
 function logPrints(logger: Logger, prints: readonly string[]): void {
   for (const line of prints) logger.info({ lua: line }, 'lua print');
 }
@@ -113,6 +125,7 @@ export function loadProgram(
   const spec: ProgramSpec = { units, ...options };
   const id = pool.register(spec);
   const reply = pool.loadSync(id, spec);
+  reportShapes(logger, reply.fallback);
   logPrints(logger, reply.prints);
   if (!reply.ok) {
     const unit = units[reply.unit !== undefined && reply.unit >= 0 ? reply.unit : 0];
