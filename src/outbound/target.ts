@@ -33,19 +33,20 @@ export class Target implements ExchangeObserver {
   /** `host:port`, with brackets for IPv6 literals: the error metadata and the default Host. */
   readonly address: string;
   readonly pool: OutboundDispatcher;
+  /** May be shared with this target's successor on reload (./health/registry.ts). */
   readonly passive: PassiveHealth;
-  /** Cleared by active health checks while probes fail. */
-  probeUp = true;
   /** Requests sent and not finished (body included). */
   active = 0;
   latency: LatencySink | null = null;
   readonly #listener: HealthListener | null;
+  #check: { readonly up: boolean } | null = null;
 
+  /** `passive`: a state of its own made from the policy, or one kept across reloads. */
   constructor(
     index: number,
     spec: TargetSpec,
     pool: OutboundDispatcher,
-    passive: PassivePolicy,
+    passive: PassivePolicy | PassiveHealth,
     listener: HealthListener | null,
   ) {
     this.index = index;
@@ -54,7 +55,7 @@ export class Target implements ExchangeObserver {
     this.weight = spec.weight;
     this.address = formatAddress(spec.host, spec.port);
     this.pool = pool;
-    this.passive = new PassiveHealth(passive);
+    this.passive = passive instanceof PassiveHealth ? passive : new PassiveHealth(passive);
     this.#listener = listener;
   }
 
@@ -87,10 +88,18 @@ export class Target implements ExchangeObserver {
     }
   }
 
-  /** Active checks flip this; the listener hears about real changes only. */
-  setProbeUp(up: boolean, reason: string): void {
-    if (this.probeUp === up) return;
-    this.probeUp = up;
+  /** False while the active check of this target holds it down (true without one). */
+  get probeUp(): boolean {
+    return this.#check === null || this.#check.up;
+  }
+
+  /** Follows a (shared) active check from now on (./health/registry.ts). */
+  useCheck(check: { readonly up: boolean }): void {
+    this.#check = check;
+  }
+
+  /** The active check flipped: the listener hears about it (logs with this node's coordinates). */
+  probeChanged(up: boolean, reason: string): void {
     this.#listener?.targetHealthChanged(this, up, 'active', reason);
   }
 }

@@ -10,8 +10,9 @@ import { ipVersion } from '../core/ip-version.js';
 import type { Balancer } from './balancer/types.js';
 import { classifyFailure } from './classify.js';
 import { exchange, type ExchangeLimits, type ExchangeRequest } from './exchange.js';
-import { ActiveHealthChecker, type ActivePolicy } from './health/active.js';
+import { checkKey, httpProbe, type ActivePolicy } from './health/active.js';
 import type { PassivePolicy } from './health/passive.js';
+import { HealthRegistry } from './health/registry.js';
 import { acquirePool, type PoolLease } from './pool-registry.js';
 import { buildRequestHeaders, HOST_VALUE_INDEX } from './proxy-headers.js';
 import { BodyAlreadySent, requestStreamOf } from './request-stream.js';
@@ -37,8 +38,29 @@ export interface UpstreamPoolOptions {
   /** Host header for `passHost: 'rewrite'`. */
   upstreamHost: string;
   logger: Logger;
-  /** Log coordinates of the owner (policy and node ids). */
+  /** Log coordinates of the owner (policy and node ids); with `health`, also the owner's identity. */
   where: Readonly<Record<string, string>>;
+  /**
+   * Where health state outlives this pool (the gateway's, so a reload keeps it); a private one
+   * when absent.
+   */
+  health?: HealthRegistry | undefined;
+}
+
+/** The key of a target's passive health: the owning node, the target, the passive settings. */
+export function passiveKey(
+  where: Readonly<Record<string, string>>,
+  origin: string,
+  tls: TlsMaterial | null,
+  passive: PassivePolicy,
+): string {
+  return [
+    JSON.stringify(where),
+    origin,
+    tls?.fingerprint ?? '',
+    passive.maxFails,
+    passive.failTimeoutMs,
+  ].join('\u0000');
 }
 
 /** Live state of one target, for metrics, the Admin API and tests. */
@@ -71,20 +93,25 @@ export class UpstreamPool {
   readonly #logger: Logger;
   readonly #where: Readonly<Record<string, string>>;
   readonly #leases: PoolLease[] = [];
-  readonly #checker: ActiveHealthChecker | null;
+  /** Releases the shared health state (passive, active checks) this pool holds. */
+  readonly #healthLeases: (() => void)[] = [];
   readonly #scheme: 'http' | 'https';
   readonly #tls: TlsMaterial | null;
 
   constructor(options: UpstreamPoolOptions) {
     const log = new HealthLog(options.logger, options.where, options.passive.failTimeoutMs);
+    const health = options.health ?? new HealthRegistry();
+    const tls = options.scheme === 'https' ? options.tls : null;
     this.#targets = options.targets.map((spec, i) => {
-      const lease = acquirePool({
-        origin: `${options.scheme}://${formatAddress(spec.host, spec.port)}`,
-        tls: options.tls,
-        connectTimeoutMs: options.limits.deadlineMs,
-      });
+      const origin = `${options.scheme}://${formatAddress(spec.host, spec.port)}`;
+      const lease = acquirePool({ origin, tls: options.tls, connectTimeoutMs: options.limits.deadlineMs });
       this.#leases.push(lease);
-      return new Target(i, spec, lease.pool, options.passive, log);
+      const passive = health.passive(
+        passiveKey(options.where, origin, tls, options.passive),
+        options.passive,
+      );
+      this.#healthLeases.push(passive.release);
+      return new Target(i, spec, lease.pool, passive.state, log);
     });
     this.#balancer = createBalancer(options.balancer, this.#targets, options.hashKey);
     // The answer is relayed: the exchange leaves hop-by-hop fields out while parsing.
@@ -96,13 +123,18 @@ export class UpstreamPool {
     this.#upstreamHost = options.upstreamHost;
     this.#logger = options.logger;
     this.#where = options.where;
-    if (options.active === null) this.#checker = null;
-    else {
-      const probeHosts = this.#targets.map((t) =>
-        options.passHost === 'rewrite' ? options.upstreamHost : t.address,
-      );
-      this.#checker = new ActiveHealthChecker(this.#targets, options.active, probeHosts);
-      this.#checker.start();
+    const active = options.active;
+    if (active !== null) {
+      for (const target of this.#targets) {
+        const host = options.passHost === 'rewrite' ? options.upstreamHost : target.address;
+        const key = checkKey(target.address, options.scheme, tls?.fingerprint ?? '', host, active);
+        const check = health.check(key, active, {
+          probe: httpProbe(target.pool, active, host),
+          changed: (up, reason) => target.probeChanged(up, reason),
+        });
+        target.useCheck(check.state);
+        this.#healthLeases.push(check.release);
+      }
     }
   }
 
@@ -229,9 +261,12 @@ export class UpstreamPool {
     }));
   }
 
-  /** Stops active checks and releases the shared pools (they stay warm for a successor). Idempotent. */
+  /**
+   * Releases the shared health state (a check no other node uses stops) and the shared pools
+   * (they stay warm for a successor). Idempotent.
+   */
   close(): void {
-    this.#checker?.close();
+    for (const release of this.#healthLeases.splice(0)) release();
     for (const lease of this.#leases.splice(0)) lease.release();
   }
 

@@ -10,13 +10,14 @@ import { createBalancer, type BalancerKind } from '../balancer/index.js';
 import type { HashKey } from '../balancer/chash.js';
 import { selectTarget } from '../balancer/select.js';
 import type { Balancer } from '../balancer/types.js';
-import { ActiveHealthChecker, USER_AGENT, type ActivePolicy } from '../health/active.js';
+import { checkKey, USER_AGENT, type ActivePolicy } from '../health/active.js';
 import { checkGrpcHealth } from '../health/grpc-check.js';
 import type { PassivePolicy } from '../health/passive.js';
+import { HealthRegistry } from '../health/registry.js';
 import { acquirePool, type PoolLease } from '../pool-registry.js';
 import { formatAddress, Target, type HealthListener, type TargetSpec } from '../target.js';
 import type { TlsMaterial } from '../../tls/client.js';
-import type { PassHost, UpstreamTargetState } from '../upstream-pool.js';
+import { passiveKey, type PassHost, type UpstreamTargetState } from '../upstream-pool.js';
 import { appendVia } from '../via.js';
 import { grpcCallOf } from './client-call.js';
 import { GrpcRelay, HOP, type RelayHost } from './relay.js';
@@ -38,6 +39,8 @@ export interface GrpcUpstreamOptions {
   upstreamHost: string;
   logger: Logger;
   where: Readonly<Record<string, string>>;
+  /** Where health state outlives this upstream (../upstream-pool.ts, `health`). */
+  health?: HealthRegistry | undefined;
 }
 
 /**
@@ -54,11 +57,15 @@ export class GrpcUpstream {
   readonly #leases: PoolLease[] = [];
   readonly #options: GrpcUpstreamOptions;
   readonly #host: RelayHost;
-  readonly #checker: ActiveHealthChecker | null = null;
+  /** Releases the shared health state (passive, active checks) this upstream holds. */
+  readonly #healthLeases: (() => void)[] = [];
   #closed = false;
 
   constructor(options: GrpcUpstreamOptions) {
     this.#options = options;
+    const health = options.health ?? new HealthRegistry();
+    const scheme = options.tls === null ? 'grpc' : 'grpcs';
+    const log = new HealthLog(options.logger, options.where);
     this.#targets = options.targets.map((spec, i) => {
       // Target needs a Dispatcher for HTTP exchanges; the gRPC path never uses it (undici pools
       // connect lazily, so this lease opens no connection).
@@ -68,7 +75,13 @@ export class GrpcUpstream {
         connectTimeoutMs: options.deadlineMs,
       });
       this.#leases.push(lease);
-      return new Target(i, spec, lease.pool, options.passive, new HealthLog(options.logger, options.where));
+      const origin = `${scheme}://${formatAddress(spec.host, spec.port)}`;
+      const passive = health.passive(
+        passiveKey(options.where, origin, options.tls, options.passive),
+        options.passive,
+      );
+      this.#healthLeases.push(passive.release);
+      return new Target(i, spec, lease.pool, passive.state, log);
     });
     this.#balancer = createBalancer(options.balancer, this.#targets, options.hashKey);
     this.#host = {
@@ -82,30 +95,36 @@ export class GrpcUpstream {
     };
     const active = options.active;
     if (active !== null) {
-      const scheme = options.tls === null ? 'http' : 'https';
-      const authorities = this.#targets.map((t) =>
-        options.passHost === 'rewrite' ? options.upstreamHost : t.address,
-      );
-      this.#checker = new ActiveHealthChecker(this.#targets, active, authorities, (target, i, signal) => {
-        let session: ClientHttp2Session;
-        try {
-          session = this.#session(target);
-        } catch (err) {
-          return Promise.resolve({ healthy: false, reason: (err as Error).message });
-        }
-        return checkGrpcHealth(
-          session,
-          {
-            service: active.grpcService,
-            authority: authorities[i]!,
-            scheme,
-            timeoutMs: active.timeoutMs,
-            userAgent: USER_AGENT,
-          },
-          signal,
-        );
-      });
-      this.#checker.start();
+      const probeScheme = options.tls === null ? 'http' : 'https';
+      for (const target of this.#targets) {
+        const authority = options.passHost === 'rewrite' ? options.upstreamHost : target.address;
+        const probe = (signal: AbortSignal) => {
+          let session: ClientHttp2Session;
+          try {
+            session = this.#session(target);
+          } catch (err) {
+            return Promise.resolve({ healthy: false, reason: (err as Error).message });
+          }
+          return checkGrpcHealth(
+            session,
+            {
+              service: active.grpcService,
+              authority,
+              scheme: probeScheme,
+              timeoutMs: active.timeoutMs,
+              userAgent: USER_AGENT,
+            },
+            signal,
+          );
+        };
+        const key = checkKey(target.address, scheme, options.tls?.fingerprint ?? '', authority, active);
+        const check = health.check(key, active, {
+          probe,
+          changed: (up, reason) => target.probeChanged(up, reason),
+        });
+        target.useCheck(check.state);
+        this.#healthLeases.push(check.release);
+      }
     }
   }
 
@@ -212,7 +231,8 @@ export class GrpcUpstream {
   /** Lets calls in flight finish, then closes the sessions; releases the leases. Idempotent. */
   close(): void {
     this.#closed = true;
-    this.#checker?.close();
+    // First: a probe of a check that other upstreams share goes through their sessions from now on.
+    for (const release of this.#healthLeases.splice(0)) release();
     for (const session of this.#sessions.values()) session.close();
     this.#sessions.clear();
     for (const lease of this.#leases.splice(0)) lease.release();

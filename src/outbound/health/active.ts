@@ -1,6 +1,6 @@
 import { classifyFailure } from '../classify.js';
 import { exchange, type ExchangeLimits } from '../exchange.js';
-import type { Target } from '../target.js';
+import type { OutboundDispatcher } from '../pool-registry.js';
 import type { ProbeVerdict } from './grpc-check.js';
 
 /**
@@ -24,116 +24,174 @@ export interface ActivePolicy {
 
 export const USER_AGENT = 'switchyard-health-check';
 
-/** A probe other than the HTTP GET (the gRPC check); it never rejects. */
-export type TargetProbe = (target: Target, index: number, signal: AbortSignal) => Promise<ProbeVerdict>;
+/** One probe of one target; never rejects (a failure is an unhealthy verdict). */
+export type TargetProbe = (signal: AbortSignal) => Promise<ProbeVerdict>;
 
-function onTick(checker: ActiveHealthChecker): void {
-  checker.runRound();
+/** An upstream node's target watching a shared check (./registry.ts). */
+export interface CheckSubscriber {
+  /** Probes the target over this subscriber's own connections. */
+  readonly probe: TargetProbe;
+  /** The shared verdict flipped (logs and metrics of the subscriber's policy and node). */
+  changed(up: boolean, reason: string): void;
 }
 
 /**
- * Probes every target on a timer and flips `target.probeUp` after the
- * configured streaks. One round at a time: the next starts `intervalMs` after
- * the previous one finished, so a slow target cannot pile probes up.
- * `close()` stops the timer and aborts probes in flight.
+ * What identifies a check: the probe (kind, path or gRPC service, Host or authority, interval,
+ * timeout, statuses, thresholds) and the target it goes to (scheme, address, TLS material).
+ * Upstream nodes whose keys are equal share one check, in any policy and across reloads.
  */
-export class ActiveHealthChecker {
-  readonly #targets: readonly Target[];
+export function checkKey(
+  target: string,
+  scheme: string,
+  tls: string,
+  host: string,
+  policy: ActivePolicy,
+): string {
+  const what =
+    policy.type === 'grpc'
+      ? `grpc ${policy.grpcService}`
+      : `http ${policy.path} ${[...policy.healthyStatuses].sort((a, b) => a - b).join(',')}`;
+  return [
+    scheme,
+    target,
+    tls,
+    host,
+    what,
+    policy.intervalMs,
+    policy.timeoutMs,
+    policy.unhealthyThreshold,
+    policy.healthyThreshold,
+  ].join('\u0000');
+}
+
+/** A GET of `policy.path` through `pool`, healthy when the status is one of `healthyStatuses`. */
+export function httpProbe(pool: OutboundDispatcher, policy: ActivePolicy, host: string): TargetProbe {
+  const limits: ExchangeLimits = { deadlineMs: policy.timeoutMs, idleMs: policy.timeoutMs, streaming: false };
+  const headers = ['host', host, 'user-agent', USER_AGENT];
+  return async (signal) => {
+    try {
+      const res = await exchange(
+        pool,
+        { method: 'GET', path: policy.path, headers: [...headers], body: null },
+        limits,
+        signal,
+        null,
+      );
+      return {
+        healthy: policy.healthyStatuses.has(res.status),
+        reason: `probe ${policy.path} answered ${res.status}`,
+      };
+    } catch (err) {
+      return { healthy: false, reason: `probe ${policy.path} failed: ${classifyFailure(err).reason}` };
+    }
+  };
+}
+
+function onTick(check: TargetCheck): void {
+  check.runProbe();
+}
+
+/**
+ * The active health of one target under one probe definition, shared by every upstream node
+ * that subscribes with the same `checkKey` (./registry.ts): one probe at a time, the next
+ * `intervalMs` after the previous one ended, so a slow target cannot pile probes up. The probe
+ * goes through the newest subscriber's connections; a probe whose subscriber left meanwhile is
+ * not counted (its connections may be closing) and is sent again through another one. Flips
+ * `up` after the configured streaks and tells every subscriber. Starts with the first
+ * subscriber; `stop()` (the registry calls it when the last one leaves) ends the timer and
+ * aborts a probe in flight.
+ */
+export class TargetCheck {
   readonly #policy: ActivePolicy;
-  readonly #limits: ExchangeLimits;
-  readonly #hosts: readonly string[];
+  readonly #subscribers: CheckSubscriber[] = [];
   readonly #abort = new AbortController();
-  readonly #good: Int32Array;
-  readonly #bad: Int32Array;
-  readonly #custom: TargetProbe | null;
+  #up = true;
+  #good = 0;
+  #bad = 0;
   #timer: NodeJS.Timeout | null = null;
+  #probing = false;
+  /** Probes sent (diagnostics and tests). */
+  probes = 0;
 
-  /** `hosts[i]` is the Host header sent to `targets[i]`; `probe` replaces the HTTP GET. */
-  constructor(
-    targets: readonly Target[],
-    policy: ActivePolicy,
-    hosts: readonly string[],
-    probe: TargetProbe | null = null,
-  ) {
-    this.#targets = targets;
-    this.#custom = probe;
+  constructor(policy: ActivePolicy) {
     this.#policy = policy;
-    this.#hosts = hosts;
-    this.#limits = { deadlineMs: policy.timeoutMs, idleMs: policy.timeoutMs, streaming: false };
-    this.#good = new Int32Array(targets.length);
-    this.#bad = new Int32Array(targets.length);
   }
 
-  /** Starts probing now; timers do not keep the process alive. */
-  start(): void {
-    if (this.#abort.signal.aborted || this.#timer !== null) return;
-    this.#schedule(0);
+  /** False while failed probes hold the target out of rotation. */
+  get up(): boolean {
+    return this.#up;
   }
 
-  close(): void {
+  get subscribers(): number {
+    return this.#subscribers.length;
+  }
+
+  get stopped(): boolean {
+    return this.#abort.signal.aborted;
+  }
+
+  /** Adds a subscriber; the first one starts the probes (timers do not keep the process alive). */
+  subscribe(subscriber: CheckSubscriber): void {
+    this.#subscribers.push(subscriber);
+    if (!this.#probing && this.#timer === null && !this.stopped) this.#schedule(0);
+  }
+
+  /** Removes a subscriber; returns how many are left. */
+  unsubscribe(subscriber: CheckSubscriber): number {
+    const at = this.#subscribers.indexOf(subscriber);
+    if (at !== -1) this.#subscribers.splice(at, 1);
+    return this.#subscribers.length;
+  }
+
+  stop(): void {
     if (this.#timer !== null) clearTimeout(this.#timer);
     this.#timer = null;
     this.#abort.abort();
   }
 
-  /** One probe of every target; used by the timer (and by tests that do not want to wait). */
-  runRound(): void {
+  /** One probe now; used by the timer (and by tests that do not want to wait). */
+  runProbe(): void {
     this.#timer = null;
-    if (this.#abort.signal.aborted) return;
-    const probes = this.#targets.map((target, i) => this.#probe(target, i));
-    Promise.all(probes).then(this.#next, this.#next);
+    const by = this.#subscribers.at(-1);
+    if (this.stopped || by === undefined || this.#probing) return;
+    this.#probing = true;
+    this.probes++;
+    by.probe(this.#abort.signal).then(
+      (verdict) => this.#ended(by, verdict),
+      (err: unknown) => this.#ended(by, { healthy: false, reason: `probe failed: ${String(err)}` }),
+    );
   }
 
-  readonly #next = (): void => {
-    if (!this.#abort.signal.aborted) this.#schedule(this.#policy.intervalMs);
-  };
+  #ended(by: CheckSubscriber, verdict: ProbeVerdict): void {
+    this.#probing = false;
+    if (this.stopped) return;
+    if (!this.#subscribers.includes(by)) {
+      this.#schedule(0);
+      return;
+    }
+    this.#record(verdict.healthy, verdict.reason);
+    this.#schedule(this.#policy.intervalMs);
+  }
 
   #schedule(delayMs: number): void {
     this.#timer = setTimeout(onTick, delayMs, this);
     this.#timer.unref();
   }
 
-  async #probe(target: Target, i: number): Promise<void> {
-    if (this.#custom !== null) {
-      const verdict = await this.#custom(target, i, this.#abort.signal);
-      if (!this.#abort.signal.aborted) this.#record(target, i, verdict.healthy, verdict.reason);
-      return;
+  #record(healthy: boolean, reason: string): void {
+    if (healthy) {
+      this.#bad = 0;
+      this.#good++;
+      if (!this.#up && this.#good >= this.#policy.healthyThreshold) this.#flip(true, reason);
+    } else {
+      this.#good = 0;
+      this.#bad++;
+      if (this.#up && this.#bad >= this.#policy.unhealthyThreshold) this.#flip(false, reason);
     }
-    let healthy: boolean;
-    let reason: string;
-    try {
-      const res = await exchange(
-        target.pool,
-        {
-          method: 'GET',
-          path: this.#policy.path,
-          headers: ['host', this.#hosts[i]!, 'user-agent', USER_AGENT],
-          body: null,
-        },
-        this.#limits,
-        this.#abort.signal,
-        null,
-      );
-      healthy = this.#policy.healthyStatuses.has(res.status);
-      reason = `probe ${this.#policy.path} answered ${res.status}`;
-    } catch (err) {
-      if (this.#abort.signal.aborted) return;
-      healthy = false;
-      reason = `probe ${this.#policy.path} failed: ${classifyFailure(err).reason}`;
-    }
-    this.#record(target, i, healthy, reason);
   }
 
-  #record(target: Target, i: number, healthy: boolean, reason: string): void {
-    if (healthy) {
-      this.#bad[i] = 0;
-      this.#good[i]!++;
-      if (!target.probeUp && this.#good[i]! >= this.#policy.healthyThreshold) target.setProbeUp(true, reason);
-    } else {
-      this.#good[i] = 0;
-      this.#bad[i]!++;
-      if (target.probeUp && this.#bad[i]! >= this.#policy.unhealthyThreshold)
-        target.setProbeUp(false, reason);
-    }
+  #flip(up: boolean, reason: string): void {
+    this.#up = up;
+    for (const subscriber of [...this.#subscribers]) subscriber.changed(up, reason);
   }
 }

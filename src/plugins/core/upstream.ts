@@ -3,6 +3,7 @@ import type { HashKey } from '../../outbound/balancer/chash.js';
 import { compileHashKey, HASH_ON_VARIABLES } from '../../outbound/balancer/hash-key.js';
 import type { ActivePolicy } from '../../outbound/health/active.js';
 import type { PassivePolicy } from '../../outbound/health/passive.js';
+import { HEALTH_SCOPE_KEY, HealthRegistry } from '../../outbound/health/registry.js';
 import { formatAddress, type TargetSpec } from '../../outbound/target.js';
 import { loadTlsMaterial, TlsMaterialError, type TlsMaterial } from '../../tls/client.js';
 import { GrpcUpstream } from '../../outbound/grpc/grpc-upstream.js';
@@ -208,6 +209,8 @@ export const upstream = definePlugin({
   readsResponseBody: () => false,
   create(config: UpstreamConfig, env: PluginEnv): UpstreamNode {
     const settings = resolveSettings(config, env);
+    // Health state outlives this node: a reload keeps it (docs/plugins/upstream.md#health-checks).
+    const health = env.scope.shared(HEALTH_SCOPE_KEY, () => new HealthRegistry());
     if (settings.scheme === 'grpc' || settings.scheme === 'grpcs') {
       if (settings.active?.type === 'http')
         throw new ConfigError('health_check.active.type', `must be grpc with scheme '${settings.scheme}'`);
@@ -225,6 +228,7 @@ export const upstream = definePlugin({
           upstreamHost: settings.upstreamHost ?? '',
           logger: env.logger,
           where: { policy: env.policy, node: env.nodeId },
+          health,
         }),
       );
     }
@@ -248,6 +252,7 @@ export const upstream = definePlugin({
         upstreamHost: settings.upstreamHost ?? '',
         logger: env.logger,
         where: { policy: env.policy, node: env.nodeId },
+        health,
       }),
     );
   },
