@@ -66,7 +66,40 @@ export function createGuardedHttp2Server(options: Http2GuardOptions, onRequest: 
 function dispatchOpen(req: Http2ServerRequest, res: Http2ServerResponse, onRequest: Http2Handler): void {
   const stream = req.stream;
   if (stream.closed || stream.destroyed) return;
+  const problem = pseudoHeaderProblem(req);
+  if (problem !== undefined) {
+    refuse(req, res, problem);
+    return;
+  }
   onRequest(req, res);
+}
+
+/**
+ * What nghttp2 lets through and the gateway refuses (400), as HTTP/1.1 refuses
+ * an absolute-form target with user info: `:authority` with user info (RFC 9113
+ * §8.3.1 forbids it) and a `:scheme` other than `http`/`https`.
+ */
+function pseudoHeaderProblem(req: Http2ServerRequest): string | undefined {
+  const authority = req.headers[':authority'];
+  if (typeof authority === 'string' && authority.includes('@'))
+    return ':authority must not include user info';
+  const scheme = req.headers[':scheme'];
+  if (typeof scheme === 'string' && !/^https?$/i.test(scheme)) return ':scheme must be http or https';
+  return undefined;
+}
+
+function refuse(req: Http2ServerRequest, res: Http2ServerResponse, message: string): void {
+  if (isGrpcContentType(req.headers['content-type'])) sendGrpcError(res, 400, message);
+  else {
+    const body = JSON.stringify({ error: 'bad_request', message });
+    res.writeHead(400, {
+      'content-type': 'application/json',
+      'content-length': String(Buffer.byteLength(body)),
+    });
+    res.end(body);
+  }
+  // The unread rest of a body is not wanted: RST_STREAM(NO_ERROR) once the answer is out (RFC 9113 §8.1).
+  if (!req.stream.endAfterHeaders) req.stream.close(NGHTTP2_NO_ERROR);
 }
 
 /** How long a session told GOAWAY ENHANCE_YOUR_CALM has to flush it before it is destroyed. */
