@@ -19,6 +19,11 @@ export interface RouteConfig {
   match: RouteMatch;
   policy: string;
   description?: string;
+  /**
+   * Match precedence: a higher priority is tried first, equal priorities in declaration order
+   * (docs/routing.md#priority). An integer in ROUTE_PRIORITY_MIN..ROUTE_PRIORITY_MAX, default 0.
+   */
+  priority?: number;
 }
 
 export interface NodeConfig {
@@ -126,6 +131,9 @@ const NAME_PATTERN = '^[^\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029\\ud800-\\u
 const TOKEN_PATTERN = "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$";
 
 const name = { type: 'string', minLength: 1, maxLength: NAME_MAX_LENGTH, pattern: NAME_PATTERN } as const;
+/** A route's `priority` (docs/routing.md#priority): a 32-bit signed integer, default 0. */
+export const ROUTE_PRIORITY_MIN = -2147483648;
+export const ROUTE_PRIORITY_MAX = 2147483647;
 const description = { type: 'string', maxLength: DESCRIPTION_MAX_LENGTH } as const;
 const named = { name } as const;
 
@@ -168,6 +176,7 @@ export const routeSchema = {
     ...named,
     description,
     policy: { type: 'string', minLength: 1 },
+    priority: { type: 'integer', minimum: ROUTE_PRIORITY_MIN, maximum: ROUTE_PRIORITY_MAX },
     match: {
       type: 'object',
       additionalProperties: false,

@@ -239,9 +239,11 @@ function* compileSteps(config: GatewayConfig, options: CompileOptions): Generato
     yield;
   }
 
-  // Each route is validated below, so it goes straight into the router under construction.
+  // Each route is validated below, so it goes straight into the router under construction, in
+  // match order: the first route added that holds wins (docs/routing.md#priority).
   const router = routerBuilder<RouteTarget>();
-  for (const [name, { item, index }] of yield* uniqueByNameSteps(config.routes, 'routes', issues)) {
+  const declaredRoutes = yield* uniqueByNameSteps(config.routes, 'routes', issues);
+  for (const [name, { item, index }] of inMatchOrder(declaredRoutes)) {
     const match = resolveMatch(item.match ?? {}, env);
     issues.push(...validateRouteMatch(match, `routes[${index}].match`));
     const policy = policies.get(item.policy);
@@ -308,6 +310,23 @@ function* compileSteps(config: GatewayConfig, options: CompileOptions): Generato
     byName,
   });
   return runtime;
+}
+
+/**
+ * Routes in match order: higher `priority` first, equal priorities (default 0) in declaration
+ * order. Array sort is stable; without any priority set the declared order is returned as is.
+ */
+function inMatchOrder(
+  routes: ReadonlyMap<string, { item: RouteConfig; index: number }>,
+): Iterable<[string, { item: RouteConfig; index: number }]> {
+  let prioritized = false;
+  for (const { item } of routes.values())
+    if ((item.priority ?? 0) !== 0) {
+      prioritized = true;
+      break;
+    }
+  if (!prioritized) return routes;
+  return [...routes].sort(([, a], [, b]) => (b.item.priority ?? 0) - (a.item.priority ?? 0));
 }
 
 /**

@@ -18,7 +18,7 @@ export interface RouteEntry<T> {
 }
 
 export interface Router<T> {
-  /** First declared route whose criteria all hold, or undefined. `host` may carry a port. */
+  /** First route added (match order) whose criteria all hold, or undefined. `host` may carry a port. */
   match(
     method: string,
     host: string | undefined,

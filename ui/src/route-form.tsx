@@ -84,6 +84,8 @@ export function RouteForm({ initial, policies, onSubmit, onCancel, describeError
       match,
       policy: policy.trim(),
       ...(description.trim() === '' ? {} : { description: description.trim() }),
+      // The form has no priority field: an edit keeps the route's precedence as it was.
+      ...(initial?.priority === undefined ? {} : { priority: initial.priority }),
     };
   };
 

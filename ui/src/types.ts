@@ -13,6 +13,8 @@ export interface RouteConfig {
   match: RouteMatch;
   policy: string;
   description?: string;
+  /** Higher is tried first; equal priorities in list order (docs/routing.md#priority). */
+  priority?: number;
 }
 
 export interface Position {
