@@ -135,8 +135,9 @@ function responseCache(channel: PrimaryChannel): ResponseCache {
     backend: 'local',
     store: '',
     async get(key): Promise<CachedResponse | undefined> {
-      const entry = await channel.call<WireResponse | undefined>(['cg', key]);
-      return entry === undefined ? undefined : { ...entry, body: Buffer.from(entry.body, 'base64') };
+      // The IPC channel is JSON: the primary's `undefined` (a miss) arrives as null.
+      const entry = await channel.call<WireResponse | null | undefined>(['cg', key]);
+      return entry == null ? undefined : { ...entry, body: Buffer.from(entry.body, 'base64') };
     },
     put(key, entry, ttlSeconds) {
       channel.notify(['cp', key, { ...entry, body: entry.body.toString('base64') }, ttlSeconds]);
