@@ -41,9 +41,6 @@ export interface CompileContext {
   ) => PluginEnv['template'];
 }
 
-/** Types whose input accepts any number of incoming edges (docs/configuration.md#compile-rules). */
-const FAN_IN_TYPES = new Set(['client', 'error-handler']);
-
 interface Prepared {
   flat: FlatNode;
   def: AnyDefinition;
@@ -216,7 +213,8 @@ function checkWiring(
   const where = `policy '${policy.name}'`;
   const before = issues.length;
   const outgoing = new Map<string, FlatEdge>();
-  const incoming = new Map<string, number>();
+  // Any input takes several incoming edges (fan-in): a request walks one path, so a node reached
+  // from several branches runs once on whichever led to it (docs/configuration.md#compile-rules).
   const touched = new Set<string>();
 
   for (const edge of graph.edges) {
@@ -260,15 +258,6 @@ function checkWiring(
         message: `${where}: output port '${edge.fromPort}' of node '${edge.from}' has more than one edge (fan-out is not allowed)`,
       });
     } else outgoing.set(key, edge);
-    const fanIn = to.junction !== undefined || FAN_IN_TYPES.has(to.type);
-    const count = (incoming.get(edge.to) ?? 0) + 1;
-    incoming.set(edge.to, count);
-    if (count === 2 && !fanIn) {
-      issues.push({
-        path: policyPath,
-        message: `${where}: input of node '${edge.to}' has more than one incoming edge (only client and error-handler accept fan-in)`,
-      });
-    }
   }
 
   const regular = [...graph.nodes.values()].filter((n) => n.junction === undefined);
@@ -356,11 +345,11 @@ function checkCycles(
     if (list === undefined) edgesFrom.set(edge.from, [edge]);
     else list.push(edge);
   }
-  const successors = (id: string): string[] => {
-    const out: string[] = [];
+  const successors = (id: string): { target: string; edge: FlatEdge }[] => {
+    const out: { target: string; edge: FlatEdge }[] = [];
     for (const e of edgesFrom.get(id) ?? []) {
       const target = resolveTarget(graph, outgoing, e.to);
-      if (target !== undefined) out.push(target);
+      if (target !== undefined) out.push({ target, edge: e });
     }
     return out;
   };
@@ -370,11 +359,15 @@ function checkCycles(
   const visit = (id: string): boolean => {
     state.set(id, 1);
     trail.push(id);
-    for (const next of successors(id)) {
+    for (const { target: next, edge } of successors(id)) {
       const s = state.get(next);
       if (s === 1) {
         const loop = [...trail.slice(trail.indexOf(next)), next].join(' → ');
-        issues.push({ path: policyPath, message: `${where}: the graph has a cycle: ${loop}` });
+        // Reported at the edge that closes the loop (`policies[0].edges[4]`).
+        issues.push({
+          path: edge.path ?? policyPath,
+          message: `${where}: the graph has a cycle: ${loop} (closed by edge ${edge.label})`,
+        });
         return true;
       }
       if (s === undefined && visit(next)) return true;

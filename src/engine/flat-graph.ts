@@ -31,6 +31,8 @@ export interface FlatEdge {
   toPort: string;
   /** The edge as written, e.g. `auth.denied -> out.in`, for messages. */
   label: string;
+  /** Config path of the written edge (`policies[0].edges[3]`); absent for implicit and spliced edges. */
+  path?: string;
   implicit?: boolean;
 }
 
@@ -304,5 +306,5 @@ function addEdge(
     toId = input.id;
     toPort = 'in';
   }
-  graph.edges.push({ from: fromId, fromPort, to: toId, toPort, label });
+  graph.edges.push({ from: fromId, fromPort, to: toId, toPort, label, path });
 }

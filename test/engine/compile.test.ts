@@ -7,6 +7,8 @@ import { ConfigRejected } from '../../src/config/schema-validate.js';
 import { silentLogger } from '../../src/core/logger.js';
 import { templateFactory } from '../../src/engine/templates.js';
 import { testRegistry } from '../support/test-plugins.js';
+import { Context } from '../../src/core/context.js';
+import { runPolicy } from '../../src/engine/run.js';
 
 function compile(yaml: string, env: NodeJS.ProcessEnv = {}): Runtime {
   return compileGateway(checkGatewayShape(parse(yaml)), {
@@ -148,44 +150,100 @@ policies:
   );
 });
 
-test('compiler: fan-in is rejected except into client and error-handler', () => {
-  const msgs = messages(`
+test('F4: fan-in: a node takes several incoming edges, runs once on whichever branch led to it, and the trace shows it once', async () => {
+  // Both exits of the gate (success and denied) enter one shared tagger `m`, then the client.
+  const rt = compile(`
 policies:
   - name: p
     nodes:
       - { id: in, type: listener }
       - { id: g, type: test-gate }
-      - ${MOCK}
+      - { id: a, type: test-tag, config: { tag: a } }
+      - { id: m, type: test-tag, config: { tag: shared } }
       - { id: out, type: client }
     edges:
       - { from: in.out, to: g.in }
-      - { from: g.success, to: m.in }
+      - { from: g.success, to: a.in }
+      - { from: a.success, to: m.in }
       - { from: g.denied, to: m.in }
       - { from: m.success, to: out.in }
 `);
-  assert.ok(
-    msgs.some((m) => m.includes("input of node 'm' has more than one incoming edge")),
-    msgs.join('\n'),
-  );
-  // The same shape into client and into an error-handler compiles.
+  const policy = rt.policies.get('p');
+  assert.ok(policy);
+  for (const [headers, trail, path] of [
+    [{}, 'a,shared', ['g', 'a', 'm', 'out']],
+    [{ 'x-deny': '1' }, 'shared', ['g', 'm', 'out']],
+  ] as const) {
+    const ctx = new Context(
+      {
+        method: 'GET',
+        url: '/x',
+        host: 'h',
+        scheme: 'http',
+        protocol: 'http1',
+        headers: { ...headers },
+        remoteAddress: '127.0.0.1',
+        remotePort: 1,
+      },
+      new AbortController().signal,
+    );
+    const steps: string[] = [];
+    await runPolicy(policy, ctx, { logger: silentLogger }, { step: (node) => steps.push(node.id) });
+    assert.equal(ctx.response.headers['x-trail'], trail);
+    assert.deepEqual(steps, path);
+  }
+  // Fan-in into a supernode instance's input compiles too (a junction was always allowed).
   compile(`
+supernodes:
+  - name: wrap
+    nodes:
+      - { id: input, type: input }
+      - { id: t, type: test-tag, config: { tag: inner } }
+      - { id: output, type: output }
+    edges:
+      - { from: input.out, to: t.in }
+      - { from: t.success, to: output.in }
 policies:
   - name: p
     nodes:
       - { id: in, type: listener }
       - { id: g, type: test-gate }
-      - { id: f, type: test-fail }
-      - { id: eh, type: error-handler }
+      - { id: w, type: supernode, config: { name: wrap } }
       - { id: out, type: client }
     edges:
       - { from: in.out, to: g.in }
-      - { from: g.success, to: f.in }
-      - { from: g.denied, to: out.in }
-      - { from: f.success, to: out.in }
-      - { from: f.error, to: eh.in }
-      - { from: g.error, to: eh.in }
-      - { from: eh.success, to: out.in }
+      - { from: g.success, to: w.in }
+      - { from: g.denied, to: w.in }
+      - { from: w.success, to: out.in }
 `);
+});
+
+test('F4: fan-in: a cycle is still refused, at the key path of the edge that closes it', () => {
+  const err = rejection(`
+policies:
+  - name: p
+    nodes:
+      - { id: in, type: listener }
+      - { id: g, type: test-gate }
+      - { id: a, type: test-tag, config: { tag: a } }
+      - { id: b, type: test-tag, config: { tag: b } }
+      - { id: out, type: client }
+    edges:
+      - { from: in.out, to: g.in }
+      - { from: g.success, to: a.in }
+      - { from: g.denied, to: out.in }
+      - { from: a.success, to: b.in }
+      - { from: b.success, to: a.in }
+`);
+  const issue = err.issues.find((i) => i.message.includes('cycle'));
+  assert.ok(issue, err.issues.map((i) => i.message).join('\n'));
+  assert.equal(issue.path, 'policies[0].edges[4]');
+  assert.equal(
+    issue.message,
+    "policy 'p': the graph has a cycle: a → b → a (closed by edge b.success -> a.in)",
+  );
+  // The cycle is the only problem: `a` taking edges from `g` and `b` is fan-in, not an error.
+  assert.equal(err.issues.length, 1, err.issues.map((i) => i.message).join('\n'));
 });
 
 test('compiler: listener and client are required; extra listeners rejected', () => {
