@@ -31,10 +31,12 @@ import type { TraceRecorder } from '../core/graph-types.js';
 import type { ServerRequest } from './server-request.js';
 import { LeanResponse } from './lean/lean-response.js';
 import {
+  closeAfterRefusal,
   DEFAULT_RULES,
   hasUnderscoreName,
-  holdsEncodedNul,
   hostValueProblem,
+  isClosing,
+  pathEscapeProblem,
   refusal,
   withoutUnderscoreNames,
   type RequestRules,
@@ -116,12 +118,11 @@ function readTarget(raw: string): RequestTarget | string {
   }
 }
 
-/** {@link readTarget}, and an encoded NUL in the path is refused too (nginx answers it 400). */
+/** {@link readTarget}, and `%00` or a malformed escape in the path is refused too (nginx answers them 400). */
 function readCheckedTarget(raw: string): RequestTarget | string {
   const target = readTarget(raw);
-  if (typeof target !== 'string' && holdsEncodedNul(target.url))
-    return 'request path must not hold an encoded NUL (%00)';
-  return target;
+  if (typeof target === 'string') return target;
+  return pathEscapeProblem(target.url) ?? target;
 }
 
 /**
@@ -297,17 +298,23 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
       onFinished?.('', 508, startedAt, undefined, req);
       return undefined;
     }
+    // A pipelined request behind an answer that closes the connection (node:http dispatches it).
+    if (isClosing(req)) return undefined;
     const refused = refusal(req, rules);
+    // HTTP/1.1 answers to a malformed request close the connection, as nginx's do.
+    const close = 'stream' in req ? undefined : CLOSE;
     if (refused !== undefined) {
       const { status, error, message } = refused;
-      reject(status, { error, message }, refused.close ? { connection: 'close' } : undefined);
+      if (close !== undefined) closeAfterRefusal(req);
+      reject(status, { error, message }, close);
       onFinished?.('', status, startedAt, undefined, req);
       return undefined;
     }
     const problem = hostProblem(req);
     const target = problem ?? readCheckedTarget(req.url ?? '');
     if (typeof target === 'string') {
-      reject(400, { error: 'bad_request', message: target });
+      if (close !== undefined) closeAfterRefusal(req);
+      reject(400, { error: 'bad_request', message: target }, close);
       onFinished?.('', 400, startedAt, undefined, req);
       return undefined;
     }
@@ -392,6 +399,10 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
       return;
     }
     socket.on('error', () => socket.destroy());
+    if (isClosing(req)) {
+      socket.destroy();
+      return;
+    }
     const prepared = prepare(req, 'GET', startedAt, (status, body, headers) =>
       answerUpgrade(
         socket,
@@ -438,6 +449,7 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
   return { handle, handleUpgrade };
 }
 
+const CLOSE = { connection: 'close' };
 const UNHANDLED = { error: 'internal_error', message: 'Unhandled error in routing policy' };
 
 /** RFC 8441: an HTTP/2 CONNECT with `:protocol: websocket`. */

@@ -13,29 +13,23 @@ export interface RequestRules {
 
 export const DEFAULT_RULES: RequestRules = { headersWithUnderscores: 'drop', allowTrace: false };
 
-/** A request answered before routing; `close` ends an HTTP/1.1 connection whose framing is in doubt. */
+/** A request answered before routing (on HTTP/1.1 with `Connection: close`, as nginx answers). */
 export interface Refusal {
   status: number;
   error: string;
   message: string;
-  close: boolean;
 }
 
-const refuse = (status: number, error: string, message: string, close = false): Refusal => ({
-  status,
-  error,
-  message,
-  close,
-});
+const refuse = (status: number, error: string, message: string): Refusal => ({ status, error, message });
 
 const NOT_IMPLEMENTED = refuse(
   501,
   'not_implemented',
   'transfer codings other than a lone chunked are not supported',
-  true,
 );
-const REPEATED_TE = refuse(400, 'bad_request', 'more than one Transfer-Encoding header', true);
-const VERSION = refuse(505, 'http_version_not_supported', 'only HTTP/1.x is served in HTTP/1 syntax', true);
+const REPEATED_TE = refuse(400, 'bad_request', 'more than one Transfer-Encoding header');
+const TE_ON_HTTP10 = refuse(400, 'bad_request', 'Transfer-Encoding on an HTTP/1.0 request');
+const VERSION = refuse(505, 'http_version_not_supported', 'only HTTP/1.x is served in HTTP/1 syntax');
 const TRACE = refuse(405, 'method_not_allowed', 'TRACE is not allowed (listener.allow_trace)');
 const UNDERSCORE = refuse(
   400,
@@ -48,7 +42,8 @@ const UNDERSCORE = refuse(
  * node:http, whose parser lets these through), as nginx answers them: a major
  * version other than 1 in HTTP/1 syntax is 505; Transfer-Encoding must be a
  * lone `chunked` (§6.1: a coding we do not apply is 501, and dropping it would
- * forward another body than the client meant), repeated TE lines are 400;
+ * forward another body than the client meant), repeated TE lines and TE on
+ * HTTP/1.0 are 400;
  * TRACE is 405 unless `listener.allow_trace`; header names with `_` are 400
  * with `listener.headers_with_underscores: reject`.
  */
@@ -59,6 +54,9 @@ export function refusal(req: ServerRequest, rules: RequestRules): Refusal | unde
     const te = req.headers['transfer-encoding'];
     if (te !== undefined) {
       if (countFields(req.rawHeaders, 'transfer-encoding') > 1) return REPEATED_TE;
+      // RFC 9112 §6.1: the framing of an HTTP/1.0 message with TE is faulty (nginx refuses it).
+      if (req.httpVersionMinor === 0) return TE_ON_HTTP10;
+      if (te.trim() === '') return NOT_IMPLEMENTED;
       // A list whose last coding is not chunked is the parser's to refuse (400, right after the
       // head: node:http has already emitted the request then, and must not get a 501 out first).
       const last = te.slice(te.lastIndexOf(',') + 1).trim();
@@ -113,10 +111,34 @@ export function hostValueProblem(host: string): string | undefined {
 const HOST_VALUE =
   /^(?:[A-Za-z0-9\-._~%!$&'()*+,;=]+|\[[0-9A-Fa-f:.]+\]|\[v[0-9A-Fa-f]+\.[A-Za-z0-9\-._~!$&'()*+,;=:]+\])(?::[0-9]*)?$/;
 
-/** The path part of a request target holds an encoded NUL (`%00`): 400, as nginx answers. */
-export function holdsEncodedNul(url: string): boolean {
-  const at = url.indexOf('%00');
-  if (at === -1) return false;
+/**
+ * What is wrong with the path part of a request target that the path
+ * normaliser lets through, as nginx answers it 400: an encoded NUL (`%00`), or
+ * a `%` not followed by two hex digits (RFC 3986 §2.1). The query is the
+ * upstream's to read.
+ */
+export function pathEscapeProblem(url: string): string | undefined {
   const q = url.indexOf('?');
-  return q === -1 || at < q;
+  const path = q === -1 ? url : url.slice(0, q);
+  if (!path.includes('%')) return undefined;
+  if (path.includes('%00')) return 'request path must not hold an encoded NUL (%00)';
+  if (/%(?![0-9A-Fa-f]{2})/.test(path)) return 'request path holds a malformed percent escape';
+  return undefined;
+}
+
+/**
+ * HTTP/1.1 connections that were answered with `Connection: close` before
+ * routing. node:http hands pipelined requests over before the first answer
+ * went out; those must not reach the graph either (the lean front stops
+ * reading by itself).
+ */
+const closing = new WeakSet<object>();
+
+/** After a refusal that closes: nothing more of this HTTP/1.1 connection is served. */
+export function closeAfterRefusal(req: ServerRequest): void {
+  if (!('stream' in req)) closing.add(req.socket);
+}
+
+export function isClosing(req: ServerRequest): boolean {
+  return closing.has(req.socket);
 }

@@ -138,6 +138,14 @@ for (const front of ['lean', 'node'] as const) {
 
 /** F-10's inputs: the status both fronts answer (as nginx does) and whether the connection closes. */
 const REFUSED: [name: string, input: string, status: number, close: boolean][] = [
+  ['empty TE', 'POST /f10 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding:\r\n\r\n', 501, true],
+  [
+    'TE on HTTP/1.0',
+    'POST /f10 HTTP/1.0\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
+    400,
+    true,
+  ],
+  ['a malformed escape in the path', 'GET /f10%zz HTTP/1.1\r\nHost: x\r\n\r\n', 400, true],
   [
     'TE gzip, chunked',
     'POST /f10 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n',
@@ -170,11 +178,11 @@ const REFUSED: [name: string, input: string, status: number, close: boolean][] =
     true,
   ],
   ['HTTP/2.0 request line', 'GET /f10 HTTP/2.0\r\nHost: x\r\n\r\n', 505, true],
-  ['empty Host', 'GET /f10 HTTP/1.1\r\nHost:\r\n\r\n', 400, false],
-  ['Host with a space', 'GET /f10 HTTP/1.1\r\nHost: a b\r\n\r\n', 400, false],
-  ['Host with a slash', 'GET /f10 HTTP/1.1\r\nHost: x/y\r\n\r\n', 400, false],
-  ['TRACE', 'TRACE /f10 HTTP/1.1\r\nHost: x\r\n\r\n', 405, false],
-  ['%00 in the path', 'GET /f10%00x HTTP/1.1\r\nHost: x\r\n\r\n', 400, false],
+  ['empty Host', 'GET /f10 HTTP/1.1\r\nHost:\r\n\r\n', 400, true],
+  ['Host with a space', 'GET /f10 HTTP/1.1\r\nHost: a b\r\n\r\n', 400, true],
+  ['Host with a slash', 'GET /f10 HTTP/1.1\r\nHost: x/y\r\n\r\n', 400, true],
+  ['TRACE', 'TRACE /f10 HTTP/1.1\r\nHost: x\r\n\r\n', 405, true],
+  ['%00 in the path', 'GET /f10%00x HTTP/1.1\r\nHost: x\r\n\r\n', 400, true],
 ];
 
 for (const front of ['lean', 'node'] as const) {

@@ -423,7 +423,7 @@ class Connection implements ResponseSink, BodyFlow {
       }
       const expect = headers.expect;
       if (expect !== undefined) {
-        if (!/^100-continue$/i.test(expect)) {
+        if (!CONTINUE_EXPECTATION.test(expect)) {
           res.writeHead(417, { 'content-length': 0 });
           res.end();
           return;
@@ -488,3 +488,5 @@ class Connection implements ResponseSink, BodyFlow {
 
 const EMPTY = Buffer.alloc(0);
 const CONTINUE = 'HTTP/1.1 100 Continue\r\n\r\n';
+/** node:http's own test (`_http_common.continueExpression`): a list holding 100-continue counts. */
+const CONTINUE_EXPECTATION = /(?:^|\W)100-continue(?:$|\W)/i;
