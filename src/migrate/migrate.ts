@@ -43,9 +43,7 @@ const UNWIRED_INSTANCE_PORT =
   /^policy '([^']*)': output port '([^']+)' of supernode instance '([^']+)' must be wired —/;
 const UNWIRED_IN_DEFINITION = /must be wired inside the definition/;
 const UNKNOWN_KEY = /unknown key( \(did you mean '[^']+'\?\))?$/;
-const FAN_IN = /^policy '([^']*)': input of node '([^']+)' has more than one incoming edge/;
-
-/** Rounds of compile → fix: a cloned node's outgoing edges can make the next node a fan-in too. */
+/** Rounds of compile → fix: wiring a port can bring the next layer of problems to light. */
 const MAX_ROUNDS = 12;
 
 export function migrateGatewayText(text: string, options: MigrateOptions): MigrateResult {
@@ -69,13 +67,6 @@ export function migrateGatewayText(text: string, options: MigrateOptions): Migra
     for (const issue of errors) {
       if (options.dropUnknownKeys === true && UNKNOWN_KEY.test(issue.message)) {
         fixed += dropKey(doc, issue, changes, undecided);
-        continue;
-      }
-      const fanIn = FAN_IN.exec(issue.message);
-      const at = /^policies\[(\d+)\]/.exec(issue.path)?.[1];
-      if (fanIn !== null && at !== undefined) {
-        const policy = doc.getIn(['policies', Number(at)], true);
-        if (isMap(policy)) fixed += splitFanIn(doc, policy, fanIn[1] ?? '', fanIn[2] ?? '', changes);
         continue;
       }
       const node = UNWIRED_NODE_PORT.exec(issue.message) ?? UNWIRED_INSTANCE_PORT.exec(issue.message);
@@ -232,52 +223,6 @@ function pathSegments(path: string): (string | number)[] {
     else if (m[3] !== undefined) segments.push(JSON.parse(m[3]) as string);
   }
   return segments;
-}
-
-/**
- * Earlier releases let several edges enter any node; here only client and
- * error-handler take fan-in. Each extra incoming edge gets its own copy of the
- * node, with the node's outgoing edges copied too, which behaves the same for a
- * stateless node (a copy keeps its own counters, so the change says so).
- */
-function splitFanIn(
-  doc: Document,
-  policy: YAMLMap,
-  policyName: string,
-  id: string,
-  changes: string[],
-): number {
-  const nodes = seqOf(doc, policy, 'nodes');
-  const edges = seqOf(doc, policy, 'edges');
-  const original = nodes.items.find((n) => isMap(n) && String(n.get('id')) === id);
-  if (!isMap(original)) return 0;
-  const into = edges.items.filter(isMap).filter((e) => splitRef(String(e.get('to')))[0] === id);
-  const out = edges.items.filter(isMap).filter((e) => splitRef(String(e.get('from')))[0] === id);
-  const ids = new Set(nodeList(policy).map((n) => n.id));
-  let split = 0;
-  for (const edge of into.slice(1)) {
-    let copy = id;
-    for (let i = 2; ids.has(copy); i++) copy = `${id}-${i}`;
-    ids.add(copy);
-    const clone = original.clone() as YAMLMap;
-    clone.set('id', copy);
-    nodes.add(clone);
-    const [, inPort] = splitRef(String(edge.get('to')));
-    edge.set('to', `${copy}.${inPort === 'out' ? 'in' : inPort}`);
-    for (const o of out) {
-      const added = doc.createNode({
-        from: `${copy}.${splitRef(String(o.get('from')))[1]}`,
-        to: String(o.get('to')),
-      });
-      added.flow = o.flow === true;
-      edges.add(added);
-    }
-    changes.push(
-      `policy '${policyName}': node '${id}' had several incoming edges; ${String(edge.get('from'))} now enters its copy '${copy}' (with ${id}'s outgoing edges; a copy keeps its own state)`,
-    );
-    split++;
-  }
-  return split;
 }
 
 const ADDED_COMMENT = ' added by switchyard migrate: outcome ports earlier releases left unwired';

@@ -238,3 +238,47 @@ test('migrate: --drop-unknown-keys removes each unknown node-config key and list
   );
   assert.match(result.text, /config: \{ response_example: hi \}/);
 });
+
+test('F4: migrate keeps fan-in as written: a node shared by several branches is not copied', () => {
+  // cors.preflight is unwired (migrate wires it); both the cache hit and the upstream enter `headers`.
+  const text = `policies:
+  - name: p
+    nodes:
+      - { id: in, type: listener }
+      - { id: cors, type: cors }
+      - { id: lookup, type: proxy-cache, config: { phase: lookup, id: c } }
+      - { id: up, type: upstream, config: { targets: [{ host: 127.0.0.1, port: 9 }] } }
+      - { id: store, type: proxy-cache, config: { phase: store, id: c } }
+      - { id: headers, type: response-rewrite, config: { headers: { set: { x-shared: yes } } } }
+      - { id: client, type: client }
+    edges:
+      - { from: in.out, to: cors.in }
+      - { from: cors.success, to: lookup.in }
+      - { from: lookup.success, to: up.in }
+      - { from: lookup.hit, to: headers.in }
+      - { from: up.success, to: store.in }
+      - { from: store.success, to: headers.in }
+      - { from: store.hit, to: headers.in }
+      - { from: headers.success, to: client.in }
+routes:
+  - { name: r, match: { path: /x }, policy: p }
+`;
+  const result = migrateGatewayText(text, { env });
+  assert.deepEqual(result.errors, []);
+  assert.deepEqual(result.changes, [
+    "policy 'p': wired cors.preflight → client.in (node 'cors', port 'preflight')",
+  ]);
+  assert.deepEqual(addedEdges(text, result.text), ['p: cors.preflight → client.in']);
+  const doc = parse(result.text) as { policies: { nodes: { id: string }[]; edges: { to: string }[] }[] };
+  const policy = doc.policies[0]!;
+  assert.deepEqual(
+    policy.nodes.map((n) => n.id),
+    ['in', 'cors', 'lookup', 'up', 'store', 'headers', 'client'],
+  );
+  assert.equal(policy.edges.filter((e) => e.to === 'headers.in').length, 3);
+
+  // Once wired, the same file needs no change at all: fan-in is not something to fix.
+  const again = migrateGatewayText(result.text, { env });
+  assert.deepEqual(again.changes, []);
+  assert.equal(again.text, result.text);
+});
