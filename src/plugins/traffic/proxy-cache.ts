@@ -48,6 +48,13 @@ type CachePort = 'success' | 'hit';
 interface Note {
   key: string;
   bypass: boolean;
+  /**
+   * The response headers nodes before the upstream set (limit quotas, CORS…): the live map, which
+   * later request-path nodes still write into until the upstream's answer replaces it, and a copy
+   * taken at the lookup for when nothing replaced it. Neither belongs in a shared entry.
+   */
+  live: HeaderMap;
+  copy: HeaderMap;
 }
 
 /** Per request and per pair id; the store half reuses the key the lookup computed before any rewrite. */
@@ -292,7 +299,8 @@ function lookupRun(
     const bypass = s.bypass(ctx);
     let byId = notes.get(ctx);
     if (byId === undefined) notes.set(ctx, (byId = new Map<string, Note>()));
-    byId.set(s.id, { key, bypass });
+    const live = ctx.response.headers;
+    byId.set(s.id, { key, bypass, live, copy: { ...live } });
     if (bypass) return 'success';
     let got: ReturnType<ResponseCache['get']>;
     try {
@@ -305,11 +313,15 @@ function lookupRun(
   };
 }
 
+/**
+ * Puts `entry` on the response as an upstream answer would: the entry's headers over those the
+ * nodes before the lookup set on this request (so a quota header is this request's own).
+ */
 function serve(ctx: Context, entry: CachedResponse, s: Settings): void {
   const res = ctx.response;
   res.discardStream();
   res.status = entry.status;
-  const headers: HeaderMap = {};
+  const headers: HeaderMap = { ...res.headers };
   for (const name in entry.headers) {
     const value = entry.headers[name];
     if (value !== undefined) headers[name] = Array.isArray(value) ? [...value] : value;
@@ -349,6 +361,8 @@ function storeRun(
     const status = res.status === 0 ? 200 : res.status;
     if (!s.statuses.has(status) || !storable(res.headers)) return 'success';
     const key = note?.key ?? s.keyOf(ctx);
+    // Taken now: nodes after this one (CORS on the way to the client…) are not part of the entry.
+    const headers = storableHeaders(res.headers, s.statusHeader, earlierHeaders(res.headers, note));
     if (res.stream !== null) {
       res.stream = teeIntoCache(
         res.stream,
@@ -356,7 +370,7 @@ function storeRun(
         (body) => {
           const entry: CachedResponse = {
             status,
-            headers: storableHeaders(res.headers, s.statusHeader),
+            headers,
             body,
             storedAt: Date.now(),
           };
@@ -376,12 +390,7 @@ function storeRun(
       count('size_skip');
       return 'success';
     }
-    const entry: CachedResponse = {
-      status,
-      headers: storableHeaders(res.headers, s.statusHeader),
-      body,
-      storedAt: Date.now(),
-    };
+    const entry: CachedResponse = { status, headers, body, storedAt: Date.now() };
     let put: void | Promise<void>;
     try {
       put = cache.put(key, entry, s.ttl);
@@ -391,6 +400,17 @@ function storeRun(
     if (put instanceof Promise) return put.then(() => 'success' as const, failed);
     return 'success';
   };
+}
+
+/**
+ * The headers the request path had set when the upstream answered: an upstream replaces the map
+ * and carries over the names it did not send itself (src/outbound/upstream-pool.ts), so the lookup's
+ * live map holds them; when no answer replaced it, the copy taken at the lookup does. Without a
+ * lookup half nothing tells them apart.
+ */
+function earlierHeaders(current: HeaderMap, note: Note | undefined): HeaderMap | undefined {
+  if (note === undefined) return undefined;
+  return current === note.live ? note.copy : note.live;
 }
 
 /**

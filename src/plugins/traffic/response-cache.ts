@@ -40,12 +40,21 @@ const NOT_STORED = new Set([
   'set-cookie',
 ]);
 
-/** A copy of the headers worth replaying, without `statusHeader` (set afresh on every answer). */
-export function storableHeaders(headers: HeaderMap, statusHeader: string): Record<string, string | string[]> {
+/**
+ * A copy of the headers worth replaying, without `statusHeader` (set afresh on every answer) and
+ * without those still holding the value `earlier` (the request path's, set before the upstream
+ * answered) gave them: they are one request's, and a hit runs those nodes again.
+ */
+export function storableHeaders(
+  headers: HeaderMap,
+  statusHeader: string,
+  earlier: HeaderMap = {},
+): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
   for (const name in headers) {
     const value = headers[name];
     if (value === undefined || NOT_STORED.has(name) || name === statusHeader) continue;
+    if (earlier[name] !== undefined && earlier[name] === value) continue;
     out[name] = Array.isArray(value) ? [...value] : value;
   }
   return out;

@@ -223,6 +223,70 @@ test('proxy-cache: a stream the upstream breaks off is not stored', async () => 
   assert.equal(runNow(lookup, get()), 'success');
 });
 
+/** What src/outbound/upstream-pool.ts does with an answer: a new map, earlier names it did not send carried over. */
+function upstreamAnswered(ctx: Context, headers: Record<string, string>, body = 'payload'): void {
+  const merged: Record<string, string | string[] | undefined> = { ...headers };
+  for (const name in ctx.response.headers) merged[name] ??= ctx.response.headers[name];
+  ctx.response.status = 200;
+  ctx.response.headers = merged;
+  ctx.response.body = Buffer.from(body);
+}
+
+test("F5: proxy-cache: headers the request path set before the upstream answered are not stored; a hit keeps the asking request's own", () => {
+  const { lookup, store } = halves();
+  const first = get();
+  first.response.headers['x-ratelimit-remaining'] = '9'; // a limit node before the lookup
+  assert.equal(runNow(lookup, first), 'success');
+  first.response.headers['x-between'] = 'lookup-to-upstream'; // a node after the lookup, same map
+  upstreamAnswered(first, { 'content-type': 'text/plain', 'x-origin': 'a', 'x-between': 'from-upstream' });
+  runNow(store, first);
+  assert.equal(first.response.headers['x-ratelimit-remaining'], '9', 'the miss itself still carries it');
+
+  const second = get();
+  second.response.headers['x-ratelimit-remaining'] = '3';
+  assert.equal(runNow(lookup, second), 'hit');
+  assert.equal(
+    second.response.headers['x-ratelimit-remaining'],
+    '3',
+    "this request's quota, not the entry's",
+  );
+  assert.equal(second.response.headers['x-origin'], 'a');
+  assert.equal(second.response.headers['x-between'], 'from-upstream', 'a name the upstream sent is its own');
+
+  const bare = get();
+  assert.equal(runNow(lookup, bare), 'hit');
+  assert.equal(bare.response.headers['x-ratelimit-remaining'], undefined, 'the entry holds no quota header');
+  assert.equal(bare.response.headers['content-type'], 'text/plain');
+});
+
+test('F5: proxy-cache: when no upstream replaced the headers, those present at the lookup are not stored', () => {
+  const { lookup, store } = halves();
+  const ctx = get();
+  ctx.response.headers['x-ratelimit-remaining'] = '9';
+  runNow(lookup, ctx);
+  runNow(store, answered(ctx, 200, 'mocked', { 'x-mock': 'yes' }));
+  const hit = get();
+  assert.equal(runNow(lookup, hit), 'hit');
+  assert.equal(hit.response.headers['x-mock'], 'yes');
+  assert.equal(hit.response.headers['x-ratelimit-remaining'], undefined);
+});
+
+test('F5: proxy-cache: a streamed entry holds the headers the store half saw, not those a later node adds before the body ends', async () => {
+  const { lookup, store } = halves();
+  const ctx = get();
+  runNow(lookup, ctx);
+  upstreamAnswered(ctx, { 'content-type': 'text/plain' });
+  ctx.response.body = null;
+  ctx.response.stream = Readable.from([Buffer.from('chu'), Buffer.from('nk')]);
+  runNow(store, ctx);
+  ctx.response.headers['access-control-allow-origin'] = 'https://alice.example'; // cors after the store
+  assert.equal(await drain(ctx.response.stream), 'chunk');
+  const hit = get();
+  await waitFor(() => runNow(lookup, hit) === 'hit', { timeoutMs: 5000, what: 'the streamed entry' });
+  assert.equal(hit.response.headers['content-type'], 'text/plain');
+  assert.equal(hit.response.headers['access-control-allow-origin'], undefined);
+});
+
 test('proxy-cache: hide_cache_headers strips Cache-Control and Expires from hits', () => {
   const { lookup, store } = halves({ hide_cache_headers: true });
   const ctx = get();
