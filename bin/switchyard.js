@@ -7,6 +7,24 @@
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
+// Every signal the gateway handles is caught from here, its first line: until src/cli.ts hands one
+// over to the listener that acts on it (once the gateway can: a SIGHUP reloads after start), it is
+// queued, so it never takes its default action (exit; the inspector for SIGUSR1). docs/deployment.md#signals
+const HANDLED = ['SIGHUP', 'SIGUSR1', 'SIGTERM', 'SIGINT'];
+const arrived = [];
+const queue = (signal) => arrived.push(signal);
+for (const signal of HANDLED) process.on(signal, queue);
+const earlySignals = {
+  /** Stops queueing `signals`; returns those of them that arrived meanwhile, in order. */
+  take(signals) {
+    for (const signal of signals) process.off(signal, queue);
+    const taken = arrived.filter((s) => signals.includes(s));
+    const kept = arrived.filter((s) => !signals.includes(s));
+    arrived.splice(0, arrived.length, ...kept);
+    return taken;
+  },
+};
+
 const root = join(import.meta.dirname, '..');
 const src = join(root, 'src');
 
@@ -42,6 +60,6 @@ if (useBuild()) {
   register();
   ({ main } = await import('../src/cli.ts'));
 }
-const code = await main(process.argv.slice(2));
+const code = await main(process.argv.slice(2), earlySignals);
 // Let buffered log lines reach stdout before exiting.
 setImmediate(() => process.exit(code));

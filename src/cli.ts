@@ -89,6 +89,34 @@ function parseCli(argv: string[]): CliArgs {
   };
 }
 
+/** The signals a running gateway acts on (docs/deployment.md#signals). */
+const HANDLED_SIGNALS: readonly NodeJS.Signals[] = ['SIGHUP', 'SIGUSR1', 'SIGTERM', 'SIGINT'];
+
+/**
+ * The signals bin/switchyard.js caught on its first line and queued while the gateway could not
+ * act on them yet (a SIGHUP that arrives before the listeners answer used to kill the process).
+ */
+export interface EarlySignals {
+  /** Stops queueing `signals`; returns those of them that arrived meanwhile, in order. */
+  take(signals: readonly NodeJS.Signals[]): NodeJS.Signals[];
+}
+
+/**
+ * Hands `signals` over from the early queue to the listeners installed now: each one that arrived
+ * is emitted to them once (several SIGHUPs make one reload). One without a listener takes its
+ * default action (`'default'`: commands that handle no signal) or is dropped (`'drop'`).
+ */
+function handOver(
+  early: EarlySignals | undefined,
+  signals: readonly NodeJS.Signals[],
+  fallback: 'default' | 'drop',
+): void {
+  for (const signal of new Set(early?.take(signals) ?? [])) {
+    if (process.listenerCount(signal) > 0) process.emit(signal, signal);
+    else if (fallback === 'default' && signal !== 'SIGUSR1') process.kill(process.pid, signal);
+  }
+}
+
 /** system.yaml is interpolated before it is parsed; locate its issues in the same text. */
 const interpolated = (text: string): string => interpolateEnv(text, process.env);
 
@@ -174,9 +202,15 @@ async function validate(args: CliArgs): Promise<number> {
   return 0;
 }
 
-async function run(args: CliArgs): Promise<number> {
+async function run(args: CliArgs, early: EarlySignals | undefined): Promise<number> {
   // `workers`: a forked worker takes its configuration from the primary (docs/workers.md).
-  if (isClusterWorker()) return (await import('./cluster/worker.js')).runClusterWorker();
+  if (isClusterWorker()) {
+    const { runClusterWorker } = await import('./cluster/worker.js');
+    // It installs its signal listeners before its first await: the queued signals go to them.
+    const worker = runClusterWorker();
+    handOver(early, HANDLED_SIGNALS, 'drop');
+    return worker;
+  }
   let system;
   try {
     system = loadSystemConfig(args.systemPath);
@@ -190,6 +224,19 @@ async function run(args: CliArgs): Promise<number> {
     throw err;
   }
   const logger = createLogger(system.logging);
+  // Listened for before anything starts: a SIGTERM while the configuration loads or the Admin API and
+  // the stream listeners are still loading (imported after the data plane listens) stops cleanly.
+  let stopRequested = false;
+  const stopped = new Promise<void>((resolve) => {
+    const stop = (signal: string) => {
+      stopRequested = true;
+      logger.info({ signal }, 'shutting down');
+      resolve();
+    };
+    process.once('SIGTERM', stop);
+    process.once('SIGINT', stop);
+  });
+  handOver(early, ['SIGTERM', 'SIGINT'], 'drop');
   const workers = resolveWorkers(system.workers);
   let cluster: ClusterPrimary | undefined;
   const onApplied = (runtime: Runtime, source: ApplySource): Promise<void> =>
@@ -243,16 +290,13 @@ async function run(args: CliArgs): Promise<number> {
     }
     throw err;
   }
-  // Listened for before anything starts: a SIGTERM while the Admin API or the stream listeners are
-  // still loading (they are imported after the data plane listens) drains instead of killing.
-  const stopped = new Promise<void>((resolve) => {
-    const stop = (signal: string) => {
-      logger.info({ signal }, 'shutting down');
-      resolve();
-    };
-    process.once('SIGTERM', stop);
-    process.once('SIGINT', stop);
-  });
+  // Stopped while the configuration loaded: nothing listens yet, so nothing needs to drain.
+  if (stopRequested) {
+    await gateway.shutdown();
+    await closeAllPools();
+    logger.info('stopped');
+    return 0;
+  }
   let admin: AdminServer | undefined;
   let streams: StreamListeners | undefined;
   let starting: ListenerKey = 'listener';
@@ -306,6 +350,8 @@ async function run(args: CliArgs): Promise<number> {
   });
   // Workers write their own access-log lines; logrotate signals the primary only.
   if (cluster !== undefined) process.on('SIGUSR1', () => cluster?.signalWorkers('SIGUSR1'));
+  // A SIGHUP (or SIGUSR1) that came while starting is applied now, against the running gateway.
+  handOver(early, ['SIGHUP', 'SIGUSR1'], 'drop');
   await stopped;
   await Promise.all([
     gateway.shutdown(),
@@ -318,16 +364,25 @@ async function run(args: CliArgs): Promise<number> {
   return 0;
 }
 
-export async function main(argv: string[]): Promise<number> {
+/**
+ * The `switchyard` command. `early`: the signals bin/switchyard.js queued from its first line; a
+ * command other than the gateway itself handles none, so they take their default action.
+ */
+export async function main(argv: string[], early?: EarlySignals): Promise<number> {
   // Imported here: the MCP SDK client costs ~25 MiB a gateway that is not this command never needs.
-  if (argv[0] === 'mcp') return (await import('./admin/mcp/stdio.js')).runMcpCommand(argv.slice(1));
+  if (argv[0] === 'mcp') {
+    handOver(early, HANDLED_SIGNALS, 'default');
+    return (await import('./admin/mcp/stdio.js')).runMcpCommand(argv.slice(1));
+  }
   let args: CliArgs;
   try {
     args = parseCli(argv);
   } catch (err) {
+    handOver(early, HANDLED_SIGNALS, 'default');
     process.stderr.write(`${(err as Error).message}\n\n${USAGE}\n`);
     return 2;
   }
+  if (args.command !== 'run') handOver(early, HANDLED_SIGNALS, 'default');
   if (args.command === 'migrate') return (await import('./migrate/command.js')).runMigrate(args);
-  return args.command === 'validate' ? validate(args) : run(args);
+  return args.command === 'validate' ? validate(args) : run(args, early);
 }
