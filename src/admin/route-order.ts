@@ -5,9 +5,13 @@ import type { AdminRoute } from './router.js';
 
 /**
  * `PUT /api/route-order` with `{"names": [...]}`: puts the routes in this
- * order (first match wins, docs/routing.md). `names` must list every route
+ * declaration order, which decides among routes of equal `priority` (first
+ * match wins, docs/routing.md#priority). `names` must list every route
  * exactly once, so a reorder never adds or drops one; the editor's
- * drag-to-reorder sends it (docs/editor.md#routes).
+ * drag-to-reorder sends it (docs/editor.md#routes). With etcd the new order is
+ * stored as the `order` field of the routes whose place changed, in one write
+ * guarded like any other (docs/etcd.md#route-order), so every gateway on the
+ * prefix runs it and it survives restarts.
  */
 export function routeOrderRoute(gateway: Gateway): AdminRoute {
   return {

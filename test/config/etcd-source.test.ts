@@ -47,9 +47,10 @@ test(
     const s = source();
     const loaded = await s.loadOrSeed(() => SEED);
     assert.ok(EtcdConfigSource.same(loaded, EtcdConfigSource.arrange(SEED, SEED)));
+    // Issue 31 item 2 (F3): the seed file's order, kept in each route's `order`, not name order.
     assert.deepEqual(
       loaded.routes.map((r) => r.name),
-      ['alpha', 'zeta'],
+      ['zeta', 'alpha'],
     );
     assert.deepEqual(await etcd.keys(`${s.prefix}/`), [
       `${s.prefix}/policies/p`,
@@ -64,7 +65,7 @@ test(
 );
 
 test(
-  'etcd source: a prefix that holds resources is not seeded again; routes come back in name order',
+  "etcd source: a prefix that holds resources is not seeded again; routes come back in the seed's order",
   { skip },
   async () => {
     const s = source();
@@ -77,7 +78,7 @@ test(
     assert.equal(seeded, false);
     assert.deepEqual(
       loaded.routes.map((r) => r.name),
-      ['alpha', 'zeta'],
+      ['zeta', 'alpha'],
     );
   },
 );
@@ -224,7 +225,7 @@ test(
     const theirs = JSON.stringify(route('alpha', '/theirs'));
     await etcd.put(`${s.prefix}/routes/alpha`, theirs);
     const next = structuredClone(base.config);
-    next.routes = [route('alpha', '/mine'), route('gamma'), ...next.routes.slice(1)];
+    next.routes = [route('alpha', '/mine'), route('gamma'), ...next.routes.filter((r) => r.name !== 'alpha')];
     await assert.rejects(s.commit(base, next), (err: unknown) => {
       assert.ok(err instanceof EtcdConflict, String(err));
       assert.deepEqual(err.resources, ['routes/alpha']);
@@ -311,20 +312,22 @@ policies:
   },
 );
 
-test('etcd source: arrange puts new items in key order and refuses to reorder existing routes', () => {
-  const base = parseGatewayConfig(
-    'routes: [{ name: a, match: { path: /a }, policy: p }, { name: c, match: { path: /c }, policy: p }]',
-  );
+test('etcd source: arrange keeps routes in the order given (etcd stores it) and refuses to reorder global rules', () => {
+  const base = parseGatewayConfig(`
+routes: [{ name: a, match: { path: /a }, policy: p }, { name: c, match: { path: /c }, policy: p }]
+global_rules: [{ name: r1, supernode: s }, { name: r2, supernode: s }]
+`);
   const next = structuredClone(base);
   next.routes.push({ name: 'b', match: { path: '/b' }, policy: 'p' });
+  next.routes.reverse();
   assert.deepEqual(
     EtcdConfigSource.arrange(base, next).routes.map((r) => r.name),
-    ['a', 'b', 'c'],
+    ['b', 'c', 'a'],
   );
   const reordered = structuredClone(base);
-  reordered.routes.reverse();
+  reordered.global_rules.reverse();
   assert.throws(
     () => EtcdConfigSource.arrange(base, reordered),
-    (err: unknown) => err instanceof ConfigRejected && err.issues[0]?.path === 'routes',
+    (err: unknown) => err instanceof ConfigRejected && err.issues[0]?.path === 'global_rules',
   );
 });
