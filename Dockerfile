@@ -3,19 +3,22 @@
 #   docker run -p 8080:8080 -v "$PWD/config:/app/config" switchyard
 # The build stage installs every dependency and compiles the gateway (dist/) and the web editor
 # (ui/dist); the runtime stage holds production dependencies and those outputs only.
+# Both run on Node 24 LTS, the Node `npm ci` installs for the npm scripts (package.json).
 
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY . .
 RUN node scripts/build-ui.mjs --force && node scripts/build.mjs --force
 
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+# No dev tools (tsx, esbuild, the test and build tools) and no optional packages: those are the
+# Node binaries npm scripts use in a checkout (node-linux-*), which the image has as its own node.
+RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund && npm cache clean --force
 COPY --from=build /src/dist ./dist
 COPY --from=build /src/ui/dist ./ui/dist
 COPY bin ./bin

