@@ -109,7 +109,7 @@ export const PROMPTS: readonly PromptDef[] = [
     render: (a) =>
       [
         `Design a route so that ${a['goal']}.`,
-        'Read list_routes first: routes match in order and the first match wins, so a new route must not be shadowed by a broader one before it. Read list_policies to pick the policy, or design one first (design_policy).',
+        'Read list_routes first: routes are tried by priority (higher first, default 0), then in list order, and the first match wins, so a new route must not be shadowed by a broader one before it (or give it a higher priority). Read list_policies to pick the policy, or design one first (design_policy).',
         'A route is {"match": {"path": "/x/*", "methods"?: [...], "hosts"?: [...], "headers"?: {...}}, "policy": "<name>"}. Check it with put_route(dry_run=true), then put_route, then confirm with a request or run_sandbox on the policy.',
         READ_ONLY,
       ].join('\n'),

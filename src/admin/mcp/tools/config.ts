@@ -9,7 +9,7 @@ import { NAME_ARG, NO_ARGS, type InputSchema, type ToolDef } from './types.js';
 
 const DESCRIBE: Record<string, { list: string; get: string }> = {
   routes: {
-    list: 'All routes in match order (the first match wins): name, match rule (path, methods, hosts, headers) and the policy each one runs.',
+    list: 'All routes in list order: name, match rule (path, methods, hosts, headers), priority and the policy each one runs. Routes are tried by priority (higher first, default 0), then in list order; the first match wins.',
     get: 'One route by name: its match rule and the policy it runs.',
   },
   policies: {

@@ -24,7 +24,7 @@ const DRY_RUN = {
 
 const SHAPES: Record<string, string> = {
   routes:
-    '{"match": {"path": "/orders/*", "methods"?: ["GET"], "hosts"?: ["api.example.com"], "headers"?: {...}}, "policy": "<policy name>"}. The policy must exist; a new route is appended (first match wins).',
+    '{"match": {"path": "/orders/*", "methods"?: ["GET"], "hosts"?: ["api.example.com"], "headers"?: {...}}, "policy": "<policy name>", "priority"?: 0}. The policy must exist; a new route is appended: routes are tried by priority (integer, higher first, default 0), then in list order, and the first match wins.',
   policies:
     '{"nodes": [{"id": "in", "type": "listener"}, {"id": "m", "type": "mocking", "config": {...}}, {"id": "out", "type": "client"}], "edges": [{"from": "in.out", "to": "m.in"}, {"from": "m.success", "to": "out.in"}], "error_handler"?: "<node id>"}. Every success and outcome port must be wired.',
   supernodes:
