@@ -106,7 +106,7 @@ export const systemSchema = {
           ],
           default: 'auto',
           description:
-            'Open client connections accepted at once; more are closed on accept. auto = min(10000, half the soft RLIMIT_NOFILE).',
+            'Open client connections at once, each in-flight HTTP/2 stream beyond the first of its connection counting as one more; a connection over it is closed on accept, a stream refused (REFUSED_STREAM). auto = max(16, floor((soft RLIMIT_NOFILE - 64) / 2)), at most 10000.',
         },
         http1_server: {
           type: 'string',

@@ -102,7 +102,7 @@ export interface SystemConfig {
     max_request_body_bytes: number;
     /** Passes through this gateway (its own Via entry) before 508 Loop Detected; default 10. */
     max_hops: number;
-    /** 'auto' = min(10000, half the soft RLIMIT_NOFILE); see src/server/connection-limit.ts. */
+    /** Connections plus HTTP/2 streams in flight; 'auto' = max(16, (RLIMIT_NOFILE - 64) / 2) ≤ 10000 (src/server/connection-limit.ts). */
     max_connections: number | 'auto';
     /** HTTP/1.1 server: 'lean' (src/server/lean/) or 'node' (node:http); docs/benchmarks.md. */
     http1_server: 'lean' | 'node';

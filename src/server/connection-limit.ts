@@ -24,14 +24,67 @@ export function softFdLimit(limitsText?: string): number | undefined {
 }
 
 /**
- * `auto` leaves half of the descriptors to upstream connections, the admin
- * listener, stores and files: one client connection usually costs one
- * upstream connection too.
+ * Descriptors `auto` keeps out of the client budget: the process's own (about
+ * 25 at start: node, the listeners, log and config files, store clients), the
+ * admin listener's connections, health checks and the DNS/TLS work of the
+ * upstream pools.
+ */
+export const FD_RESERVE = 64;
+
+/** `auto` never goes below this, however small the descriptor limit. */
+export const AUTO_MIN_CONNECTIONS = 16;
+
+/**
+ * `auto` = max(16, floor((RLIMIT_NOFILE - 64) / 2)), at most 10000: one half
+ * of what the reserve leaves for client connections, the other half for the
+ * upstream connection each of them (or each HTTP/2 stream, see
+ * {@link ClientBudget}) can hold.
  */
 export function resolveMaxConnections(value: number | 'auto', fdLimit = softFdLimit()): number {
   if (value !== 'auto') return value;
   if (fdLimit === undefined) return AUTO_MAX_CONNECTIONS;
-  return Math.max(1, Math.min(AUTO_MAX_CONNECTIONS, Math.floor(fdLimit / 2)));
+  const auto = Math.floor((fdLimit - FD_RESERVE) / 2);
+  return Math.min(AUTO_MAX_CONNECTIONS, Math.max(AUTO_MIN_CONNECTIONS, auto));
+}
+
+/**
+ * What one listener's clients may hold at once (`max_connections`): each open
+ * connection is a unit, and so is each in-flight HTTP/2 stream beyond the
+ * first of its connection, since each can hold an upstream connection of its
+ * own. An HTTP/1.1 connection thus costs at most two descriptors per unit
+ * (its socket and its upstream), an HTTP/2 connection with n streams 1 + n
+ * descriptors for n units.
+ */
+export class ClientBudget {
+  readonly max: number;
+  connections = 0;
+  streams = 0;
+
+  constructor(max: number) {
+    this.max = max;
+  }
+
+  /** Takes a unit for a new connection; false when the budget is spent (the caller closes it). */
+  takeConnection(): boolean {
+    if (this.connections + this.streams >= this.max) return false;
+    this.connections++;
+    return true;
+  }
+
+  releaseConnection(): void {
+    this.connections--;
+  }
+
+  /** Takes a unit for an HTTP/2 stream beyond the first of its connection; false: refuse it. */
+  takeStream(): boolean {
+    if (this.connections + this.streams >= this.max) return false;
+    this.streams++;
+    return true;
+  }
+
+  releaseStream(): void {
+    this.streams--;
+  }
 }
 
 /**

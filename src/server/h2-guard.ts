@@ -11,8 +11,9 @@ import type { Http2Config } from '../config/system.js';
 import { lastProgress } from '../outbound/grpc/progress.js';
 import { isGrpcContentType, sendGrpcError } from './grpc-error.js';
 import type { ThrottledLog } from './throttled-log.js';
+import type { ClientBudget } from './connection-limit.js';
 
-const { NGHTTP2_NO_ERROR, NGHTTP2_CANCEL, NGHTTP2_ENHANCE_YOUR_CALM } = constants;
+const { NGHTTP2_NO_ERROR, NGHTTP2_CANCEL, NGHTTP2_ENHANCE_YOUR_CALM, NGHTTP2_REFUSED_STREAM } = constants;
 
 export interface Http2GuardOptions {
   label: string;
@@ -26,6 +27,11 @@ export interface Http2GuardOptions {
    */
   requestMs: number;
   log: ThrottledLog;
+  /**
+   * The listener's `max_connections` budget: each in-flight stream beyond the
+   * first of its connection takes a unit; a stream over it gets RST_STREAM REFUSED_STREAM.
+   */
+  budget?: ClientBudget;
   /** The client address of a session (h2c sessions sit on a JS stream that has none). */
   peerAddress(session: Http2Session): string | undefined;
 }
@@ -54,6 +60,7 @@ export function createGuardedHttp2Server(options: Http2GuardOptions, onRequest: 
   });
   server.on('session', (session: Http2Session) => watchSession(session, options));
   const handle = (req: Http2ServerRequest, res: Http2ServerResponse) => {
+    if (!admitStream(req.stream, options)) return;
     watchRequestBody(req, res, options.requestMs);
     setImmediate(dispatchOpen, req, res, onRequest);
   };
@@ -61,6 +68,40 @@ export function createGuardedHttp2Server(options: Http2GuardOptions, onRequest: 
   // The compatibility layer sends CONNECT (RFC 8441 WebSocket) to 'connect', and answers 405 without a listener.
   server.on('connect', handle);
   return server;
+}
+
+/** Streams in flight per session, for the stream budget. */
+const inFlight = new WeakMap<Http2Session, number>();
+/** Streams the gateway refused itself: no rapid reset by the client. */
+const refused = new WeakSet<ServerHttp2Stream>();
+
+/**
+ * Counts a new stream against the listener's budget (the first stream of a
+ * connection rides on the connection's own unit); a stream over the budget is
+ * refused with RST_STREAM REFUSED_STREAM, which a client may retry (RFC 9113 §8.7).
+ */
+function admitStream(stream: ServerHttp2Stream, options: Http2GuardOptions): boolean {
+  const budget = options.budget;
+  const session = stream.session;
+  if (budget === undefined || session === undefined) return true;
+  const open = inFlight.get(session) ?? 0;
+  const extra = open > 0;
+  if (extra && !budget.takeStream()) {
+    refused.add(stream);
+    stream.close(NGHTTP2_REFUSED_STREAM);
+    options.log.warn(
+      'refused-stream',
+      { listener: options.label, remote_address: options.peerAddress(session), max_connections: budget.max },
+      `${options.label}: HTTP/2 stream refused, max_connections reached (connections and streams in flight)`,
+    );
+    return false;
+  }
+  inFlight.set(session, open + 1);
+  stream.once('close', () => {
+    inFlight.set(session, (inFlight.get(session) ?? 1) - 1);
+    if (extra) budget.releaseStream();
+  });
+  return true;
 }
 
 function dispatchOpen(req: Http2ServerRequest, res: Http2ServerResponse, onRequest: Http2Handler): void {
@@ -129,7 +170,14 @@ function watchSession(session: Http2Session, options: Http2GuardOptions): void {
     }
     stream.once('close', () => {
       // Only streams that ended before any answer count: the reset cost us work and the client nothing.
-      if (stream.rstCode === NGHTTP2_NO_ERROR || stream.headersSent || calmed || session.destroyed) return;
+      if (
+        stream.rstCode === NGHTTP2_NO_ERROR ||
+        stream.headersSent ||
+        calmed ||
+        session.destroyed ||
+        refused.has(stream)
+      )
+        return;
       const now = Date.now();
       if (now - windowStart > windowMs) {
         windowStart = now;

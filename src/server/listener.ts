@@ -11,7 +11,7 @@ import { createServer as createTlsServer, type TLSSocket } from 'node:tls';
 import { Duplex } from 'node:stream';
 import type { Http2Config, SystemConfig, TlsConfig } from '../config/system.js';
 import type { Logger } from '../core/logger.js';
-import { capConnections, resolveMaxConnections } from './connection-limit.js';
+import { capConnections, ClientBudget, resolveMaxConnections } from './connection-limit.js';
 import { createGuardedHttp2Server } from './h2-guard.js';
 import { ThrottledLog } from './throttled-log.js';
 import { ACME_TLS_ALPN, TlsMaterial, type ManagedCertificates } from './tls-material.js';
@@ -89,6 +89,8 @@ export async function startListener(
   const sessions = new Set<Http2Session>();
   const abuseLog = new ThrottledLog(logger);
   const headerMs = t.connection_seconds * 1000;
+  // Connections and HTTP/2 streams in flight share `max_connections` (connection-limit.ts).
+  const budget = new ClientBudget(resolveMaxConnections(spec.maxConnections));
 
   const http1 = createHttp1Server(
     {
@@ -133,6 +135,7 @@ export async function startListener(
           firstStreamMs: headerMs,
           requestMs: (t.connection_seconds + t.read_seconds) * 1000,
           log: abuseLog,
+          budget,
           peerAddress: (session) => sessionPeers.get(session)?.address ?? session.socket?.remoteAddress,
         },
         onRequest,
@@ -149,9 +152,23 @@ export async function startListener(
   });
   http2?.setTimeout(t.idle_seconds * 1000);
 
-  const track = (socket: Duplex) => {
+  /** Counts a connection against the budget; false (and the connection closed) when it is spent. */
+  const track = (socket: Duplex): boolean => {
+    if (!budget.takeConnection()) {
+      socket.destroy();
+      abuseLog.warn(
+        'drop',
+        { listener: spec.label, max_connections: budget.max, streams_in_flight: budget.streams },
+        `${spec.label}: connection refused, max_connections reached (connections and HTTP/2 streams in flight)`,
+      );
+      return false;
+    }
     sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
+    socket.once('close', () => {
+      sockets.delete(socket);
+      budget.releaseConnection();
+    });
+    return true;
   };
 
   let front: NetServer;
@@ -179,7 +196,7 @@ export async function startListener(
         socket.destroy();
         return;
       }
-      track(socket);
+      if (!track(socket)) return;
       if (socket.alpnProtocol === 'h2' && http2 !== undefined) http2.emit('connection', socket);
       else serveHttp1(socket);
     });
@@ -192,7 +209,7 @@ export async function startListener(
     front = tlsServer;
   } else if (http2 !== undefined) {
     front = createNetServer((socket) => {
-      track(socket);
+      if (!track(socket)) return;
       sniff(socket, headerMs, (isH2) => {
         if (!isH2) {
           serveHttp1(socket);
@@ -206,15 +223,14 @@ export async function startListener(
     });
   } else if (lean !== undefined) {
     front = createNetServer((socket) => {
-      track(socket);
-      lean.serve(socket);
+      if (track(socket)) lean.serve(socket);
     });
   } else {
     http1.on('connection', track);
     front = http1;
   }
 
-  capConnections(front, resolveMaxConnections(spec.maxConnections), abuseLog, spec.label);
+  capConnections(front, budget.max, abuseLog, spec.label);
   front.listen(spec.port, spec.bind);
   try {
     await once(front, 'listening');

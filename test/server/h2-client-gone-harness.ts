@@ -10,6 +10,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo, Socket } from 'node:net';
 import { join } from 'node:path';
 import { freePort } from '../support/free-port.js';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { spawnGateway, type GatewayProcess } from '../support/gateway-process.js';
 import { tempDir } from '../support/temp-dir.js';
 import { waitFor } from '../support/wait.js';
@@ -147,7 +149,12 @@ export interface ClientGoneGateway {
  */
 export async function startClientGoneGateway(
   originPort: number,
-  options: { listenerExtra?: string; system?: string } = {},
+  options: {
+    listenerExtra?: string;
+    system?: string;
+    /** Runs the gateway under `ulimit -n <fdLimit>` (soft and hard). */
+    fdLimit?: number;
+  } = {},
 ): Promise<ClientGoneGateway> {
   const dir = tempDir('switchyard-h2-gone-');
   const [dataPort, adminPort] = [await freePort(), await freePort()];
@@ -190,7 +197,8 @@ policies:
       - { from: backend.error, to: out.in }
 `,
   );
-  const p = spawnGateway(['--system-config', systemPath, '--gateway-config', gatewayPath]);
+  const args = ['--system-config', systemPath, '--gateway-config', gatewayPath];
+  const p = options.fdLimit === undefined ? spawnGateway(args) : spawnWithFdLimit(options.fdLimit, args);
   try {
     await waitFor(async () => (await get(dataPort, '/hello').catch(() => 0)) === 200, {
       timeoutMs: 60_000,
@@ -209,6 +217,35 @@ policies:
     async stop() {
       await p.stop();
       dir.remove();
+    },
+  };
+}
+
+const BIN = fileURLToPath(new URL('../../bin/switchyard.js', import.meta.url));
+
+/** `switchyard` started by `bash -c 'ulimit -n N; exec node bin/switchyard.js …'`: the process is node itself. */
+function spawnWithFdLimit(fdLimit: number, args: string[]): GatewayProcess {
+  const child = spawn(
+    'bash',
+    ['-c', `ulimit -n ${fdLimit} && exec "$0" "$@"`, process.execPath, BIN, ...args],
+    {
+      env: { ...process.env, LOG_FORMAT: 'json' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('close', (code: number | null) => resolve(code)),
+  );
+  return {
+    child,
+    output: () => out,
+    exited,
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exited;
     },
   };
 }
