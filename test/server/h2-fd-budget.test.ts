@@ -90,7 +90,7 @@ test('F-6: the gateway runs under ulimit -n 256', () => {
   assert.equal(softFdLimit(limits), LIMIT);
 });
 
-test('F-6: 200 HTTP/1.1 clients on a hanging upstream at ulimit -n 256: admin /healthz answers, the data plane recovers', async () => {
+test('F-6: 200 HTTP/1.1 clients on a hanging upstream at ulimit -n 256: admin /healthz answers, the data plane recovers', async (t) => {
   const clients: RawClient[] = [];
   try {
     for (let i = 0; i < 200; i++)
@@ -107,6 +107,7 @@ test('F-6: 200 HTTP/1.1 clients on a hanging upstream at ulimit -n 256: admin /h
       timeoutMs: 10_000,
       what: 'the connections over the budget to be closed',
     });
+    t.diagnostic(`gateway fds ${fdCount(pid)} of ${LIMIT}, upstream connections ${origin.open()}`);
     assert.ok(fdCount(pid) < LIMIT, `gateway fds ${fdCount(pid)}`);
     assert.ok(origin.open() <= BUDGET, `${origin.open()} upstream connections`);
   } finally {
@@ -115,7 +116,7 @@ test('F-6: 200 HTTP/1.1 clients on a hanging upstream at ulimit -n 256: admin /h
   await recovers();
 });
 
-test('F-6: 2 h2c connections x 128 streams on a hanging upstream at ulimit -n 256: streams over the budget are refused, admin /healthz answers', async () => {
+test('F-6: 2 h2c connections x 128 streams on a hanging upstream at ulimit -n 256: streams over the budget are refused, admin /healthz answers', async (t) => {
   const clients: RawClient[] = [];
   try {
     // Both connections open before either sends its streams, so the two compete for the budget.
@@ -149,6 +150,9 @@ test('F-6: 2 h2c connections x 128 streams on a hanging upstream at ulimit -n 25
       what: 'the extra connections to be closed',
     });
     await healthzEachTime(5);
+    t.diagnostic(
+      `gateway fds ${fdCount(pid)} of ${LIMIT}, upstream connections ${origin.open()}, refused streams ${refused()}`,
+    );
     assert.ok(fdCount(pid) < LIMIT, `gateway fds ${fdCount(pid)}`);
   } finally {
     for (const c of clients) c.socket.destroy();
