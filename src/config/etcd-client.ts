@@ -7,7 +7,7 @@
  * certificate for `--client-cert-auth`, re-read when replaced on disk.
  */
 import type { Agent, Response } from 'undici';
-import { loadUndici } from '../core/load-undici.js';
+import { loadUndici } from '../runtime/load-undici.js';
 import { undiciConnect } from '../tls/undici-connect.js';
 import { ConfigRejected } from './schema-validate.js';
 import { ETCD_TLS_KEY as TLS_KEY, etcdTlsMaterial, type EtcdTlsConfig } from './etcd-tls.js';
@@ -142,26 +142,46 @@ export class EtcdClient {
 
   /**
    * One transaction: when every key of `guards` is at the mod_revision given
-   * (absent for `undefined`), applies `ops` (a put, or a delete when `value`
-   * is undefined) and answers the revision it wrote. Otherwise applies
-   * nothing and answers each guarded key's current mod_revision ('0' when absent).
+   * (absent for `undefined`), and no key under `unchanged.prefix` (optional)
+   * was put after store revision `unchanged.revision`, applies `ops` (a put,
+   * or a delete when `value` is undefined) and answers the revision it wrote.
+   * Otherwise applies nothing and answers each guarded key's current
+   * mod_revision ('0' when absent), and the keys under `unchanged.prefix` put since.
    */
   async txn(
     guards: readonly { key: string; modRevision: string | undefined }[],
     ops: readonly { key: string; value: string | undefined }[],
-  ): Promise<{ succeeded: true; revision: string } | { succeeded: false; current: Map<string, string> }> {
+    unchanged?: { prefix: string; revision: string },
+  ): Promise<
+    | { succeeded: true; revision: string }
+    | { succeeded: false; current: Map<string, string>; changedSince: string[] }
+  > {
+    const since = unchanged === undefined ? undefined : String(BigInt(unchanged.revision) + 1n);
+    const range =
+      unchanged === undefined
+        ? undefined
+        : { key: b64(unchanged.prefix), range_end: b64(prefixEnd(unchanged.prefix)) };
     const body = (await this.#call('/v3/kv/txn', {
-      compare: guards.map((g) =>
-        g.modRevision === undefined
-          ? { key: b64(g.key), target: 'VERSION', result: 'EQUAL', version: '0' }
-          : { key: b64(g.key), target: 'MOD', result: 'EQUAL', mod_revision: g.modRevision },
-      ),
+      compare: [
+        ...guards.map((g) =>
+          g.modRevision === undefined
+            ? { key: b64(g.key), target: 'VERSION', result: 'EQUAL', version: '0' }
+            : { key: b64(g.key), target: 'MOD', result: 'EQUAL', mod_revision: g.modRevision },
+        ),
+        // etcd 3.3+: a compare over a range holds when it holds for every key in it.
+        ...(range === undefined ? [] : [{ ...range, target: 'MOD', result: 'LESS', mod_revision: since }]),
+      ],
       success: ops.map((op) =>
         op.value === undefined
           ? { request_delete_range: { key: b64(op.key) } }
           : { request_put: { key: b64(op.key), value: b64(op.value) } },
       ),
-      failure: guards.map((g) => ({ request_range: { key: b64(g.key), keys_only: true } })),
+      failure: [
+        ...guards.map((g) => ({ request_range: { key: b64(g.key), keys_only: true } })),
+        ...(range === undefined
+          ? []
+          : [{ request_range: { ...range, keys_only: true, min_mod_revision: since } }]),
+      ],
     })) as {
       header?: { revision?: string };
       succeeded?: boolean;
@@ -173,7 +193,10 @@ export class EtcdClient {
       const kv = body.responses?.[i]?.response_range?.kvs?.[0];
       current.set(g.key, kv?.mod_revision ?? '0');
     });
-    return { succeeded: false, current };
+    const changedSince = (body.responses?.[guards.length]?.response_range?.kvs ?? []).map((kv) =>
+      Buffer.from(kv.key ?? '', 'base64').toString('utf8'),
+    );
+    return { succeeded: false, current, changedSince: range === undefined ? [] : changedSince };
   }
 
   async put(key: string, value: string): Promise<void> {

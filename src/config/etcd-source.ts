@@ -64,6 +64,8 @@ export interface EtcdSnapshot {
   readonly revisions: ReadonlyMap<string, string>;
   /** The stored `order` of each route that has one, by route name. */
   readonly orders: ReadonlyMap<string, number>;
+  /** The store revision the read saw (etcd's decimal string). */
+  readonly revision: string;
 }
 
 interface KnownDocument {
@@ -112,7 +114,8 @@ export class EtcdConfigSource {
 
   /** The configuration under the prefix with each key's mod_revision, the base of a commit. */
   async read(): Promise<EtcdSnapshot> {
-    return this.#assemble(await this.#range());
+    const { revision, kvs } = await this.#range();
+    return { ...this.#assemble(kvs), revision };
   }
 
   /**
@@ -145,9 +148,12 @@ export class EtcdConfigSource {
    * (routeOrders); every other key, also one this gateway has not seen yet,
    * is left alone. One transaction, guarded by each touched key's
    * mod_revision in `base` (absent: must still be absent); throws
-   * EtcdConflict, having written nothing, when another writer changed one. A
-   * write of more than 128 resources (etcd's default `--max-txn-ops`) or
-   * 1 MiB goes in several such transactions, in order.
+   * EtcdConflict, having written nothing, when another writer changed one.
+   * A write that moves a route (changes the `order` of one `base` has) also
+   * requires that no route key was put since `base` was read, since it was
+   * computed from the whole order. A write of more than 128 resources (etcd's
+   * default `--max-txn-ops`) or 1 MiB goes in several such transactions, in
+   * order (that requirement on the first).
    */
   async commit(base: EtcdSnapshot, next: GatewayConfig): Promise<void> {
     const changes: {
@@ -156,6 +162,8 @@ export class EtcdConfigSource {
       value: string | undefined;
       order: number | undefined;
     }[] = [];
+    // A route that existed changes its `order`: the write depends on the whole order it read.
+    let moved = false;
     for (const family of FAMILIES) {
       const before = new Map(listOf(base.config, family).map((item) => [item.name, item]));
       const after = new Map(listOf(next, family).map((item) => [item.name, item]));
@@ -163,7 +171,8 @@ export class EtcdConfigSource {
       for (const [name, item] of after) {
         const previous = before.get(name);
         const order = orders?.get(name);
-        const sameOrder = order === base.orders.get(name);
+        const sameOrder = orders === undefined || order === base.orders.get(name);
+        if (previous !== undefined && !sameOrder) moved = true;
         if (previous === item && sameOrder) continue;
         const value = storedForm(item, order);
         if (previous !== undefined && sameOrder && JSON.stringify(previous) === JSON.stringify(item))
@@ -186,10 +195,19 @@ export class EtcdConfigSource {
       }
       const batch = changes.slice(start, end);
       const guards = batch.map((c) => ({ key: c.key, modRevision: base.revisions.get(c.key) }));
-      const result = await this.#client.txn(guards, batch);
+      // A reorder is also refused when any route was put since the read (another reorder, a
+      // new route), so two reorders at once never blend: the loser re-runs on the fresh order.
+      const unchanged =
+        moved && start === 0 ? { prefix: `${this.prefix}/routes/`, revision: base.revision } : undefined;
+      const result = await this.#client.txn(guards, batch, unchanged);
       if (!result.succeeded) {
-        const changed = guards.filter((g) => result.current.get(g.key) !== (g.modRevision ?? '0'));
-        throw new EtcdConflict((changed.length > 0 ? changed : guards).map((g) => this.#resourceOf(g.key)));
+        const changed = guards
+          .filter((g) => result.current.get(g.key) !== (g.modRevision ?? '0'))
+          .map((g) => g.key);
+        for (const key of result.changedSince) if (!changed.includes(key)) changed.push(key);
+        throw new EtcdConflict(
+          (changed.length > 0 ? changed : guards.map((g) => g.key)).map((k) => this.#resourceOf(k)),
+        );
       }
       for (const change of batch) {
         if (change.doc === undefined) this.#known.delete(change.key);
@@ -248,9 +266,9 @@ export class EtcdConfigSource {
    * The prefix's keys with their revisions; values only of the keys changed
    * since the last read or write, fetched at the same store revision.
    */
-  async #range(): Promise<RevisionedKeyValue[]> {
+  async #range(): Promise<{ revision: string; kvs: RevisionedKeyValue[] }> {
     const prefix = `${this.prefix}/`;
-    if (this.#known.size === 0) return (await this.#client.rangeRevisions(prefix)).kvs;
+    if (this.#known.size === 0) return this.#client.rangeRevisions(prefix);
     const listing = await this.#client.rangeRevisions(prefix, { keysOnly: true });
     let oldest: number | undefined;
     for (const kv of listing.kvs) {
@@ -258,17 +276,17 @@ export class EtcdConfigSource {
       const revision = Number(kv.modRevision);
       if (oldest === undefined || revision < oldest) oldest = revision;
     }
-    if (oldest === undefined) return listing.kvs;
+    if (oldest === undefined) return listing;
     let changed: RevisionedKeyValue[];
     try {
       const options = { revision: listing.revision, minModRevision: String(oldest) };
       changed = (await this.#client.rangeRevisions(prefix, options)).kvs;
     } catch {
       // That revision compacted away in between: read everything.
-      return (await this.#client.rangeRevisions(prefix)).kvs;
+      return this.#client.rangeRevisions(prefix);
     }
     const values = new Map(changed.map((kv) => [kv.key, kv]));
-    return listing.kvs.map((kv) => values.get(kv.key) ?? kv);
+    return { revision: listing.revision, kvs: listing.kvs.map((kv) => values.get(kv.key) ?? kv) };
   }
 
   #key(family: Family, name: string): string {
@@ -288,7 +306,7 @@ export class EtcdConfigSource {
     return FAMILIES.includes(family) ? { family, name: rest.slice(slash + 1) } : undefined;
   }
 
-  #assemble(kvs: readonly RevisionedKeyValue[]): EtcdSnapshot {
+  #assemble(kvs: readonly RevisionedKeyValue[]): Omit<EtcdSnapshot, 'revision'> {
     const config = emptyGatewayConfig();
     const revisions = new Map<string, string>();
     const orders = new Map<string, number>();

@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { EtcdConfigSource } from '../../src/config/etcd-source.js';
+import { EtcdConfigSource, EtcdConflict } from '../../src/config/etcd-source.js';
 import { silentLogger } from '../../src/core/logger.js';
 import { skipWithoutEtcd, startEtcd, type EtcdServer } from '../support/etcd.js';
 import { freePort } from '../support/free-port.js';
@@ -359,6 +359,51 @@ test(
     );
     await assert.rejects(source.read(), (err: unknown) =>
       /etcd:\/legacy\/routes\/bad\.order/.test(JSON.stringify((err as { issues?: unknown }).issues)),
+    );
+  },
+);
+
+test(
+  'F2: two reorders read from the same state never blend: the second is a conflict and applies nothing',
+  { skip },
+  async () => {
+    const prefix = '/two-reorders';
+    const settings = { endpoints: [etcd.url], prefix, timeout_ms: 3000 };
+    const one = new EtcdConfigSource(settings, silentLogger);
+    const other = new EtcdConfigSource(settings, silentLogger);
+    const names = ['a', 'b', 'c', 'd'];
+    await one.loadOrSeed(() => ({
+      ...config(names.map((name) => ({ name, match: { path: `/${name}` } }))),
+      consumers: [],
+      supernodes: [],
+      plugin_configs: [],
+      stores: [],
+      global_rules: [],
+    }));
+    const [first, second] = [await one.read(), await other.read()];
+    const order = (base: typeof first, wanted: string[]) => ({
+      ...base.config,
+      routes: wanted.map((n) => base.config.routes.find((r) => r.name === n)!),
+    });
+    // Each moves a different route: alone, each would write one key, not the other's.
+    await one.commit(first, order(first, ['b', 'a', 'c', 'd']));
+    await assert.rejects(other.commit(second, order(second, ['a', 'b', 'd', 'c'])), (err: unknown) => {
+      assert.ok(err instanceof EtcdConflict, String(err));
+      assert.ok(
+        err.resources.every((r) => r.startsWith('routes/')),
+        err.resources.join(),
+      );
+      return true;
+    });
+    assert.deepEqual(
+      (await other.read()).config.routes.map((r) => r.name),
+      ['b', 'a', 'c', 'd'],
+    );
+    // An unrelated write from the stale state is no reorder and still goes through.
+    await other.commit(second, { ...second.config, consumers: [{ name: 'c1' }] });
+    assert.deepEqual(
+      (await one.read()).config.routes.map((r) => r.name),
+      ['b', 'a', 'c', 'd'],
     );
   },
 );
