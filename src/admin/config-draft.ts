@@ -1,5 +1,5 @@
 import type { GatewayConfig } from '../config/gateway.js';
-import { nextTurn } from '../core/young-collection.js';
+import { nextTurn } from '../runtime/young-collection.js';
 
 /**
  * A copy of `config` an Admin edit may change: every top-level list is a new array, the items in

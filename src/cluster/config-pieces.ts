@@ -1,6 +1,6 @@
 import { addDocumentPiece, type DocumentPiece } from '../config/document-pieces.js';
 import type { GatewayConfig } from '../config/gateway.js';
-import { collectYoungGeneration } from '../core/young-collection.js';
+import { collectYoungGeneration } from '../runtime/young-collection.js';
 
 /**
  * A worker's side of a configuration the primary sends in pieces (protocol.ts `config-piece`,
@@ -24,7 +24,7 @@ export class ConfigPieces {
 
   add(version: number, piece: DocumentPiece): void {
     this.#docs.set(version, addDocumentPiece(this.#docs.get(version), piece));
-    // Each piece out of the young generation before more arrive (src/core/young-collection.ts).
+    // Each piece out of the young generation before more arrive (src/runtime/young-collection.ts).
     if (!this.#collecting) {
       this.#collecting = true;
       setImmediate(() => {

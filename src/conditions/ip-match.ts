@@ -1,5 +1,5 @@
 import { BlockList } from 'node:net';
-import { ipVersion } from '../core/ip-version.js';
+import { ipVersion } from '../runtime/ip-version.js';
 
 /** Matches an address against CIDRs and bare addresses, IPv4 and IPv6 (IPv4-mapped IPv6 matches its IPv4 form). */
 export type IpMatcher = (address: string) => boolean;

@@ -1,4 +1,4 @@
-import { ipVersion } from '../core/ip-version.js';
+import { ipVersion } from '../runtime/ip-version.js';
 import type { ConfigIssue } from './schema-validate.js';
 
 /** system.yaml `debug:` keys that gate trace announcements (docs/debugging.md); the gate itself is src/debug/trigger-gate.ts. */

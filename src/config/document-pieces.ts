@@ -5,7 +5,7 @@
  * whose worker builds the same pieces in its own source) and the persist worker
  * (src/config/persist-off-thread.ts).
  */
-import { nextTurn } from '../core/young-collection.js';
+import { nextTurn } from '../runtime/young-collection.js';
 
 /** Items per piece: a few hundred microseconds to (de)serialise. */
 export const DOCUMENT_PIECE_ITEMS = 250;

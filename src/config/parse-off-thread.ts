@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
-import { collectYoungGeneration } from '../core/young-collection.js';
+import { collectYoungGeneration } from '../runtime/young-collection.js';
 import { decodeGatewayFile } from './gateway-file.js';
 import { addDocumentPiece, DOCUMENT_PIECE_ITEMS, type DocumentPiece } from './document-pieces.js';
 import { checkGatewayShape, parseGatewayConfig, type GatewayConfig } from './gateway.js';
@@ -138,7 +138,7 @@ export async function parseGatewayConfigOffThread(input: string | Uint8Array): P
       else if ('rejected' in piece) rejected = piece.rejected;
       else raw = addDocumentPiece(raw, piece);
       // The next piece once requests have run and this one is out of the young generation
-      // (src/core/young-collection.ts): a full young generation of parsed items takes 20 ms to collect.
+      // (src/runtime/young-collection.ts): a full young generation of parsed items takes 20 ms to collect.
       setImmediate(() => {
         collectYoungGeneration();
         worker.postMessage('next');

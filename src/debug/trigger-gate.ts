@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { BlockList } from 'node:net';
-import { ipVersion } from '../core/ip-version.js';
+import { ipVersion } from '../runtime/ip-version.js';
 import { parseCidr, type TriggerGateConfig } from '../config/debug-gate.js';
 
 export { debugGateIssues, type TriggerGateConfig } from '../config/debug-gate.js';

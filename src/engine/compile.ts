@@ -19,7 +19,7 @@ import { checkSupernodeDefinition, checkSupernodeNesting } from './supernode-rul
 import { checkGlobalRules, withGlobalRules } from './global-rules.js';
 import { resolveSharedChains } from './node-config.js';
 import { openStores, type StoreSet } from '../stores/index.js';
-import { nextTurn, pauseAndCollect } from '../core/young-collection.js';
+import { nextTurn, pauseAndCollect } from '../runtime/young-collection.js';
 
 export interface RouteTarget {
   route: string;
@@ -134,7 +134,7 @@ export const COMPILE_SLICE_MS = 8;
  * `compileGateway` in slices of about `sliceMs`, yielding to the event loop between them, so a
  * reload of thousands of policies does not stall requests served by the running configuration
  * (docs/benchmarks.md, "Config scale"). After each `collectMs` of compiling, a pause also
- * collects the young generation (src/core/young-collection.ts). Same result and errors as
+ * collects the young generation (src/runtime/young-collection.ts). Same result and errors as
  * `compileGateway`.
  */
 export async function compileGatewayAsync(

@@ -1,8 +1,8 @@
 import type { Dispatcher, Pool } from 'undici';
 import type { TlsMaterial } from '../tls/client.js';
 import { undiciConnect } from '../tls/undici-connect.js';
-import { loadUndici } from '../core/load-undici.js';
-import { nativeHttpParserProblem } from '../core/native-http-parser.js';
+import { loadUndici } from '../runtime/load-undici.js';
+import { nativeHttpParserProblem } from '../runtime/native-http-parser.js';
 import { LeanPool } from './lean/lean-pool.js';
 
 /**

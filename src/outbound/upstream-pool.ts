@@ -6,7 +6,7 @@ import type { HashKey } from './balancer/chash.js';
 import { selectTarget } from './balancer/select.js';
 import type { HeaderMap } from '../core/context.js';
 import { relayWebSocket } from './websocket-relay.js';
-import { ipVersion } from '../core/ip-version.js';
+import { ipVersion } from '../runtime/ip-version.js';
 import type { Balancer } from './balancer/types.js';
 import { classifyFailure } from './classify.js';
 import { exchange, type ExchangeLimits, type ExchangeRequest } from './exchange.js';

@@ -16,7 +16,7 @@ import { createGuardedHttp2Server } from './h2-guard.js';
 import { ThrottledLog } from './throttled-log.js';
 import { ACME_TLS_ALPN, TlsMaterial, type ManagedCertificates } from './tls-material.js';
 import { BAD_REQUEST, REQUEST_TIMEOUT } from './client-errors.js';
-import { leanHttp1Disabled } from '../core/native-http-parser.js';
+import { leanHttp1Disabled } from '../runtime/native-http-parser.js';
 import { LeanHttp1Front } from './lean/http1-front.js';
 import type { LeanRequest } from './lean/lean-request.js';
 import type { LeanResponse } from './lean/lean-response.js';
@@ -108,7 +108,7 @@ export async function startListener(
   });
   if (onUpgrade !== undefined) http1.on('upgrade', onUpgrade);
   // `listener.http1_server: lean` falls back to node:http when node's parser binding failed its
-  // start-up probe (src/core/native-http-parser.ts; one WARN).
+  // start-up probe (src/runtime/native-http-parser.ts; one WARN).
   const http1Front =
     spec.http1Server === undefined ? 'node' : leanHttp1Disabled(spec.logger) ? 'node' : spec.http1Server;
   const lean =

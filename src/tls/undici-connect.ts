@@ -1,5 +1,5 @@
 import type { buildConnector } from 'undici';
-import { loadUndici } from '../core/load-undici.js';
+import { loadUndici } from '../runtime/load-undici.js';
 import type { TlsMaterial } from './client.js';
 
 /**

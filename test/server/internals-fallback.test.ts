@@ -1,6 +1,6 @@
 /**
  * The lean HTTP/1.1 server and client stand on node's private `_http_common` parser binding
- * (src/core/native-http-parser.ts). It is probed once at start-up; when a Node release changes
+ * (src/runtime/native-http-parser.ts). It is probed once at start-up; when a Node release changes
  * it, the gateway logs one WARN and serves through node:http and undici instead of failing.
  * SWITCHYARD_STUB_INTERNALS=http-parser shows the probe a binding without `execute`.
  */

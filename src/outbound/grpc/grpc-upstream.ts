@@ -1,6 +1,6 @@
 import { connect, type ClientHttp2Session, type OutgoingHttpHeaders } from 'node:http2';
 import { connect as netConnect } from 'node:net';
-import { ipVersion } from '../../core/ip-version.js';
+import { ipVersion } from '../../runtime/ip-version.js';
 import type { Duplex } from 'node:stream';
 import { connect as tlsConnect } from 'node:tls';
 import { firstHeader, type Context } from '../../core/context.js';

@@ -1,7 +1,7 @@
 import { connect, type Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import type { Dispatcher } from 'undici';
-import { HTTPParser, type NativeParser, type ParseError } from '../../core/native-http-parser.js';
+import { HTTPParser, type NativeParser, type ParseError } from '../../runtime/native-http-parser.js';
 import { deadlineQueue, type DeadlineQueue, type Deadlined } from '../deadlines.js';
 import { LeanClientError, otherSideClosed } from './client-errors.js';
 import { requestHead, type BodyFraming } from './request-head.js';

@@ -1,4 +1,4 @@
-import { hasInvalidHeaderChar, isHttpToken } from '../../core/native-http-parser.js';
+import { hasInvalidHeaderChar, isHttpToken } from '../../runtime/native-http-parser.js';
 import { LeanClientError } from './client-errors.js';
 
 /** How the request body is framed on the wire. */

@@ -5,7 +5,7 @@ import type { Duplex } from 'node:stream';
 import { BAD_REQUEST, REQUEST_TIMEOUT } from '../client-errors.js';
 import { LeanRequest, type BodyFlow } from './lean-request.js';
 import { LeanResponse, type ResponseSink } from './lean-response.js';
-import { HTTPParser, type NativeParser } from '../../core/native-http-parser.js';
+import { HTTPParser, type NativeParser } from '../../runtime/native-http-parser.js';
 import { METHOD_BY_INDEX } from './methods.js';
 
 export interface LeanFrontOptions {

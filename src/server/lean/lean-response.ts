@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { STATUS_CODES } from 'node:http';
-import { hasInvalidHeaderChar, isHttpToken } from '../../core/native-http-parser.js';
+import { hasInvalidHeaderChar, isHttpToken } from '../../runtime/native-http-parser.js';
 import type { LeanRequest } from './lean-request.js';
 
 /** What a response needs from its connection. */

@@ -1,4 +1,4 @@
-import { HTTPParser, METHODS } from '../../core/native-http-parser.js';
+import { HTTPParser, METHODS } from '../../runtime/native-http-parser.js';
 
 /**
  * llhttp's method names (its `HTTP_ALL_METHOD_MAP`, the table node:http reads

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { isIP } from 'node:net';
 import { test } from 'node:test';
-import { ipVersion } from '../../src/core/ip-version.js';
+import { ipVersion } from '../../src/runtime/ip-version.js';
 
 // What config keys (debug.allowed_cidrs, ip conditions) and client addresses look like, valid and not.
 const SAMPLES = [

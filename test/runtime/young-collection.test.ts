@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { runInNewContext } from 'node:vm';
-import { collectYoungGeneration } from '../../src/core/young-collection.js';
+import { collectYoungGeneration } from '../../src/runtime/young-collection.js';
 import { forcedMinorCollections } from '../support/forced-collections.js';
 
 test('collectYoungGeneration runs one forced young-generation collection per call', async () => {
