@@ -205,6 +205,12 @@ policies:
       intervalMs: 100,
       what: 'the data plane',
     });
+    // The admin listener may start after the data plane.
+    await waitFor(async () => (await get(adminPort, '/healthz').catch(() => 0)) === 200, {
+      timeoutMs: 30_000,
+      intervalMs: 100,
+      what: 'the admin listener',
+    });
   } catch (err) {
     await p.stop('SIGKILL');
     dir.remove();
