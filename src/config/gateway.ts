@@ -77,12 +77,17 @@ export interface PluginConfigEntry {
   config: Record<string, unknown>;
 }
 
-/** One `global_rules:` entry: a supernode spliced after every policy's listener (docs/global-rules.md). */
+/**
+ * One `global_rules:` entry: a supernode spliced after every policy's listener, or with
+ * `phase: response` before every client node (docs/global-rules.md).
+ */
 export interface GlobalRuleConfig {
   name: string;
   supernode: string;
   description?: string;
   params?: Record<string, unknown>;
+  /** `request` (absent: the default) or `response`. */
+  phase?: 'request' | 'response';
 }
 
 export interface StoreConfig {
@@ -242,6 +247,7 @@ export const globalRuleSchema = {
     description,
     supernode: { type: 'string', minLength: 1 },
     params: { type: 'object' },
+    phase: { type: 'string', enum: ['request', 'response'] },
   },
 } as const;
 

@@ -55,6 +55,21 @@ export const spliceOrigins = new WeakMap<NodeConfig, { path: string; paramsPath:
 
 type Supernodes = ReadonlyMap<string, { def: SupernodeConfig; path: string }>;
 
+/** A `phase: response` global rule, checked (global-rules.ts), to splice before every client node. */
+export interface ResponseSplice {
+  name: string;
+  /** `global:<rule>`; each client gets its own instance, `global:<rule>@<client id>`. */
+  instanceId: string;
+  entry: { def: SupernodeConfig; path: string };
+  params: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * The response rules of one compile's copy of a policy (withGlobalRules makes the copy, so a
+ * stored policy never carries them from one compile to the next).
+ */
+export const responseSplices = new WeakMap<PolicyConfig, readonly ResponseSplice[]>();
+
 /** Inlines supernode instances; every problem found is reported, nothing thrown. */
 export function flattenPolicy(
   policy: PolicyConfig,
@@ -105,7 +120,51 @@ export function flattenPolicy(
   policy.edges.forEach((edge, i) =>
     addEdge(graph, '', edge, `${policyPath}.edges[${i}]`, `${edge.from} -> ${edge.to}`, where, issues),
   );
+  const response = responseSplices.get(policy);
+  if (response !== undefined) spliceBeforeClients(graph, response, { supernodes, where, issues });
   return graph;
+}
+
+/**
+ * docs/global-rules.md#response-rules: every edge into a client node (the policy's own and those
+ * inside supernode instances, request rules included) is led through one instance per response
+ * rule, in list order, and then to that client. A rule's `output` and its error port both go on
+ * to the next hop: a failing response node answers with the error response it prepared (the
+ * policy's error_handler is not run again, it may be what led here).
+ */
+function spliceBeforeClients(graph: FlatGraph, rules: readonly ResponseSplice[], scope: InlineScope): void {
+  const clients = [...graph.nodes.values()].filter((n) => n.junction === undefined && n.type === 'client');
+  for (const client of clients) {
+    const into = graph.edges.filter((e) => e.to === client.id);
+    if (into.length === 0) continue;
+    const hops: { input: string; exits: string[] }[] = [];
+    for (const rule of rules) {
+      const id = `${rule.instanceId}@${client.id}`;
+      inlineInstance(graph, id, rule.entry, rule.params, [rule.entry.def.name], scope);
+      const junctions = graph.instances.get(id)?.junctions ?? [];
+      const input = junctions.find((j) => j.junction?.kind === 'input');
+      // checkGlobalRules let through only supernodes whose one output boundary is `output`.
+      const exits = junctions.filter((j) => j.junction?.kind !== 'input').map((j) => j.id);
+      if (input === undefined) return;
+      hops.push({ input: input.id, exits });
+    }
+    const first = hops[0];
+    if (first === undefined) return;
+    for (const edge of into) edge.to = first.input;
+    hops.forEach((hop, i) => {
+      const next = hops[i + 1]?.input ?? client.id;
+      for (const exit of hop.exits) {
+        graph.edges.push({
+          from: exit,
+          fromPort: 'success',
+          to: next,
+          toPort: 'in',
+          label: `response rule '${rules[i]?.name ?? ''}' before '${client.id}'`,
+          implicit: true,
+        });
+      }
+    });
+  }
 }
 
 interface InlineScope {

@@ -6,7 +6,7 @@ import type {
   SupernodeConfig,
 } from '../config/gateway.js';
 import { didYouMean, type ConfigIssue } from '../config/schema-validate.js';
-import { parseEndpoint, spliceOrigins } from './flat-graph.js';
+import { parseEndpoint, responseSplices, spliceOrigins, type ResponseSplice } from './flat-graph.js';
 import { resolveParams } from './supernode-rules.js';
 
 /** Prefix of a global rule's instance id in every policy: `global:<rule>/<inner node>`. */
@@ -16,8 +16,12 @@ export const GLOBAL_RULE_PREFIX = 'global:';
 export interface GlobalRule {
   name: string;
   instanceId: string;
+  /** `request`: after the listener; `response`: before every client node. */
+  phase: 'request' | 'response';
   /** The instance node put into each policy (one object: its issue paths are registered once). */
   node: NodeConfig;
+  /** For a response rule: the supernode and its checked params, inlined before each client. */
+  splice: ResponseSplice;
 }
 
 /**
@@ -65,7 +69,8 @@ export function checkGlobalRules(
       });
       return;
     }
-    if (resolveParams(entry.def, rule.params, `${path}.params`, label, issues) === undefined) return;
+    const params = resolveParams(entry.def, rule.params, `${path}.params`, label, issues);
+    if (params === undefined) return;
     const instanceId = `${GLOBAL_RULE_PREFIX}${rule.name}`;
     const node: NodeConfig = {
       id: instanceId,
@@ -73,17 +78,24 @@ export function checkGlobalRules(
       config: { name: rule.supernode, ...(rule.params === undefined ? {} : { params: rule.params }) },
     };
     spliceOrigins.set(node, { path, paramsPath: `${path}.params` });
-    out.push({ name: rule.name, instanceId, node });
+    const phase = rule.phase ?? 'request';
+    out.push({
+      name: rule.name,
+      instanceId,
+      phase,
+      node,
+      splice: { name: rule.name, instanceId, entry, params },
+    });
   });
   return out;
 }
 
 /**
- * The policy with every global rule spliced between its listener and the node
- * the listener's success edge led to, in `global_rules` order. The stored
- * policy is not changed. A policy with `global_rules: false`, or without one
- * listener wired from its success port (the compiler reports that), is
- * returned as it is.
+ * The policy with every request rule spliced between its listener and the node the listener's
+ * success edge led to, in `global_rules` order, and its response rules attached for
+ * flattenPolicy to splice before every client node (docs/global-rules.md). The stored policy is
+ * not changed. A policy with `global_rules: false` is returned as it is; so is one without one
+ * listener wired from its success port (the compiler reports that) as far as request rules go.
  */
 export function withGlobalRules(
   policy: PolicyConfig,
@@ -92,6 +104,30 @@ export function withGlobalRules(
   issues: ConfigIssue[],
 ): PolicyConfig {
   if (rules.length === 0 || policy.global_rules === false) return policy;
+  for (const rule of rules) {
+    const clash = policy.nodes.findIndex(
+      (n) => n.id === rule.instanceId || n.id.startsWith(`${rule.instanceId}@`),
+    );
+    if (clash !== -1) {
+      issues.push({
+        path: `${policyPath}.nodes[${clash}].id`,
+        message: `policy '${policy.name}': node id '${policy.nodes[clash]?.id ?? ''}' is reserved for global rule '${rule.name}'`,
+      });
+      return policy;
+    }
+  }
+  const request = rules.filter((r) => r.phase === 'request');
+  const response = rules.filter((r) => r.phase === 'response').map((r) => r.splice);
+  const spliced = withRequestRules(policy, request);
+  if (response.length === 0) return spliced;
+  // A copy of its own: the stored policy object outlives this compile.
+  const copy = spliced === policy ? { ...policy } : spliced;
+  responseSplices.set(copy, response);
+  return copy;
+}
+
+function withRequestRules(policy: PolicyConfig, rules: readonly GlobalRule[]): PolicyConfig {
+  if (rules.length === 0) return policy;
   const listeners = policy.nodes.filter((n) => n.type === 'listener');
   if (listeners.length !== 1) return policy;
   const listener = (listeners[0] as NodeConfig).id;
@@ -100,16 +136,6 @@ export function withGlobalRules(
     return from.node === listener && (from.port === 'out' || from.port === 'success');
   });
   if (at === -1) return policy;
-  for (const rule of rules) {
-    const clash = policy.nodes.findIndex((n) => n.id === rule.instanceId);
-    if (clash !== -1) {
-      issues.push({
-        path: `${policyPath}.nodes[${clash}].id`,
-        message: `policy '${policy.name}': node id '${rule.instanceId}' is reserved for global rule '${rule.name}'`,
-      });
-      return policy;
-    }
-  }
   const original = policy.edges[at] as EdgeConfig;
   const chain: EdgeConfig[] = [{ from: original.from, to: `${(rules[0] as GlobalRule).instanceId}.in` }];
   rules.forEach((rule, i) => {
