@@ -23,6 +23,7 @@ const families: readonly (() => Promise<readonly unknown[]>)[] = [
   () => import('./serverless/index.js').then((m) => m.serverlessPlugins),
   () => import('./stores/index.js').then((m) => m.storePlugins),
   () => import('./observability/index.js').then((m) => m.observabilityPlugins),
+  () => import('./ai/index.js').then((m) => m.aiPlugins),
 ];
 
 /** Every definition, in catalog order, imported now (the sources, and the build that writes the manifest). */
