@@ -9,6 +9,8 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnedConfig, startSpawned, validate, type SpawnedConfig } from '../admin/spawned.js';
 import type { GatewayProcess } from '../support/gateway-process.js';
+import { readFileSync } from 'node:fs';
+import { compileIssues } from '../../src/migrate/migrate.js';
 import { echo, startOrigin, type Origin } from '../support/origins.js';
 
 const SYSTEM = `
@@ -111,4 +113,32 @@ test('F4: a cors response node shared by the hit and the miss branch adds CORS h
   await other.arrayBuffer();
   assert.equal(other.headers.get('switchyard-cache-status'), 'HIT');
   assert.equal(other.headers.get('access-control-allow-origin'), null);
+});
+
+test('F4: the shared-node examples of the cors, proxy-cache, traffic-split and global-rules pages validate as written', () => {
+  for (const page of [
+    'plugins/cors.md',
+    'plugins/proxy-cache.md',
+    'plugins/traffic-split.md',
+    'global-rules.md',
+  ]) {
+    const text = readFileSync(new URL(`../../docs/${page}`, import.meta.url), 'utf8');
+    const blocks = [...text.matchAll(/^```yaml\n([\s\S]*?)^```/gm)].map((m) => m[1] ?? '');
+    // The whole gateway files among the page's blocks (global-rules.md also has fragments).
+    const whole = blocks.filter((b) => /^policies:/m.test(b) && /^routes:/m.test(b));
+    assert.ok(whole.length > 0, `${page} has a whole gateway.yaml example`);
+    for (const block of whole) {
+      assert.deepEqual(
+        compileIssues(block, { env: {} }).map((i) => `${i.path}: ${i.message}`),
+        [],
+        `${page}:\n${block}`,
+      );
+      if (page !== 'global-rules.md') {
+        // Some node of the example is entered by more than one edge.
+        const targets = [...block.matchAll(/to: ([\w-]+)\.in/g)].map((m) => m[1]);
+        const shared = targets.filter((t, i) => t !== 'client' && targets.indexOf(t) !== i);
+        assert.ok(shared.length > 0, `${page}: a response-side node shared by several branches`);
+      }
+    }
+  }
 });
