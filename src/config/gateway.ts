@@ -340,7 +340,7 @@ export function checkGatewayShape(raw: unknown): GatewayConfig {
     if ((raw as Record<string, unknown>)[key] === null) delete (raw as Record<string, unknown>)[key];
   }
   // Coercion must not turn `${PORT}` placeholders in structure into numbers: the schema here only covers structure.
-  const issues = validateAgainst(gatewaySchema, raw, '');
+  const issues = validateAgainst(gatewaySchema, raw, '', { suggestKeys: true });
   if (issues.length > 0) throw new ConfigRejected(issues);
   return raw as GatewayConfig;
 }

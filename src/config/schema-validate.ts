@@ -35,7 +35,7 @@ const cache = new WeakMap<object, ValidateFunction>();
 
 /**
  * Compiles (once per schema object) and runs a JSON Schema; defaults and coercions mutate `value`.
- * With `suggestKeys`, an unknown key close to a declared one (edit distance ≤ 2) says
+ * With `suggestKeys`, an unknown key near a declared one (`suggestion`) says
  * `unknown key (did you mean 'x'?)`.
  */
 export function validateAgainst(
@@ -56,7 +56,7 @@ export function validateAgainst(
     errors.map((e) => {
       const issue = toIssue(e, basePath);
       if (options.suggestKeys !== true || e.keyword !== 'additionalProperties') return issue;
-      const near = nearestKey(
+      const near = suggestion(
         String((e.params as Record<string, unknown>).additionalProperty),
         declaredKeys(schema, e),
       );
@@ -92,16 +92,36 @@ export function nearestKey(key: string, declared: readonly string[]): string | u
   return best;
 }
 
-/** ` (did you mean 'x'?)` for the candidate nearest to `name`, or `''` when none is close. */
-export function didYouMean(name: string, candidates: Iterable<string>): string {
+/**
+ * The one suggester of every "did you mean" (node types, policies, config and document keys,
+ * stores, ports, node ids): the candidate within edit distance 2 of `name` (also with `_` read as
+ * `-`), else one that `name` extends or truncates (`mocking-typo`, `limit`, `header` for
+ * `header_name`), else the one that shares all of `name` but its last character (`deny` for
+ * `denied`), else undefined.
+ */
+export function suggestion(name: string, candidates: Iterable<string>): string | undefined {
   const list = [...candidates];
-  // Past edit distance 2, a name that extends or truncates a candidate (`mocking-typo`, `limit`) still points at it.
-  const near =
+  return (
     nearestKey(name, list) ??
     nearestKey(name.replace(/_/g, '-'), list) ??
     list
       .filter((c) => c.length >= 4 && (name.startsWith(c) || (name.length >= 4 && c.startsWith(name))))
-      .sort((a, b) => Math.abs(a.length - name.length) - Math.abs(b.length - name.length))[0];
+      .sort((a, b) => Math.abs(a.length - name.length) - Math.abs(b.length - name.length))[0] ??
+    sharedStem(name, list)
+  );
+}
+
+/** The one candidate sharing all but the last character of `name` (at least 3): `deny` → `denied`. */
+function sharedStem(name: string, list: readonly string[]): string | undefined {
+  if (name.length < 4) return undefined;
+  const stem = name.slice(0, -1);
+  const found = list.filter((c) => c.startsWith(stem));
+  return found.length === 1 ? found[0] : undefined;
+}
+
+/** ` (did you mean 'x'?)` for the `suggestion` of `name`, or `''` when none is close. */
+export function didYouMean(name: string, candidates: Iterable<string>): string {
+  const near = suggestion(name, candidates);
   return near === undefined ? '' : ` (did you mean '${near}'?)`;
 }
 
@@ -189,8 +209,14 @@ export function formatIssues(issues: readonly ConfigIssue[]): string {
  */
 export function yamlSyntaxIssue(err: unknown): ConfigIssue {
   const e = err as { message?: string; linePos?: [{ line: number; col: number }, ...unknown[]] };
-  const first = (e.message ?? String(err)).split('\n')[0] ?? '';
-  const message = `invalid YAML: ${first.replace(/ at line \d+, column \d+:?$/, '')}`;
+  const lines = (e.message ?? String(err)).split('\n');
+  const first = lines[0] ?? '';
+  // The library's excerpt (the third line) is the offending line: a bare `${` in a flow
+  // collection is the common cause (`{ key: ${API_KEY} }`, F9).
+  const hint = /[{[][^}\]]*\$\{/.test(lines[2] ?? '')
+    ? ' (quote values containing ${…} inside { } or [ ]: "${NAME}")'
+    : '';
+  const message = `invalid YAML: ${first.replace(/ at line \d+, column \d+:?$/, '')}${hint}`;
   const at = e.linePos?.[0];
   return at === undefined ? { path: '', message } : { path: '', message, line: at.line, column: at.col };
 }

@@ -191,12 +191,13 @@ export function parseSystemConfig(text: string, env: NodeJS.ProcessEnv = process
   // Credentials fed by an unset variable are named first; the schema's "is required" for the same key adds nothing.
   const credentials = emptyCredentialIssues(text, env);
   const named = new Set(credentials.map((i) => i.path));
-  const schemaIssues = validateAgainst(systemSchema, doc, '').filter((i) => !named.has(i.path));
+  const schemaIssues = validateAgainst(systemSchema, doc, '', { suggestKeys: true }).filter(
+    (i) => !named.has(i.path),
+  );
   const issues = [
     ...credentials,
-    ...(schemaIssues.length > 0 ? schemaIssues : crossFieldIssues(doc as unknown as SystemConfig)).filter(
-      (i) => !named.has(i.path),
-    ),
+    ...schemaIssues,
+    ...crossFieldsBeside(schemaIssues, doc as unknown as SystemConfig).filter((i) => !named.has(i.path)),
   ];
   if (issues.length > 0) throw new ConfigRejected(issues);
   const config = doc as unknown as SystemConfig;
@@ -318,6 +319,25 @@ function loggingIssues(logging: { level: string; format: string }): ConfigIssue[
       message: `'${logging.format}' is not a log format; use json or text${didYouMean(logging.format.toLowerCase(), LOG_FORMATS)}`,
     });
   return issues;
+}
+
+/**
+ * The cross-field rules, also beside schema errors (F19: one pass reports `admin.pasword` and
+ * `logging.level: verbose` together): a rule's issue counts only when no schema error sits in the
+ * same top-level section, and rules that trip over a section the schema rejected are skipped.
+ */
+function crossFieldsBeside(schemaIssues: readonly ConfigIssue[], config: SystemConfig): ConfigIssue[] {
+  if (schemaIssues.length === 0) return crossFieldIssues(config);
+  const section = (path: string) => /^[^.[]*/.exec(path)?.[0] ?? '';
+  const rejected = new Set(schemaIssues.map((i) => section(i.path)));
+  if (rejected.has('')) return [];
+  let found: ConfigIssue[];
+  try {
+    found = crossFieldIssues(config);
+  } catch {
+    return [];
+  }
+  return found.filter((i) => !rejected.has(section(i.path)));
 }
 
 function crossFieldIssues(config: SystemConfig): ConfigIssue[] {

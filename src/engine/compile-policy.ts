@@ -1,6 +1,6 @@
 import type { PluginConfigEntry, PolicyConfig, SupernodeConfig } from '../config/gateway.js';
 import type { ConsumerIndex } from '../config/consumers.js';
-import { didYouMean, type ConfigIssue } from '../config/schema-validate.js';
+import { didYouMean, suggestion, type ConfigIssue } from '../config/schema-validate.js';
 import { warnUnverifiedTls } from './verify-warning.js';
 import { ConfigError, type GatewayScope, type PluginDefinition, type PluginEnv } from '../core/plugin.js';
 import type { Logger } from '../core/logger.js';
@@ -14,7 +14,7 @@ import {
 } from '../core/graph-types.js';
 import { resolveNodeConfig } from './node-config.js';
 import { readsFiles } from './file-keys.js';
-import type { StoreLookup } from '../stores/index.js';
+import type { StoreSet } from '../stores/index.js';
 
 /** Configs written for earlier reference releases left outcome ports unwired; migrate wires them to the client. */
 const MIGRATE_HINT = " (or run 'switchyard migrate' to wire unwired outcome ports to the client node)";
@@ -32,7 +32,7 @@ export interface CompileContext {
   /** Directory of gateway.yaml, handed to nodes that read files beside it (scripts). */
   configDir?: string | undefined;
   /** Stores resolved from the configuration's `stores:` section. */
-  stores: StoreLookup;
+  stores: StoreSet;
   /** The gateway's lifetime scope, handed to every node as `env.scope`. */
   scope: GatewayScope;
   templateFactory: (
@@ -99,7 +99,9 @@ export function compilePolicy(
   }
 
   const outgoing = checkWiring(policy, policyPath, graph, cc, issues);
-  if (issues.length > before) return undefined;
+  // The nodes are created beside config and wiring errors too, so an error only `create` finds
+  // (key-auth without keys) shows in the same pass (F19); such a compile is closed below.
+  const wired = issues.length === before;
 
   const edgesFrom = new Map<string, FlatEdge[]>();
   for (const edge of graph.edges) {
@@ -107,7 +109,9 @@ export function compilePolicy(
     if (list === undefined) edgesFrom.set(edge.from, [edge]);
     else list.push(edge);
   }
-  const { streaming, buffering } = inferStreaming(graph, prepared, outgoing, edgesFrom);
+  const { streaming, buffering } = wired
+    ? inferStreaming(graph, prepared, outgoing, edgesFrom)
+    : { streaming: new Set<string>(), buffering: [] };
   const requestBuffering = inferRequestStreaming(prepared);
   const instances = new Map<string, CompiledNode>();
   const pushWarning = (message: string) => cc.warnings.push(message);
@@ -143,19 +147,23 @@ export function compilePolicy(
       const key = err instanceof ConfigError && err.path !== '' ? `.${err.path}` : '';
       issues.push({
         path: `${flat.origin.path}.config${key}`,
-        message: `${where}: node '${flat.id}' (type '${flat.type}'): ${key ? `config${key} ` : ''}${(err as Error).message}`,
+        message: `${where}: node '${flat.id}' (type '${flat.type}'): ${key ? `config${key} ` : ''}${withStoreSuggestion((err as Error).message, cc.stores.names)}`,
       });
     }
   }
-  const cachePairs = checkCachePairs(
-    where,
-    [...instances.values()].map((n) => ({
-      node: n.id,
-      path: prepared.get(n.id)?.flat.origin.path ?? policyPath,
-      target: n.instance.cache,
-    })),
-    issues,
-  );
+  // A cache half that failed above would be reported again as an unpaired one.
+  const cachePairs =
+    issues.length > before
+      ? []
+      : checkCachePairs(
+          where,
+          [...instances.values()].map((n) => ({
+            node: n.id,
+            path: prepared.get(n.id)?.flat.origin.path ?? policyPath,
+            target: n.instance.cache,
+          })),
+          issues,
+        );
   if (issues.length > before) {
     for (const node of instances.values()) void node.instance.close?.();
     return undefined;
@@ -175,6 +183,12 @@ export function compilePolicy(
     requestBuffering: requestBuffering ?? [],
     readsFiles: files,
   };
+}
+
+/** `unknown store 'mian'` thrown by a node's `create` gets the suggestion among the declared stores (F20). */
+function withStoreSuggestion(message: string, stores: readonly string[]): string {
+  const name = /^unknown store '(.*)'$/.exec(message)?.[1];
+  return name === undefined ? message : `${message}${didYouMean(name, stores)}`;
 }
 
 function normalizePort(port: string): string {
@@ -216,17 +230,29 @@ function checkWiring(
   // Any input takes several incoming edges (fan-in): a request walks one path, so a node reached
   // from several branches runs once on whichever led to it (docs/configuration.md#compile-rules).
   const touched = new Set<string>();
+  /**
+   * Ports a rejected edge meant to wire (`quota.success -> lookp.in`, `auth.deny` for `denied`):
+   * their "must be wired" would only repeat that edge's error (F18).
+   */
+  const meant = new Set<string>();
+  const nodeIds = [...graph.nodes.keys()].filter((id) => !id.includes('/'));
 
   for (const edge of graph.edges) {
     edge.fromPort = normalizePort(edge.fromPort);
+    // An edge's own errors point at its line (`policies[0].edges[3]`, F18).
+    const at = edge.path ?? policyPath;
     const from = graph.nodes.get(edge.from);
     const to = graph.nodes.get(edge.to);
     if (from === undefined || to === undefined) {
       const missing = from === undefined ? edge.from : edge.to;
+      const near = suggestion(missing, nodeIds);
       issues.push({
-        path: policyPath,
-        message: `${where}: edge ${edge.label} references unknown node '${missing}'`,
+        path: at,
+        message: `${where}: edge ${edge.label} references unknown node '${missing}'${near === undefined ? '' : ` (did you mean '${near}'?)`}`,
       });
+      const source = from === undefined ? near : edge.from;
+      if (source !== undefined) meant.add(`${source}.${edge.fromPort}`);
+      for (const id of [source, to === undefined ? near : edge.to]) if (id !== undefined) touched.add(id);
       continue;
     }
     touched.add(edge.from);
@@ -234,27 +260,29 @@ function checkWiring(
     const fromDef = cc.registry.get(from.type);
     const ports = declaredOutputs(from, fromDef);
     if (ports !== undefined && !ports.has(edge.fromPort)) {
+      const near = suggestion(edge.fromPort, ports);
+      if (near !== undefined) meant.add(`${edge.from}.${near}`);
       issues.push({
-        path: policyPath,
-        message: `${where}: edge ${edge.label}: node '${edge.from}' (type '${from.type}') has no output port '${edge.fromPort}' (ports: ${[...ports].join(', ') || 'none'})`,
+        path: at,
+        message: `${where}: edge ${edge.label}: node '${edge.from}' (type '${from.type}') has no output port '${edge.fromPort}'${near === undefined ? '' : ` (did you mean '${near}'?)`} (ports: ${[...ports].join(', ') || 'none'})`,
       });
     }
     const toDef = cc.registry.get(to.type);
     if (edge.toPort !== 'in') {
       issues.push({
-        path: policyPath,
+        path: at,
         message: `${where}: edge ${edge.label}: target port must be 'in' (got '${edge.toPort}')`,
       });
     } else if (to.junction === undefined && toDef?.input === null) {
       issues.push({
-        path: policyPath,
+        path: at,
         message: `${where}: edge ${edge.label}: node '${edge.to}' has no input port`,
       });
     }
     const key = `${edge.from}.${edge.fromPort}`;
     if (outgoing.has(key)) {
       issues.push({
-        path: policyPath,
+        path: at,
         message: `${where}: output port '${edge.fromPort}' of node '${edge.from}' has more than one edge (fan-out is not allowed)`,
       });
     } else outgoing.set(key, edge);
@@ -293,7 +321,7 @@ function checkWiring(
     if (def === undefined) continue;
     for (const [port, spec] of Object.entries(def.outputs)) {
       if (spec.kind === 'error') continue;
-      if (!outgoing.has(`${node.id}.${port}`)) {
+      if (!outgoing.has(`${node.id}.${port}`) && !meant.has(`${node.id}.${port}`)) {
         issues.push({
           path: node.origin.path,
           message: `${where}: output port '${port}' of node '${node.id}' (type '${node.type}') must be wired — add an edge from '${node.id}.${port}'${MIGRATE_HINT}`,
@@ -304,7 +332,7 @@ function checkWiring(
   for (const [instance, { junctions }] of graph.instances) {
     for (const j of junctions) {
       if (j.junction?.kind !== 'output') continue;
-      if (!outgoing.has(`${j.id}.success`)) {
+      if (!outgoing.has(`${j.id}.success`) && !meant.has(`${instance}.${j.junction.port}`)) {
         const port = j.junction.port;
         issues.push({
           path: policyPath,
