@@ -33,7 +33,7 @@ const SHAPES: Record<string, string> = {
     '{"type": "<node type>", "config": {...}, "description"?: "..."}; nodes use it with config_ref.',
   stores: '{"type": "redis", "url": "${REDIS_URL}", ...}. Keep secrets as ${ENV} placeholders.',
   global_rules:
-    '{"supernode": "<supernode name>", "params"?: {...}, "description"?: "..."}. The supernode is spliced after the listener of every policy (except those with global_rules: false), in list order; its only output boundary must be `output`.',
+    '{"supernode": "<supernode name>", "params"?: {...}, "description"?: "..."}. The supernode is spliced after the listener of every policy, or with "phase": "response" before every client node (except in policies with global_rules: false), in list order; its only output boundary must be `output`.',
 };
 
 /**
