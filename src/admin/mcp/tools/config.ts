@@ -29,7 +29,7 @@ const DESCRIBE: Record<string, { list: string; get: string }> = {
     get: 'One store by name, with `referenced_by`.',
   },
   global_rules: {
-    list: 'All global rules, in the order they run: each names a supernode spliced right after the listener of every policy (policies with `global_rules: false` opt out). Trace node ids are `global:<rule>/<inner node>`.',
+    list: 'All global rules, in the order they run: each names a supernode spliced right after the listener of every policy, or with `phase: response` before every client node (policies with `global_rules: false` opt out). Trace node ids are `global:<rule>/<inner node>` (response rules: `global:<rule>@<client>`).',
     get: 'One global rule by name: its supernode and params.',
   },
   consumers: {
