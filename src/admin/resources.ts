@@ -74,7 +74,8 @@ export function resourceKinds(gateway: Gateway): ResourceKind[] {
       label: 'route',
       schema: routeSchema,
       create: true,
-      upsert: false,
+      // PUT creates a missing route (appended, as POST does), like every other kind (F21).
+      upsert: true,
     },
     {
       segment: 'policies',

@@ -177,7 +177,7 @@ test('persist: a rejected change leaves the file byte-for-byte unchanged', async
       ['POST', '/api/routes', { name: 'x', match: { path: '/x' }, policy: 'missing' }],
       ['POST', '/api/routes', { name: 'hello', match: { path: '/x' }, policy: 'hello-policy' }],
       ['POST', '/api/routes', '{not json'],
-      ['PUT', '/api/routes/nope', { match: {}, policy: 'hello-policy' }],
+      ['PUT', '/api/routes/nope', { match: {}, policy: 'missing' }],
       ['PUT', '/api/policies/hello-policy', { nodes: [{ id: 'in', type: 'listener' }], edges: [] }],
       ['DELETE', '/api/policies/hello-policy', undefined],
       [

@@ -144,18 +144,53 @@ policies:
   }
 });
 
-test('admin routes: PUT does not upsert (404), and a recompile failure → 400 with the old route serving', async () => {
+test('admin routes: F21 PUT upserts (201, appended, served), and a recompile failure → 400 with the old route serving', async () => {
   const h = await startAdmin();
   try {
-    const missing = await read(
-      await h.call('PUT', '/api/routes/nope', { match: { path: '/n' }, policy: 'hello-policy' }),
+    const created = await h.call('PUT', '/api/routes/nope', {
+      match: { path: '/n' },
+      policy: 'hello-policy',
+    });
+    assert.equal(created.status, 201);
+    assert.deepEqual(await created.json(), { status: 'created' });
+    const etag = created.headers.get('etag');
+    assert.ok(etag);
+    const list = (await (await h.call('GET', '/api/routes')).json()) as { name: string }[];
+    assert.equal(list.at(-1)?.name, 'nope', 'a created route goes last, as with POST');
+    assert.equal((await getText(`${h.data}/n`)).status, 200);
+    const again = await h.call(
+      'PUT',
+      '/api/routes/nope',
+      { match: { path: '/n2' }, policy: 'hello-policy' },
+      {
+        'if-match': etag,
+      },
     );
-    assert.deepEqual(missing, { status: 404, body: { error: 'not_found' } });
+    assert.equal(again.status, 200);
+    assert.deepEqual(await again.json(), { status: 'updated' });
+    // If-Match names a version: a missing route has none, so a conditional create is refused.
+    const conditional = await read(
+      await h.call(
+        'PUT',
+        '/api/routes/other',
+        { match: { path: '/o' }, policy: 'hello-policy' },
+        {
+          'if-match': '*',
+        },
+      ),
+    );
+    assert.equal(conditional.status, 412);
+    assert.equal((await read(await h.call('GET', '/api/routes/other'))).status, 404);
     const broken = await read(
       await h.call('PUT', '/api/routes/hello', { match: { path: '/hello' }, policy: 'x' }),
     );
     assert.equal(broken.status, 400);
     assert.match((broken.body as { error: string }).error, /unknown policy 'x'/);
+    const brokenNew = await read(
+      await h.call('PUT', '/api/routes/ghost', { match: { path: '/g' }, policy: 'x' }),
+    );
+    assert.equal(brokenNew.status, 400);
+    assert.equal((await read(await h.call('GET', '/api/routes/ghost'))).status, 404);
     assert.deepEqual(await getText(`${h.data}/hello`), { status: 200, text: 'hello' });
   } finally {
     await h.stop();
