@@ -423,8 +423,17 @@ export function routeOrders(
   routes: readonly Named[],
   base: Pick<EtcdSnapshot, 'config' | 'orders'>,
 ): Map<string, number | undefined> {
-  const existing = new Set(base.config.routes.map((r) => r.name));
   const out = new Map<string, number | undefined>();
+  // Most writes leave the routes as they were read: every one keeps its order.
+  let last = Number.NEGATIVE_INFINITY;
+  for (const route of routes) {
+    const order = base.orders.get(route.name);
+    if (order === undefined || order <= last) break;
+    out.set(route.name, (last = order));
+  }
+  if (out.size === routes.length) return out;
+  out.clear();
+  const existing = new Set(base.config.routes.map((r) => r.name));
   // The unordered tail: routes of base without an order, at the end, in strictly ascending name order.
   let tail = routes.length;
   while (tail > 0) {

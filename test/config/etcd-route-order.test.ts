@@ -9,7 +9,8 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { EtcdConfigSource, EtcdConflict } from '../../src/config/etcd-source.js';
+import { EtcdConfigSource, EtcdConflict, routeOrders } from '../../src/config/etcd-source.js';
+import { emptyGatewayConfig } from '../../src/config/gateway.js';
 import { silentLogger } from '../../src/core/logger.js';
 import { skipWithoutEtcd, startEtcd, type EtcdServer } from '../support/etcd.js';
 import { freePort } from '../support/free-port.js';
@@ -407,3 +408,34 @@ test(
     );
   },
 );
+
+test('routeOrders: a move rewrites only the moved route; no room between neighbours numbers all afresh', () => {
+  const routes = (...names: string[]) => names.map((name) => ({ name, match: {}, policy: 'p' }));
+  const base = (orders: Record<string, number>, names = Object.keys(orders)) => ({
+    config: { ...emptyGatewayConfig(), routes: routes(...names) },
+    orders: new Map(Object.entries(orders)),
+  });
+  const stored = { a: 1_000_000, b: 2_000_000, c: 3_000_000, d: 4_000_000 };
+  const changed = (next: Map<string, number | undefined>, orders: Record<string, number>) =>
+    [...next].filter(([name, order]) => orders[name] !== order).map(([name]) => name);
+  // Unchanged, then d moved to the top, then b moved to the end, then a new route appended.
+  assert.deepEqual(changed(routeOrders(routes('a', 'b', 'c', 'd'), base(stored)), stored), []);
+  const top = routeOrders(routes('d', 'a', 'b', 'c'), base(stored));
+  assert.deepEqual(changed(top, stored), ['d']);
+  assert.ok(top.get('d')! < stored.a);
+  assert.deepEqual(changed(routeOrders(routes('a', 'c', 'd', 'b'), base(stored)), stored), ['b']);
+  const appended = routeOrders(routes('a', 'b', 'c', 'd', 'e'), base(stored));
+  assert.deepEqual(changed(appended, stored), ['e']);
+  assert.equal(appended.get('e'), 5_000_000);
+  // Between 5 and 6 there is no integer: everyone gets a fresh value, in the new order.
+  const tight = { a: 5, b: 6 };
+  const fresh = routeOrders(routes('a', 'c', 'b'), base(tight, ['a', 'b', 'c']));
+  assert.deepEqual(
+    [...fresh],
+    [
+      ['a', 1_000_000],
+      ['c', 2_000_000],
+      ['b', 3_000_000],
+    ],
+  );
+});
