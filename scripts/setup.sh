@@ -30,7 +30,7 @@ elif [ "$("$NODE22_DIR/package/bin/node" --version 2>/dev/null)" != "v$NODE22_VE
   echo "setup: Node $("$NODE22_DIR/package/bin/node" --version) in $NODE22_DIR"
 fi
 
-PACKAGES=(redis-server nginx redis-sentinel prometheus etcd-server etcd-client slapd ldap-utils pebble chromium wrk nghttp2-client openssl curl ca-certificates)
+PACKAGES=(redis-server nginx redis-sentinel prometheus etcd-server etcd-client slapd ldap-utils pebble chromium wrk nghttp2-client openssl curl ca-certificates dnsmasq)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -44,7 +44,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-for bin in redis-server nginx redis-sentinel prometheus promtool etcd slapd pebble pebble-challtestsrv chromium wrk openssl; do
+for bin in redis-server nginx redis-sentinel prometheus promtool etcd slapd pebble pebble-challtestsrv chromium wrk openssl dnsmasq; do
   command -v "$bin" >/dev/null || { echo "setup: $bin is still missing" >&2; exit 1; }
 done
 echo "setup: ready"
