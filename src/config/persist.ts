@@ -6,6 +6,7 @@ import { Document, isMap, isNode, isScalar, isSeq, parse, parseDocument, type No
 import { checkGatewayShape, type GatewayConfig } from './gateway.js';
 import { decodeGatewayFile, readSharedFile } from './gateway-file.js';
 import { spliceJsonLines } from './persist-json-lines.js';
+import { keepUnchangedLines } from './persist-keep-lines.js';
 import { parseYamlData } from './yaml-data.js';
 import { OFF_THREAD_RENDER_BYTES, renderOffThread } from './persist-off-thread.js';
 
@@ -29,7 +30,8 @@ function normalize(value: unknown): GatewayConfig | undefined {
  * Renders `next` as gateway.yaml on top of `currentText`: every part whose
  * value did not change keeps its YAML node (comments, flow style, `${ENV}`
  * placeholders, key order); changed items are rebuilt, keeping the comments
- * around them. The result always parses back to `next`; when the surgical
+ * around them, and every line whose value did not change keeps its bytes
+ * (persist-keep-lines.ts). The result always parses back to `next`; when the surgical
  * merge cannot guarantee that (aliases, a broken file), the whole document is
  * written fresh.
  */
@@ -39,7 +41,13 @@ export function renderGatewayYaml(currentText: string | undefined, next: Gateway
   const spliced = currentText === undefined ? undefined : spliceLines(currentText, target);
   if (spliced !== undefined) return spliced;
   const merged = currentText === undefined ? undefined : mergeIntoText(currentText, target);
-  if (merged !== undefined && isDeepStrictEqual(normalize(safeParse(merged)), target)) return merged;
+  const readsBack = (text: string | undefined): text is string =>
+    text !== undefined && isDeepStrictEqual(normalize(safeParse(text)), target);
+  if (readsBack(merged)) {
+    // The untouched lines byte for byte, not as the yaml library re-renders them (F22).
+    const kept = keepUnchangedLines(currentText!, merged);
+    return readsBack(kept) ? kept : merged;
+  }
   return new Document(target).toString(TO_STRING);
 }
 
