@@ -64,6 +64,10 @@ export const ERROR_CODES = {
   CACHE_PURGE_FAILED: { status: 502, error: 'cache_purge_failed' },
   /** The request already passed through this gateway `listener.max_hops` times (its own Via entry): a proxy loop. */
   PROXY_LOOP_DETECTED: { status: 508, error: 'loop_detected' },
+  /** ai-proxy: every target failed (429, 5xx, timeout, connection); 503/504 by the last failure (docs/plugins/ai-proxy.md). */
+  AI_PROVIDER_ERROR: { status: 502, error: 'bad_gateway' },
+  /** ai-proxy: the request is not an OpenAI or Anthropic request it can read (path, JSON, messages). */
+  AI_REQUEST_INVALID: { status: 400, error: 'invalid_request_error' },
 } as const satisfies Record<string, { status: number; error: string }>;
 
 export type KnownErrorCode = keyof typeof ERROR_CODES;

@@ -1,4 +1,5 @@
 import { aiPromptGuard } from './ai-prompt-guard.js';
+import { aiProxy } from './ai-proxy.js';
 
 /** LLM traffic: prompt guards and rewrites, token budgets, the LLM call (docs/ai-gateway.md). */
-export const aiPlugins = [aiPromptGuard] as const;
+export const aiPlugins = [aiProxy, aiPromptGuard] as const;

@@ -1,0 +1,487 @@
+import { Readable, Transform, pipeline } from 'node:stream';
+import { ClientGone, type AbortLike, type Context, type RequestPart } from '../../core/context.js';
+import { NodeError } from '../../core/errors.js';
+import type { Logger } from '../../core/logger.js';
+import type { NodeInstance } from '../../core/plugin.js';
+import { classifyFailure } from '../../outbound/classify.js';
+import { exchange, type ExchangeResult } from '../../outbound/exchange.js';
+import type { OutboundDispatcher } from '../../outbound/pool-registry.js';
+import type { AiMetrics } from './ai-metrics.js';
+import {
+  anthropicResponseToOpenAi,
+  openAiResponseToAnthropic,
+  usageFromAnthropic,
+} from './formats/anthropic.js';
+import { clientFormatOf, parseAiRequest, type AiRequest } from './formats/client.js';
+import { aiErrorBody, errorTypeFor, providerErrorOf } from './formats/errors.js';
+import { SseReader } from './formats/sse.js';
+import { StreamTranslator } from './formats/stream.js';
+import type {
+  AiUsage,
+  AnthropicResponse,
+  ClientFormat,
+  OpenAiChatRequest,
+  OpenAiChatResponse,
+} from './formats/types.js';
+import { providerBody, type ProviderName, type ProviderSpec } from './providers.js';
+
+/** One configured target, resolved at compile time. */
+export interface AiTarget {
+  name: string;
+  provider: ProviderName;
+  spec: ProviderSpec;
+  origin: string;
+  authority: string;
+  /** The endpoint's path prefix without a trailing slash ('' for none). */
+  prefix: string;
+  pool: OutboundDispatcher;
+  model: string | undefined;
+  apiKey: string | undefined;
+  priority: number;
+  weight: number;
+  timeoutMs: number;
+  defaultMaxTokens: number;
+  apiVersion: string;
+}
+
+export interface AiProxySettings {
+  targets: AiTarget[];
+  clientFormat: 'auto' | ClientFormat;
+  passClientKey: boolean;
+  /** Relay streams as they come (nothing after the node reads the body). */
+  streaming: boolean;
+  metrics: AiMetrics;
+  where: { policy: string; node: string };
+  logger: Logger;
+  release: () => void;
+}
+
+/** One target that failed, as the trace shows it (`message.ai.fallbacks`). */
+interface Failure {
+  target: string;
+  status: number;
+  reason: string;
+}
+
+const MAX_ERROR_BODY = 64 * 1024;
+/** A streamed answer buffered because a later node reads the body. */
+const MAX_BUFFERED_STREAM = 64 * 1024 * 1024;
+const SSE_HEADERS = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' };
+
+/** The ai-proxy node: targets by priority, weighted within one, until one answers. */
+export class AiProxyNode implements NodeInstance<'success'> {
+  readonly #s: AiProxySettings;
+  /** Targets grouped by priority, highest first. */
+  readonly #groups: AiTarget[][];
+
+  constructor(settings: AiProxySettings) {
+    this.#s = settings;
+    const byPriority = new Map<number, AiTarget[]>();
+    for (const t of settings.targets) {
+      if (t.weight === 0) continue;
+      const group = byPriority.get(t.priority) ?? [];
+      group.push(t);
+      byPriority.set(t.priority, group);
+    }
+    this.#groups = [...byPriority.entries()].sort((a, b) => b[0] - a[0]).map(([, g]) => g);
+  }
+
+  async run(ctx: Context): Promise<'success'> {
+    const started = performance.now();
+    const configured = this.#s.clientFormat;
+    const format = configured === 'auto' ? clientFormatOf(ctx.request.path) : configured;
+    if (format === undefined)
+      throw invalid(ctx, 'openai', 404, `no OpenAI or Anthropic API at ${ctx.request.path}`);
+    const req = parseAiRequest(format, ctx.request.body);
+    if (typeof req === 'string') throw invalid(ctx, format, 400, req);
+    const clientKey = this.#s.passClientKey ? clientKeyOf(ctx.request) : undefined;
+    const order = this.#order();
+    const failures: Failure[] = [];
+    for (let i = 0; i < order.length; i++) {
+      const target = order[i]!;
+      const failure = await this.#call(ctx, target, req, clientKey ?? target.apiKey, started);
+      if (failure === null) {
+        if (failures.length > 0) ctx.message['ai.fallbacks'] = failures;
+        return 'success';
+      }
+      failures.push(failure);
+      const next = order[i + 1];
+      this.#s.metrics.fallbacks.inc({ ...this.#labels(), from: target.name, to: next?.name ?? '' });
+      this.#s.logger.warn(
+        {
+          ...this.#s.where,
+          target: target.name,
+          status: failure.status,
+          reason: failure.reason,
+          next: next?.name,
+        },
+        'ai-proxy: target failed',
+      );
+    }
+    ctx.message['ai.fallbacks'] = failures;
+    const last = failures.at(-1);
+    const status =
+      last === undefined
+        ? 502
+        : last.status === 504
+          ? 504
+          : last.status === 429 || last.status === 0
+            ? 503
+            : 502;
+    const message = `every AI target failed: ${failures.map((f) => `${f.target} (${f.status === 0 ? f.reason : f.status})`).join(', ')}`;
+    ctx.response.json(status, aiErrorBody(format, message, 'api_error', 'ai_provider_error'));
+    throw new NodeError('AI_PROVIDER_ERROR', message, {
+      status,
+      metadata: { attempts: failures },
+      responsePrepared: true,
+    });
+  }
+
+  close(): void {
+    this.#s.release();
+  }
+
+  #labels(): { policy: string; node: string } {
+    return this.#s.where;
+  }
+
+  /** Every target once: priority groups highest first, a weighted draw within each. */
+  #order(): AiTarget[] {
+    const out: AiTarget[] = [];
+    for (const group of this.#groups) {
+      if (group.length === 1) {
+        out.push(group[0]!);
+        continue;
+      }
+      const left = [...group];
+      while (left.length > 0) {
+        let total = 0;
+        for (const t of left) total += t.weight;
+        let r = Math.random() * total;
+        let pick = left.length - 1;
+        for (let i = 0; i < left.length; i++) {
+          r -= left[i]!.weight;
+          if (r < 0) {
+            pick = i;
+            break;
+          }
+        }
+        out.push(left.splice(pick, 1)[0]!);
+      }
+    }
+    return out;
+  }
+
+  /** One call; null when ctx.response now holds an answer, else why the target failed. */
+  async #call(
+    ctx: Context,
+    target: AiTarget,
+    req: AiRequest,
+    key: string | undefined,
+    started: number,
+  ): Promise<Failure | null> {
+    const model = target.model ?? req.model;
+    const labels = { ...this.#labels(), provider: target.provider, model };
+    const body = providerBody(target.spec, req, {
+      model,
+      stream: req.stream,
+      defaultMaxTokens: target.defaultMaxTokens,
+    });
+    const headers = [
+      'host',
+      target.authority,
+      'content-type',
+      'application/json',
+      'accept',
+      req.stream ? 'text/event-stream' : 'application/json',
+      ...target.spec.fixedHeaders,
+      ...(key === undefined ? [] : target.spec.auth(key)),
+    ];
+    const path = target.prefix + target.spec.path(model, req.stream, target.apiVersion);
+    const abort = new CallAbort(ctx.clientGone, target.timeoutMs);
+    const sentAt = performance.now();
+    let result: ExchangeResult;
+    let raw: Buffer | null = null;
+    try {
+      result = await exchange(
+        target.pool,
+        { method: 'POST', path, headers, body: Buffer.from(JSON.stringify(body)) },
+        { deadlineMs: 0, idleMs: req.stream ? target.timeoutMs : 0, streaming: req.stream },
+        abort,
+        null,
+      );
+      const ok = result.status >= 200 && result.status < 300;
+      if (!ok || !req.stream || !this.#s.streaming)
+        raw = result.body ?? (await readAll(result.stream, ok ? MAX_BUFFERED_STREAM : MAX_ERROR_BODY));
+    } catch (err) {
+      abort.dispose();
+      const failure = classifyFailure(err);
+      if (failure.code === 'UPSTREAM_CLIENT_ABORTED' && !abort.expired)
+        throw new NodeError('UPSTREAM_CLIENT_ABORTED', 'ai-proxy: the client went away', { status: 499 });
+      const timedOut = abort.expired || failure.code === 'UPSTREAM_TIMEOUT';
+      const status = timedOut ? 504 : 502;
+      this.#s.metrics.requests.inc({ ...labels, status: String(status) });
+      return {
+        target: target.name,
+        status: timedOut ? 504 : 0,
+        reason: timedOut ? `no answer within ${target.timeoutMs} ms` : failure.reason,
+      };
+    }
+    abort.dispose();
+    const status = result.status;
+    this.#s.metrics.requests.inc({ ...labels, status: String(status) });
+    ctx.upstream = {
+      where: this.#s.where,
+      address: target.origin,
+      status,
+      seconds: (performance.now() - sentAt) / 1000,
+    };
+    if (status === 429 || status >= 500)
+      return { target: target.name, status, reason: providerErrorOf(raw).message || `status ${status}` };
+    if (status < 200 || status >= 300) {
+      if (status < 400) return { target: target.name, status: 0, reason: `unexpected status ${status}` };
+      // The provider refused the request itself: another target would too. The client hears why.
+      const error = providerErrorOf(raw);
+      ctx.response.json(
+        status,
+        aiErrorBody(
+          req.format,
+          error.message || `the provider answered ${status}`,
+          error.type ?? errorTypeFor(req.format, status),
+          null,
+        ),
+      );
+      this.#context(ctx, target, model, undefined);
+      return null;
+    }
+    const answer = new Answer(this.#s.metrics, labels, started);
+    this.#context(ctx, target, model, undefined);
+    if (!req.stream) {
+      const translated = translateAnswer(target.spec.wire, req.format, raw);
+      if (translated === undefined)
+        return { target: target.name, status: 0, reason: 'the answer is not JSON' };
+      answer.firstToken();
+      answer.finish(ctx, translated.usage);
+      ctx.response.status = 200;
+      ctx.response.headers = {};
+      ctx.response.setBody(JSON.stringify(translated.body), 'application/json');
+      return null;
+    }
+    const translator = new StreamTranslator({
+      client: req.format,
+      wire: target.spec.wire,
+      clientWantsUsage:
+        req.format === 'openai' && (req.body as OpenAiChatRequest).stream_options?.include_usage === true,
+    });
+    ctx.response.discardStream();
+    ctx.response.status = 200;
+    ctx.response.headers = { ...SSE_HEADERS };
+    if (raw !== null) {
+      // A later node reads the body: the whole stream, translated, becomes the body.
+      ctx.response.setBody(translateWhole(raw, translator, answer));
+      answer.finish(ctx, translator.usage);
+      return null;
+    }
+    const source = result.stream ?? Readable.from(result.body === null ? [] : [result.body]);
+    const relay = new EventRelay(translator, answer, ctx);
+    pipeline(source, relay, (err) => {
+      if (err !== undefined && err !== null) answer.finish(ctx, translator.usage);
+    });
+    ctx.response.stream = relay;
+    ctx.response.relayed = true;
+    return null;
+  }
+
+  /** `message.ai.*` of the target that answered (usage follows with the answer). */
+  #context(ctx: Context, target: AiTarget, model: string, usage: AiUsage | undefined): void {
+    ctx.message['ai.provider'] = target.provider;
+    ctx.message['ai.model'] = model;
+    ctx.message['ai.target'] = target.name;
+    if (usage !== undefined) setUsage(ctx, usage);
+  }
+}
+
+function setUsage(ctx: Context, usage: AiUsage): void {
+  ctx.message['ai.usage.prompt_tokens'] = usage.prompt_tokens;
+  ctx.message['ai.usage.completion_tokens'] = usage.completion_tokens;
+  ctx.message['ai.usage.total_tokens'] = usage.total_tokens;
+}
+
+/** Time to first token, duration and tokens of the call that answered, recorded once. */
+class Answer {
+  readonly #metrics: AiMetrics;
+  readonly #labels: { policy: string; node: string; provider: string; model: string };
+  readonly #started: number;
+  #sawToken = false;
+  #finished = false;
+
+  constructor(metrics: AiMetrics, labels: Answer['labels'], started: number) {
+    this.#metrics = metrics;
+    this.#labels = labels;
+    this.#started = started;
+  }
+
+  get labels(): { policy: string; node: string; provider: string; model: string } {
+    return this.#labels;
+  }
+
+  firstToken(): void {
+    if (this.#sawToken) return;
+    this.#sawToken = true;
+    this.#metrics.firstToken.observe(this.#labels, (performance.now() - this.#started) / 1000);
+  }
+
+  finish(ctx: Context, usage: AiUsage | undefined): void {
+    if (this.#finished) return;
+    this.#finished = true;
+    this.#metrics.duration.observe(this.#labels, (performance.now() - this.#started) / 1000);
+    if (usage === undefined) return;
+    setUsage(ctx, usage);
+    this.#metrics.tokens.inc({ ...this.#labels, type: 'prompt' }, usage.prompt_tokens);
+    this.#metrics.tokens.inc({ ...this.#labels, type: 'completion' }, usage.completion_tokens);
+  }
+}
+
+/** Provider bytes in, the client's events out: one write per provider read, never held back. */
+class EventRelay extends Transform {
+  readonly #reader = new SseReader();
+  readonly #translator: StreamTranslator;
+  readonly #answer: Answer;
+  readonly #ctx: Context;
+
+  constructor(translator: StreamTranslator, answer: Answer, ctx: Context) {
+    super();
+    this.#translator = translator;
+    this.#answer = answer;
+    this.#ctx = ctx;
+  }
+
+  override _transform(
+    chunk: Buffer,
+    _encoding: BufferEncoding,
+    done: (err?: Error | null, data?: string) => void,
+  ): void {
+    const out = this.#translate(this.#reader.push(chunk));
+    if (out === '') done();
+    else done(null, out);
+  }
+
+  override _flush(done: (err?: Error | null, data?: string) => void): void {
+    const out = this.#translate(this.#reader.end()) + this.#translator.end();
+    this.#answer.finish(this.#ctx, this.#translator.usage);
+    if (out === '') done();
+    else done(null, out);
+  }
+
+  #translate(events: ReturnType<SseReader['push']>): string {
+    let out = '';
+    for (const ev of events) {
+      out += this.#translator.push(ev);
+      if (this.#translator.sawToken) this.#answer.firstToken();
+    }
+    return out;
+  }
+}
+
+/** The whole provider stream translated at once (a later node reads the body). */
+function translateWhole(raw: Buffer, translator: StreamTranslator, answer: Answer): string {
+  const reader = new SseReader();
+  let out = '';
+  for (const ev of [...reader.push(raw), ...reader.end()]) {
+    out += translator.push(ev);
+    if (translator.sawToken) answer.firstToken();
+  }
+  return out + translator.end();
+}
+
+/** A whole provider answer in the client's format, with its usage; undefined when it is not JSON. */
+export function translateAnswer(
+  wire: 'openai' | 'anthropic',
+  client: ClientFormat,
+  raw: Buffer | null,
+): { body: unknown; usage: AiUsage | undefined } | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse((raw ?? Buffer.alloc(0)).toString('utf8'));
+  } catch {
+    return undefined;
+  }
+  if (typeof parsed !== 'object' || parsed === null) return undefined;
+  if (wire === 'anthropic') {
+    const res = parsed as AnthropicResponse;
+    const usage = res.usage === undefined ? undefined : usageFromAnthropic(res.usage);
+    return { body: client === 'anthropic' ? res : anthropicResponseToOpenAi(res), usage };
+  }
+  const res = parsed as OpenAiChatResponse;
+  const u = res.usage;
+  const usage =
+    u === undefined || u === null
+      ? undefined
+      : {
+          prompt_tokens: u.prompt_tokens ?? 0,
+          completion_tokens: u.completion_tokens ?? 0,
+          total_tokens: u.total_tokens ?? (u.prompt_tokens ?? 0) + (u.completion_tokens ?? 0),
+        };
+  return { body: client === 'openai' ? res : openAiResponseToAnthropic(res), usage };
+}
+
+/** The key a client authenticated with: `Authorization: Bearer`, `x-api-key`, `api-key` or `x-goog-api-key`. */
+function clientKeyOf(req: RequestPart): string | undefined {
+  const auth = req.header('authorization');
+  if (auth !== undefined && /^bearer /i.test(auth)) {
+    const key = auth.slice(7).trim();
+    if (key !== '') return key;
+  }
+  for (const name of ['x-api-key', 'api-key', 'x-goog-api-key']) {
+    const value = req.header(name)?.trim();
+    if (value !== undefined && value !== '') return value;
+  }
+  return undefined;
+}
+
+function invalid(ctx: Context, format: ClientFormat, status: number, message: string): NodeError {
+  ctx.response.json(status, aiErrorBody(format, message, errorTypeFor(format, status), 'invalid_request'));
+  return new NodeError('AI_REQUEST_INVALID', `ai-proxy: ${message}`, { status, responsePrepared: true });
+}
+
+async function readAll(stream: Readable | null, limit: number): Promise<Buffer> {
+  if (stream === null) return Buffer.alloc(0);
+  const chunks: Buffer[] = [];
+  let length = 0;
+  for await (const chunk of stream as AsyncIterable<Buffer>) {
+    length += chunk.length;
+    if (length > limit) {
+      stream.destroy();
+      break;
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
+}
+
+/** Aborts one call past its deadline or when the client goes away; `expired` tells which. */
+class CallAbort extends ClientGone implements AbortLike {
+  expired = false;
+  readonly #client: AbortLike;
+  readonly #timer: NodeJS.Timeout;
+
+  constructor(client: AbortLike, timeoutMs: number) {
+    super();
+    this.#client = client;
+    this.#timer = setTimeout(() => {
+      this.expired = true;
+      this.fire();
+    }, timeoutMs);
+    if (client.aborted) this.fire();
+    else client.addEventListener('abort', this);
+  }
+
+  handleEvent(): void {
+    this.fire();
+  }
+
+  dispose(): void {
+    clearTimeout(this.#timer);
+    this.#client.removeEventListener('abort', this);
+  }
+}
