@@ -1,5 +1,6 @@
 import { aiPromptGuard } from './ai-prompt-guard.js';
 import { aiProxy } from './ai-proxy.js';
+import { aiRateLimit } from './ai-rate-limit.js';
 
 /** LLM traffic: prompt guards and rewrites, token budgets, the LLM call (docs/ai-gateway.md). */
-export const aiPlugins = [aiProxy, aiPromptGuard] as const;
+export const aiPlugins = [aiProxy, aiPromptGuard, aiRateLimit] as const;
