@@ -249,19 +249,35 @@ async function run(args: CliArgs, early: EarlySignals | undefined): Promise<numb
   let gateway: Gateway;
   // The primary of `workers: N` serves no requests: nothing periodic runs in it (docs/workers.md).
   const controlPlaneOnly = workers > 1;
+  if (system.config.source === 'kubernetes' && workers > 1) {
+    process.stderr.write('config.source: kubernetes runs with workers: 1 only (docs/kubernetes.md)\n');
+    return 1;
+  }
   try {
     const etcd = system.config.etcd;
     gateway =
-      system.config.source === 'file' || etcd === undefined
-        ? Gateway.create({ system, gatewayPath: args.gatewayPath, logger, onApplied, controlPlaneOnly })
-        : await Gateway.createFromEtcd({
+      system.config.source === 'kubernetes'
+        ? Gateway.createFromKubernetes({
             system,
-            gatewayPath: args.gatewayPath,
             logger,
-            etcd: new EtcdConfigSource(etcd, logger),
+            kubernetes: new (await import('./kubernetes/source.js')).KubernetesSource(
+              system.config.kubernetes,
+              logger,
+              process.env,
+              system.listener.bind,
+            ),
             onApplied,
-            controlPlaneOnly,
-          });
+          })
+        : system.config.source === 'file' || etcd === undefined
+          ? Gateway.create({ system, gatewayPath: args.gatewayPath, logger, onApplied, controlPlaneOnly })
+          : await Gateway.createFromEtcd({
+              system,
+              gatewayPath: args.gatewayPath,
+              logger,
+              etcd: new EtcdConfigSource(etcd, logger),
+              onApplied,
+              controlPlaneOnly,
+            });
   } catch (err) {
     if (err instanceof EtcdUnavailable) {
       logger.error({ err }, 'cannot load the configuration from etcd');

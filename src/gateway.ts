@@ -31,6 +31,11 @@ import { registerGatewaySeries } from './observability/gateway-series.js';
 import { observeRequests, type RequestObserver } from './observability/access-log.js';
 import { configurePools } from './outbound/pool-registry.js';
 import { resolveCompatNames, useCompatNames } from './config/compat-names.js';
+import { checkGatewayShape, emptyGatewayConfig } from './config/gateway.js';
+import { ConfigSourceReadOnly } from './kubernetes/errors.js';
+import { LISTENER_PORT_HEADER } from './kubernetes/translate.js';
+import type { KubernetesSource } from './kubernetes/source.js';
+import type { RequestHandler } from './server/listener.js';
 
 export interface GatewayOptions {
   system: SystemConfig;
@@ -40,6 +45,8 @@ export interface GatewayOptions {
   env?: NodeJS.ProcessEnv;
   /** Set for `config.source: etcd`: admin writes go there, and its watch drives reloads. */
   etcd?: EtcdConfigSource;
+  /** Set for `config.source: kubernetes`: its informers drive the configuration (docs/kubernetes.md). */
+  kubernetes?: KubernetesSource;
   /** `workers`: swaps local counters for gateway-wide ones (see GatewayScopeOptions.wrapShared). */
   wrapShared?: (key: string, local: unknown) => unknown;
   /** A `workers` worker: serve only; the primary watches, reloads and renews certificates. */
@@ -50,7 +57,7 @@ export interface GatewayOptions {
   onApplied?: (runtime: Runtime, source: ApplySource) => Promise<void>;
 }
 
-export type ApplySource = 'startup' | 'file' | 'signal' | 'admin' | 'etcd';
+export type ApplySource = 'startup' | 'file' | 'signal' | 'admin' | 'etcd' | 'kubernetes';
 
 /** Returned by an apply function that finds nothing to change. */
 const UNCHANGED = Symbol('unchanged');
@@ -85,6 +92,10 @@ export class Gateway {
   /** The file's last reload was rejected: the next good one logs that it is fixed. */
   #fileBroken = false;
   readonly #etcd: EtcdConfigSource | undefined;
+  readonly #kubernetes: KubernetesSource | undefined;
+  /** `config.source: kubernetes`: one socket per declared Gateway listener port (port + port_offset). */
+  readonly #portListeners = new Map<number, Promise<Listener>>();
+  #dataPlane: { handle: RequestHandler } | undefined;
   #etcdWatch: { close(): void } | undefined;
   /** Automatic data-plane certificates; undefined when system.yaml has no `acme:` block. */
   readonly acme: AcmeManager | undefined;
@@ -105,6 +116,7 @@ export class Gateway {
     this.gatewayPath = options.gatewayPath;
     this.env = options.env ?? process.env;
     this.#etcd = options.etcd;
+    this.#kubernetes = options.kubernetes;
     this.#onApplied = options.onApplied;
     this.#dataPlaneOnly = options.dataPlaneOnly === true;
     this.#slot = new RuntimeSlot(runtime);
@@ -139,6 +151,19 @@ export class Gateway {
         : undefined,
     );
     return Gateway.create(options, config);
+  }
+
+  /**
+   * `config.source: kubernetes`: starts with an empty configuration; the informers apply the
+   * cluster's once every kind has been listed (until then `notReady()` says why).
+   */
+  static createFromKubernetes(options: GatewayOptions & { kubernetes: KubernetesSource }): Gateway {
+    return Gateway.create(options, emptyGatewayConfig());
+  }
+
+  /** Why `/readyz` must answer 503 beyond an empty route table (the Kubernetes first sync), if anything. */
+  notReady(): string | undefined {
+    return this.#kubernetes?.notReady();
   }
 
   /** Compiles the initial configuration; throws ConfigRejected when it is invalid. */
@@ -209,6 +234,9 @@ export class Gateway {
     // F-4: with etcd, an Admin write is applied to what etcd holds now (not only what the watch
     // delivered) and commits only what it changed, guarded by mod_revision; lost races are re-run.
     const etcd = source === 'admin' ? this.#etcd : undefined;
+    // The cluster is the source of truth: an Admin/MCP write would be overwritten by the next sync.
+    if (source === 'admin' && this.#kubernetes !== undefined)
+      return Promise.reject(new ConfigSourceReadOnly('kubernetes'));
     const run = this.#applying.then(async () => {
       for (let attempt = 1; ; attempt++) {
         const applied = await this.#applyOnce(config, source, etcd, attempt);
@@ -302,6 +330,8 @@ export class Gateway {
 
   /** Re-reads the configuration from its source (gateway.yaml, or etcd) and applies it. */
   reload(source: ApplySource): Promise<Runtime> {
+    // config.source kubernetes: the informers keep the configuration current; nothing to re-read.
+    if (this.#kubernetes !== undefined) return Promise.resolve(this.runtime);
     return this.#etcd === undefined ? this.reloadFromFile(source) : this.reloadFromEtcd(source);
   }
 
@@ -400,6 +430,7 @@ export class Gateway {
       dataPlane.handleUpgrade,
     );
     this.#listener = listener;
+    this.#dataPlane = dataPlane;
     this.#startWatching();
     return listener.address;
   }
@@ -417,7 +448,73 @@ export class Gateway {
       this.#watcher = watchConfigFile(this.gatewayPath, 500, () => this.onFileChange());
     }
     if (this.#etcd !== undefined) this.#etcdWatch = this.#watchEtcd(this.#etcd);
+    this.#kubernetes?.start({
+      apply: async (translation) => {
+        // Through the same path as a file or etcd change: schema check, compile, swap.
+        await this.apply(checkGatewayShape(structuredClone(translation.config)), 'kubernetes');
+        await this.#syncPorts(translation.ports);
+      },
+    });
   }
+
+  /**
+   * One listener per declared Gateway port, bound at port + `port_offset` on `listener.bind`; each
+   * stamps its declared port on every request (LISTENER_PORT_HEADER, a client's value overwritten),
+   * which is what the translated routes match on. Ports no Gateway declares any more are closed.
+   */
+  async #syncPorts(ports: number[]): Promise<void> {
+    const dataPlane = this.#dataPlane;
+    const kubernetes = this.#kubernetes;
+    if (dataPlane === undefined || kubernetes === undefined) return;
+    const wanted = new Set(ports);
+    for (const [port, listener] of this.#portListeners) {
+      if (wanted.has(port)) continue;
+      this.#portListeners.delete(port);
+      void listener
+        .then((l) => l.close(this.system.timeouts.shutdown_timeout_seconds * 1000))
+        .catch(() => undefined);
+    }
+    for (const port of wanted) {
+      if (this.#portListeners.has(port)) continue;
+      const declared = String(port);
+      const started = startListener(
+        {
+          label: `gateway listener port ${port}`,
+          bind: this.system.listener.bind,
+          port: port + kubernetes.config.port_offset,
+          http2: this.system.http2.enabled,
+          http2Limits: this.system.http2,
+          maxConnections: this.system.listener.max_connections,
+          http1Server: this.system.listener.http1_server,
+          timeouts: this.system.timeouts,
+          logger: this.logger,
+          beforeCut: closeTunnels,
+        },
+        (req, res) => {
+          req.headers[LISTENER_PORT_HEADER] = declared;
+          dataPlane.handle(req, res);
+        },
+      );
+      this.#portListeners.set(port, started);
+      try {
+        await started;
+      } catch (err) {
+        this.#portListeners.delete(port);
+        this.logger.error(
+          { err, port, bound: port + kubernetes.config.port_offset },
+          'kubernetes: cannot bind a Gateway listener port',
+        );
+      }
+    }
+  }
+
+  /** Bound addresses of the Gateway listener sockets, by declared port (tests, /api/status). */
+  async gatewayPorts(): Promise<Map<number, AddressInfo>> {
+    const out = new Map<number, AddressInfo>();
+    for (const [port, listener] of this.#portListeners) out.set(port, (await listener).address);
+    return out;
+  }
+
 
   /**
    * Converges on what etcd holds: every change under the prefix (and every
@@ -507,6 +604,11 @@ export class Gateway {
   async shutdown(): Promise<void> {
     this.#watcher?.close();
     this.#etcdWatch?.close();
+    this.#kubernetes?.stop();
+    for (const listener of this.#portListeners.values())
+      await listener
+        .then((l) => l.close(this.system.timeouts.shutdown_timeout_seconds * 1000))
+        .catch(() => undefined);
     await this.acme?.stop();
     await this.#listener?.close(this.system.timeouts.shutdown_timeout_seconds * 1000);
     await this.#observer?.close();

@@ -38,6 +38,8 @@ export function adminRoutes(gateway: Gateway, startedAt: number = Date.now()): A
       path: '/readyz',
       auth: false,
       handler: () => {
+        const pending = gateway.notReady();
+        if (pending !== undefined) return json(503, { status: 'not_ready', reason: pending });
         if (gateway.runtime.router.size === 0)
           return json(503, { status: 'not_ready', reason: 'the route table is empty' });
         const acme = acmeNotReady(gateway);

@@ -3,6 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { EtcdUnavailable } from '../config/etcd-client.js';
 import { EtcdConflict } from '../config/etcd-source.js';
+import { ConfigSourceReadOnly } from '../kubernetes/errors.js';
 import { ConfigRejected, formatIssues } from '../config/schema-validate.js';
 import type { AdminConfig } from '../config/system.js';
 import type { Gateway } from '../gateway.js';
@@ -214,6 +215,10 @@ function errorReply(err: unknown, logger: Logger): Reply {
   // F-4: another gateway (or etcdctl) kept changing a resource this write touches: nothing applied.
   if (err instanceof EtcdConflict) {
     return { status: 409, body: { error: 'conflict', message: err.message, resources: err.resources } };
+  }
+  // config.source kubernetes: the cluster holds the configuration (docs/kubernetes.md).
+  if (err instanceof ConfigSourceReadOnly) {
+    return { status: 409, body: { error: 'read_only_source', message: err.message, source: err.source } };
   }
   // config.source etcd: the change was valid but could not be stored, so it was not applied.
   if (err instanceof EtcdUnavailable) {

@@ -305,10 +305,34 @@ export const systemSchema = {
       additionalProperties: false,
       default: {},
       properties: {
-        source: { type: 'string', enum: ['file', 'etcd', 'kvcluster'], default: 'file' },
+        source: { type: 'string', enum: ['file', 'etcd', 'kvcluster', 'kubernetes'], default: 'file' },
         persist: bool(true),
         // Reload gateway.yaml when it changes on disk; false = only SIGHUP and the Admin API reload.
         watch: bool(true),
+        // docs/kubernetes.md: the Gateway API controller (config.source: kubernetes).
+        kubernetes: {
+          type: 'object',
+          additionalProperties: false,
+          default: {},
+          properties: {
+            controller_name: { type: 'string', minLength: 1, default: 'switchyard.dev/gateway-controller' },
+            kubeconfig: str,
+            port_offset: { type: 'integer', minimum: 0, maximum: 65535, default: 0 },
+            status_address: str,
+            watch_namespaces: { type: 'array', items: { type: 'string', minLength: 1 }, minItems: 1 },
+            leader_election: {
+              type: 'object',
+              additionalProperties: false,
+              default: {},
+              properties: {
+                enabled: bool(true),
+                lease_name: { type: 'string', minLength: 1, default: 'switchyard-gateway-controller' },
+                lease_namespace: { type: 'string', minLength: 1 },
+                lease_duration_seconds: int(15, 1),
+              },
+            },
+          },
+        },
         etcd: {
           type: 'object',
           additionalProperties: false,

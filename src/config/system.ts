@@ -125,9 +125,23 @@ export interface SystemConfig {
   access_log: AccessLogConfig;
   admin?: AdminConfig;
   config: {
-    source: 'file' | 'etcd' | 'kvcluster';
+    source: 'file' | 'etcd' | 'kvcluster' | 'kubernetes';
     persist: boolean;
     watch: boolean;
+    /** docs/kubernetes.md */
+    kubernetes: {
+      controller_name: string;
+      kubeconfig?: string;
+      port_offset: number;
+      status_address?: string;
+      watch_namespaces?: string[];
+      leader_election: {
+        enabled: boolean;
+        lease_name: string;
+        lease_namespace?: string;
+        lease_duration_seconds: number;
+      };
+    };
     etcd?: {
       endpoints: string[];
       prefix: string;

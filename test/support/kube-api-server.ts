@@ -19,10 +19,10 @@ export interface KubeObject {
   metadata: {
     name: string;
     namespace?: string;
-    resourceVersion?: string;
-    generation?: number;
-    uid?: string;
-    creationTimestamp?: string;
+    resourceVersion?: string | undefined;
+    generation?: number | undefined;
+    uid?: string | undefined;
+    creationTimestamp?: string | undefined;
     labels?: Record<string, string>;
     [key: string]: unknown;
   };

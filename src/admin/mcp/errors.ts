@@ -3,6 +3,7 @@ import { AdminError } from '../http.js';
 import { ConfigRejected, type ConfigIssue } from '../../config/schema-validate.js';
 import { SandboxError } from '../../debug/sandbox.js';
 import { EtcdConflict } from '../../config/etcd-source.js';
+import { ConfigSourceReadOnly } from '../../kubernetes/errors.js';
 
 /** The codes an agent can branch on (docs/mcp.md); wording of messages is not API. */
 export type ToolErrorCode =
@@ -104,6 +105,8 @@ export function toToolError(err: unknown, writing = false): ToolError {
   if (err instanceof ConfigRejected) return invalidConfig(err.issues);
   if (err instanceof AdminError) return fromAdminError(err);
   if (err instanceof SandboxError) return fromSandboxError(err);
+  if (err instanceof ConfigSourceReadOnly)
+    return new ToolError('forbidden', err.message, [], `change the ${err.source} objects instead`);
   if (err instanceof EtcdConflict)
     return new ToolError('store_error', err.message, [], 'read the resource again and retry the change');
   const message = err instanceof Error ? err.message : String(err);

@@ -1,0 +1,239 @@
+// `config.source: kubernetes` (docs/kubernetes.md): informers on the Gateway API kinds, Services
+// and EndpointSlices; every change (once each informer has listed) is translated into a
+// gateway configuration, handed to the gateway's apply path, and — on the leader only — the
+// statuses are written through the status subresource with a JSON merge patch.
+import { hostname } from 'node:os';
+import { CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import type { Logger } from '../core/logger.js';
+import { Informer, type InformerSpec } from './informer.js';
+import { LeaderElector } from './leader.js';
+import { translate, type StatusUpdate, type Translation } from './translate.js';
+import type { ClusterState, KObject } from './types.js';
+
+export { ConfigSourceReadOnly } from './errors.js';
+
+export interface KubernetesConfig {
+  controller_name: string;
+  kubeconfig?: string;
+  port_offset: number;
+  status_address?: string;
+  watch_namespaces?: string[];
+  leader_election: {
+    enabled: boolean;
+    lease_name: string;
+    lease_namespace?: string;
+    lease_duration_seconds?: number;
+  };
+}
+
+const GW = 'gateway.networking.k8s.io';
+type Kind = keyof ClusterState;
+const KINDS: { state: Kind; apiVersion: string; kind: string; plural: string; namespaced: boolean }[] = [
+  {
+    state: 'gatewayClasses',
+    apiVersion: `${GW}/v1`,
+    kind: 'GatewayClass',
+    plural: 'gatewayclasses',
+    namespaced: false,
+  },
+  { state: 'gateways', apiVersion: `${GW}/v1`, kind: 'Gateway', plural: 'gateways', namespaced: true },
+  { state: 'httpRoutes', apiVersion: `${GW}/v1`, kind: 'HTTPRoute', plural: 'httproutes', namespaced: true },
+  {
+    state: 'referenceGrants',
+    apiVersion: `${GW}/v1beta1`,
+    kind: 'ReferenceGrant',
+    plural: 'referencegrants',
+    namespaced: true,
+  },
+  { state: 'services', apiVersion: 'v1', kind: 'Service', plural: 'services', namespaced: true },
+  {
+    state: 'endpointSlices',
+    apiVersion: 'discovery.k8s.io/v1',
+    kind: 'EndpointSlice',
+    plural: 'endpointslices',
+    namespaced: true,
+  },
+];
+
+function pathOf(apiVersion: string, plural: string, namespace: string | undefined): string {
+  const base = apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
+  return namespace === undefined ? `${base}/${plural}` : `${base}/namespaces/${namespace}/${plural}`;
+}
+
+/** The kubeconfig: `kubeconfig` when set, in-cluster credentials under a pod, else $KUBECONFIG or ~/.kube/config. */
+export function loadKubeConfig(path: string | undefined, env: NodeJS.ProcessEnv): KubeConfig {
+  const kc = new KubeConfig();
+  if (path !== undefined) kc.loadFromFile(path);
+  else if (env['KUBERNETES_SERVICE_HOST'] !== undefined) kc.loadFromCluster();
+  else kc.loadFromDefault();
+  return kc;
+}
+
+export interface KubernetesSourceHooks {
+  /** Applies a translation (validate → compile → swap, then the listener sockets); rejects when it does not compile. */
+  apply(translation: Translation): Promise<void>;
+}
+
+export class KubernetesSource {
+  readonly config: KubernetesConfig;
+  readonly #kc: KubeConfig;
+  readonly #logger: Logger;
+  readonly #informers: { state: Kind; informer: Informer<KObject> }[] = [];
+  readonly #leader: LeaderElector | undefined;
+  readonly #statusAddress: string;
+  #hooks: KubernetesSourceHooks | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #running: Promise<void> = Promise.resolve();
+  #lastConfig = '';
+  #stopped = false;
+  /** Status bodies written (or found) last, by object: only changes are written. */
+  readonly #written = new Map<string, string>();
+
+  constructor(config: KubernetesConfig, logger: Logger, env: NodeJS.ProcessEnv, bindAddress: string) {
+    this.config = config;
+    this.#logger = logger;
+    this.#kc = loadKubeConfig(config.kubeconfig, env);
+    this.#statusAddress = config.status_address ?? env['POD_IP'] ?? bindAddress;
+    const namespaces = config.watch_namespaces ?? [undefined];
+    for (const k of KINDS) {
+      for (const ns of k.namespaced ? namespaces : [undefined]) {
+        const spec: InformerSpec = {
+          apiVersion: k.apiVersion,
+          kind: k.kind,
+          namespace: ns,
+          path: pathOf(k.apiVersion, k.plural, ns),
+        };
+        this.#informers.push({
+          state: k.state,
+          informer: new Informer(this.#kc, spec, logger, () => this.#schedule()),
+        });
+      }
+    }
+    const le = config.leader_election;
+    this.#leader = le.enabled
+      ? new LeaderElector(
+          this.#kc,
+          {
+            name: le.lease_name,
+            namespace: le.lease_namespace ?? env['POD_NAMESPACE'] ?? 'default',
+            identity: env['POD_NAME'] ?? `${hostname()}-${process.pid}`,
+            leaseDurationSeconds: le.lease_duration_seconds ?? 15,
+          },
+          logger,
+          (leader) => {
+            if (leader) {
+              this.#written.clear();
+              this.#schedule();
+            }
+          },
+        )
+      : undefined;
+  }
+
+  /** Why the gateway is not ready yet, or undefined once every informer has listed and the result is applied. */
+  notReady(): string | undefined {
+    const waiting = this.#informers.filter((i) => !i.informer.listed).map((i) => i.informer.spec.kind);
+    if (waiting.length > 0)
+      return `kubernetes: waiting for the first list of ${[...new Set(waiting)].join(', ')}`;
+    if (this.#lastConfig === '') return 'kubernetes: the first configuration is not applied yet';
+    return undefined;
+  }
+
+  get leader(): boolean {
+    return this.#leader === undefined ? true : this.#leader.leader;
+  }
+
+  start(hooks: KubernetesSourceHooks): void {
+    this.#hooks = hooks;
+    for (const { informer } of this.#informers) informer.start();
+    this.#leader?.start();
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    for (const { informer } of this.#informers) informer.stop();
+    this.#leader?.stop();
+  }
+
+  state(): ClusterState {
+    const state: ClusterState = {
+      gatewayClasses: [],
+      gateways: [],
+      httpRoutes: [],
+      services: [],
+      endpointSlices: [],
+      referenceGrants: [],
+    };
+    for (const { state: kind, informer } of this.#informers)
+      (state[kind] as KObject[]).push(...informer.items);
+    return state;
+  }
+
+  #schedule(): void {
+    if (this.#stopped || this.#timer !== undefined) return;
+    if (this.#informers.some((i) => !i.informer.listed)) return;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      this.#running = this.#running
+        .then(() => this.#sync())
+        .catch((err: unknown) => {
+          this.#logger.warn({ err }, 'kubernetes: sync failed; the previous configuration keeps serving');
+        });
+    }, 50);
+  }
+
+  async #sync(): Promise<void> {
+    if (this.#stopped || this.#hooks === undefined) return;
+    const translation = translate(this.state(), {
+      controllerName: this.config.controller_name,
+      statusAddress: this.#statusAddress,
+    });
+    const text = JSON.stringify({ config: translation.config, ports: translation.ports });
+    if (text !== this.#lastConfig) {
+      await this.#hooks.apply(translation);
+      this.#lastConfig = text;
+    }
+    if (this.leader) await this.#writeStatuses(translation.statuses);
+  }
+
+  async #writeStatuses(updates: StatusUpdate[]): Promise<void> {
+    const api = this.#kc.makeApiClient(CustomObjectsApi);
+    const current = this.state();
+    for (const u of updates) {
+      const id = `${u.plural}/${u.namespace ?? ''}/${u.name}`;
+      const body = JSON.stringify(u.status);
+      const list: KObject[] =
+        u.kind === 'GatewayClass'
+          ? current.gatewayClasses
+          : u.kind === 'Gateway'
+            ? current.gateways
+            : current.httpRoutes;
+      const live = list.find((o) => o.metadata.name === u.name && o.metadata.namespace === u.namespace) as
+        (KObject & { status?: unknown }) | undefined;
+      if (live === undefined) continue;
+      if (
+        JSON.stringify(live.status ?? {}) === body ||
+        this.#written.get(id) === `${live.metadata.resourceVersion}|${body}`
+      )
+        continue;
+      const options = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+      const patch = { status: u.status };
+      try {
+        if (u.namespace === undefined)
+          await api.patchClusterCustomObjectStatus(
+            { group: GW, version: 'v1', plural: u.plural, name: u.name, body: patch },
+            options,
+          );
+        else
+          await api.patchNamespacedCustomObjectStatus(
+            { group: GW, version: 'v1', namespace: u.namespace, plural: u.plural, name: u.name, body: patch },
+            options,
+          );
+        this.#written.set(id, `${live.metadata.resourceVersion}|${body}`);
+      } catch (err) {
+        this.#logger.warn({ err, object: id }, 'kubernetes: status write failed');
+      }
+    }
+  }
+}

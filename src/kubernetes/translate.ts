@@ -1,0 +1,728 @@
+// Gateway API objects → a gateway.yaml configuration (routes + policies) and the statuses the
+// controller writes back. Pure: the same cluster state gives the same result (docs/kubernetes.md).
+//
+// Every declared listener port D of an accepted HTTP listener becomes one route, matched on the
+// header the port's socket stamps on each request (LISTENER_PORT_HEADER), and one policy: a chain
+// of `condition` nodes, one per (route, hostname, match) in the Gateway API precedence order; the
+// first that holds runs its rule (filters, then backends), the last `false` answers 404.
+import type { GatewayConfig, NodeConfig, EdgeConfig, PolicyConfig, RouteConfig } from '../config/gateway.js';
+import type {
+  BackendRef,
+  ClusterState,
+  Condition,
+  Gateway,
+  HTTPRoute,
+  HeaderFilter,
+  Listener,
+  ParentRef,
+  RouteMatch,
+  RouteRule,
+} from './types.js';
+
+/** Set by each Gateway listener socket on every request (a client's own value is overwritten). */
+export const LISTENER_PORT_HEADER = 'x-switchyard-listener-port';
+const GROUP = 'gateway.networking.k8s.io';
+
+export interface TranslateOptions {
+  controllerName: string;
+  statusAddress: string;
+  /** Condition timestamps; tests pass a fixed clock. */
+  now?: () => string;
+}
+
+export interface StatusUpdate {
+  kind: 'GatewayClass' | 'Gateway' | 'HTTPRoute';
+  plural: 'gatewayclasses' | 'gateways' | 'httproutes';
+  namespace: string | undefined;
+  name: string;
+  status: Record<string, unknown>;
+}
+
+export interface Translation {
+  config: GatewayConfig;
+  /** Declared ports of the accepted HTTP listeners (the socket binds port + port_offset). */
+  ports: number[];
+  statuses: StatusUpdate[];
+}
+
+function key(ns: string | undefined, name: string): string {
+  return `${ns ?? ''}/${name}`;
+}
+
+function escapeRegex(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&');
+}
+
+/** Keeps lastTransitionTime of a condition whose status did not change. */
+function conditions(
+  previous: Condition[] | undefined,
+  next: Omit<Condition, 'lastTransitionTime'>[],
+  now: string,
+): Condition[] {
+  return next.map((c) => {
+    const old = previous?.find((p) => p.type === c.type);
+    return {
+      ...c,
+      lastTransitionTime: old !== undefined && old.status === c.status ? old.lastTransitionTime : now,
+    };
+  });
+}
+
+/** Intersection of a listener hostname and a route hostname (Gateway API rules), or undefined. */
+export function intersectHost(
+  listener: string | undefined,
+  route: string | undefined,
+): string | null | undefined {
+  if (listener === undefined && route === undefined) return null; // any host
+  if (listener === undefined) return route;
+  if (route === undefined) return listener;
+  const lw = listener.startsWith('*.');
+  const rw = route.startsWith('*.');
+  if (!lw && !rw) return listener.toLowerCase() === route.toLowerCase() ? route : undefined;
+  if (lw && !rw) return route.toLowerCase().endsWith(listener.slice(1).toLowerCase()) ? route : undefined;
+  if (!lw && rw) return listener.toLowerCase().endsWith(route.slice(1).toLowerCase()) ? listener : undefined;
+  // both wildcards: the more specific one, when one covers the other
+  if (route.toLowerCase().endsWith(listener.slice(1).toLowerCase())) return route;
+  if (listener.toLowerCase().endsWith(route.slice(1).toLowerCase())) return listener;
+  return undefined;
+}
+
+interface Entry {
+  port: number;
+  host: string | null;
+  match: RouteMatch;
+  route: HTTPRoute;
+  rule: RouteRule;
+  ruleIndex: number;
+  matchIndex: number;
+}
+
+type Rank = [number, ...number[]];
+
+/** Sort key, ascending = tried first (the HTTPRouteMatch precedence of the Gateway API). */
+function rank(e: Entry): Rank {
+  const host = e.host;
+  const hostRank = host === null ? 3 : host.startsWith('*.') ? 2 : 1;
+  const path = e.match.path ?? { type: 'PathPrefix', value: '/' };
+  const type = path.type ?? 'PathPrefix';
+  const typeRank = type === 'Exact' ? 0 : type === 'PathPrefix' ? 1 : 2;
+  return [
+    hostRank,
+    -(host?.length ?? 0),
+    typeRank,
+    -(path.value ?? '/').length,
+    e.match.method === undefined ? 1 : 0,
+    -(e.match.headers?.length ?? 0),
+    -(e.match.queryParams?.length ?? 0),
+  ];
+}
+
+function compareEntries(a: Entry, b: Entry): number {
+  const ra = rank(a);
+  const rb = rank(b);
+  for (let i = 0; i < ra.length; i++) if (ra[i] !== rb[i]) return (ra[i] ?? 0) - (rb[i] ?? 0);
+  const ta = a.route.metadata.creationTimestamp ?? '';
+  const tb = b.route.metadata.creationTimestamp ?? '';
+  if (ta !== tb) return ta < tb ? -1 : 1;
+  const na = key(a.route.metadata.namespace, a.route.metadata.name);
+  const nb = key(b.route.metadata.namespace, b.route.metadata.name);
+  if (na !== nb) return na < nb ? -1 : 1;
+  return a.ruleIndex - b.ruleIndex || a.matchIndex - b.matchIndex;
+}
+
+function matchConditions(e: Entry): unknown[] {
+  const out: unknown[] = [];
+  if (e.host !== null) {
+    const host = e.host.startsWith('*.')
+      ? `^[^.]+(\\.[^.]+)*${escapeRegex(e.host.slice(1))}(:[0-9]+)?$`
+      : `^${escapeRegex(e.host)}(:[0-9]+)?$`;
+    out.push(['host', '~*', host]);
+  }
+  const path = e.match.path ?? { type: 'PathPrefix', value: '/' };
+  const value = path.value ?? '/';
+  if ((path.type ?? 'PathPrefix') === 'Exact') out.push(['uri', '==', value]);
+  else if ((path.type ?? 'PathPrefix') === 'RegularExpression') out.push(['uri', '~~', `^(?:${value})$`]);
+  else {
+    const prefix = value.replace(/\/+$/, '');
+    if (prefix !== '') out.push(['OR', ['uri', '==', prefix], ['uri', '~~', `^${escapeRegex(prefix)}/`]]);
+  }
+  if (e.match.method !== undefined) out.push(['method', '==', e.match.method]);
+  for (const h of e.match.headers ?? []) {
+    const subject = `http_${h.name.toLowerCase().replace(/-/g, '_')}`;
+    out.push((h.type ?? 'Exact') === 'Exact' ? [subject, '==', h.value] : [subject, '~~', h.value]);
+  }
+  for (const q of e.match.queryParams ?? []) {
+    const subject = `arg_${q.name}`;
+    out.push((q.type ?? 'Exact') === 'Exact' ? [subject, '==', q.value] : [subject, '~~', q.value]);
+  }
+  if (out.length === 0) out.push(['uri', '~~', '^/']);
+  return out;
+}
+
+/** proxy-rewrite `regex_uri` pairs that replace the matched prefix. */
+function prefixRewrite(matchPrefix: string, replacement: string): string[] {
+  const prefix = matchPrefix.replace(/\/+$/, '');
+  const repl = replacement.replace(/\/+$/, '');
+  if (prefix === '') return ['^(/.*)$', `${repl}$1`];
+  return [`^${escapeRegex(prefix)}$`, repl === '' ? '/' : repl, `^${escapeRegex(prefix)}(/.*)$`, `${repl}$1`];
+}
+
+function headerActions(filter: HeaderFilter | undefined): {
+  set: Record<string, string>;
+  add: { name: string; value: string }[];
+  remove: string[];
+} {
+  const set: Record<string, string> = {};
+  for (const h of filter?.set ?? []) set[h.name.toLowerCase()] = h.value;
+  return { set, add: filter?.add ?? [], remove: filter?.remove ?? [] };
+}
+
+interface Backend {
+  weight: number;
+  /** ready endpoints, or a problem: 'invalid' (→ 500) */
+  targets: { host: string; port: number }[] | 'invalid';
+}
+
+export function translate(state: ClusterState, options: TranslateOptions): Translation {
+  const now = (options.now ?? (() => new Date().toISOString().replace(/\.\d+Z$/, 'Z')))();
+  const statuses: StatusUpdate[] = [];
+  const classes = new Map(
+    state.gatewayClasses
+      .filter((c) => c.spec.controllerName === options.controllerName)
+      .map((c) => [c.metadata.name, c]),
+  );
+  for (const c of classes.values()) {
+    const g = c.metadata.generation;
+    statuses.push({
+      kind: 'GatewayClass',
+      plural: 'gatewayclasses',
+      namespace: undefined,
+      name: c.metadata.name,
+      status: {
+        conditions: conditions(
+          c.status?.conditions,
+          [
+            {
+              type: 'Accepted',
+              status: 'True',
+              reason: 'Accepted',
+              message: 'Handled by Switchyard',
+              observedGeneration: g,
+            },
+            {
+              type: 'SupportedVersion',
+              status: 'True',
+              reason: 'SupportedVersion',
+              message: 'Gateway API v1',
+              observedGeneration: g,
+            },
+          ],
+          now,
+        ),
+      },
+    });
+  }
+  const gateways = state.gateways.filter((gw) => classes.has(gw.spec.gatewayClassName));
+  const gatewayByKey = new Map(gateways.map((gw) => [key(gw.metadata.namespace, gw.metadata.name), gw]));
+  const services = new Map(state.services.map((s) => [key(s.metadata.namespace, s.metadata.name), s]));
+  const attached = new Map<string, number>(); // gateway key + listener name → count
+  const entries: Entry[] = [];
+
+  const granted = (fromNs: string, toNs: string, name: string): boolean =>
+    state.referenceGrants.some(
+      (g) =>
+        g.metadata.namespace === toNs &&
+        g.spec.from.some((f) => f.group === GROUP && f.kind === 'HTTPRoute' && f.namespace === fromNs) &&
+        g.spec.to.some(
+          (t) => (t.group ?? '') === '' && t.kind === 'Service' && (t.name === undefined || t.name === name),
+        ),
+    );
+
+  const resolve = (
+    route: HTTPRoute,
+    ref: BackendRef,
+  ): { reason?: string; message?: string; backend: Backend } => {
+    const weight = ref.weight ?? 1;
+    const ns = ref.namespace ?? route.metadata.namespace ?? 'default';
+    if ((ref.group ?? '') !== '' || (ref.kind ?? 'Service') !== 'Service')
+      return {
+        reason: 'InvalidKind',
+        message: `unsupported backend kind ${ref.kind ?? ''}`,
+        backend: { weight, targets: 'invalid' },
+      };
+    if (ns !== route.metadata.namespace && !granted(route.metadata.namespace ?? 'default', ns, ref.name))
+      return {
+        reason: 'RefNotPermitted',
+        message: `no ReferenceGrant in ${ns} allows this route to reference Service ${ref.name}`,
+        backend: { weight, targets: 'invalid' },
+      };
+    const service = services.get(key(ns, ref.name));
+    if (service === undefined)
+      return {
+        reason: 'BackendNotFound',
+        message: `Service ${ns}/${ref.name} not found`,
+        backend: { weight, targets: 'invalid' },
+      };
+    const servicePort = service.spec.ports?.find((p) => p.port === ref.port);
+    if (servicePort === undefined)
+      return {
+        reason: 'BackendNotFound',
+        message: `Service ${ns}/${ref.name} has no port ${ref.port ?? '(unset)'}`,
+        backend: { weight, targets: 'invalid' },
+      };
+    const targets: { host: string; port: number }[] = [];
+    const seen = new Set<string>();
+    for (const slice of state.endpointSlices) {
+      if (
+        slice.metadata.namespace !== ns ||
+        slice.metadata.labels?.['kubernetes.io/service-name'] !== ref.name
+      )
+        continue;
+      const port = slice.ports?.find((p) => (p.name ?? '') === (servicePort.name ?? ''))?.port;
+      if (port === undefined) continue;
+      for (const ep of slice.endpoints ?? []) {
+        if (ep.conditions?.ready === false) continue;
+        for (const address of ep.addresses) {
+          const id = `${address}:${port}`;
+          if (seen.has(id)) continue;
+          seen.add(id);
+          targets.push({ host: address, port });
+        }
+      }
+    }
+    return { backend: { weight, targets } };
+  };
+
+  for (const route of state.httpRoutes) {
+    const routeNs = route.metadata.namespace ?? 'default';
+    const parents: unknown[] = [];
+    // Backends resolve the same way for every parent.
+    const refProblems: { reason: string; message: string }[] = [];
+    for (const rule of route.spec.rules ?? [])
+      for (const ref of rule.backendRefs ?? []) {
+        const r = resolve(route, ref);
+        if (r.reason !== undefined) refProblems.push({ reason: r.reason, message: r.message ?? '' });
+      }
+    for (const parent of route.spec.parentRefs ?? []) {
+      if ((parent.group ?? GROUP) !== GROUP || (parent.kind ?? 'Gateway') !== 'Gateway') continue;
+      const gwKey = key(parent.namespace ?? routeNs, parent.name);
+      const gw = gatewayByKey.get(gwKey);
+      if (gw === undefined) continue; // not ours: another controller reports it
+      const accepted = acceptRoute(gw, route, parent);
+      if (accepted.listeners.length > 0) {
+        for (const { listener, hosts } of accepted.listeners) {
+          const counter = `${gwKey}#${listener.name}`;
+          attached.set(counter, (attached.get(counter) ?? 0) + 1);
+          for (const host of hosts)
+            (route.spec.rules ?? []).forEach((rule, ruleIndex) => {
+              const matches = rule.matches !== undefined && rule.matches.length > 0 ? rule.matches : [{}];
+              matches.forEach((match, matchIndex) =>
+                entries.push({ port: listener.port, host, match, route, rule, ruleIndex, matchIndex }),
+              );
+            });
+        }
+      }
+      const g = route.metadata.generation;
+      const previous = (
+        route.status?.parents as { parentRef?: ParentRef; conditions?: Condition[] }[] | undefined
+      )?.find(
+        (p) =>
+          p.parentRef?.name === parent.name &&
+          (p.parentRef?.sectionName ?? '') === (parent.sectionName ?? ''),
+      )?.conditions;
+      const problem = refProblems[0];
+      parents.push({
+        parentRef: {
+          group: GROUP,
+          kind: 'Gateway',
+          namespace: gw.metadata.namespace,
+          name: parent.name,
+          ...(parent.sectionName === undefined ? {} : { sectionName: parent.sectionName }),
+          ...(parent.port === undefined ? {} : { port: parent.port }),
+        },
+        controllerName: options.controllerName,
+        conditions: conditions(
+          previous,
+          [
+            accepted.listeners.length > 0
+              ? {
+                  type: 'Accepted',
+                  status: 'True',
+                  reason: 'Accepted',
+                  message: 'Route is accepted',
+                  observedGeneration: g,
+                }
+              : {
+                  type: 'Accepted',
+                  status: 'False',
+                  reason: accepted.reason,
+                  message: accepted.message,
+                  observedGeneration: g,
+                },
+            problem === undefined
+              ? {
+                  type: 'ResolvedRefs',
+                  status: 'True',
+                  reason: 'ResolvedRefs',
+                  message: 'All references resolved',
+                  observedGeneration: g,
+                }
+              : {
+                  type: 'ResolvedRefs',
+                  status: 'False',
+                  reason: problem.reason,
+                  message: problem.message,
+                  observedGeneration: g,
+                },
+          ],
+          now,
+        ),
+      });
+    }
+    if (parents.length > 0)
+      statuses.push({
+        kind: 'HTTPRoute',
+        plural: 'httproutes',
+        namespace: routeNs,
+        name: route.metadata.name,
+        status: { parents },
+      });
+  }
+
+  const ports = new Set<number>();
+  for (const gw of gateways) {
+    const g = gw.metadata.generation;
+    const gwKey = key(gw.metadata.namespace, gw.metadata.name);
+    const old = gw.status as
+      { conditions?: Condition[]; listeners?: { name: string; conditions?: Condition[] }[] } | undefined;
+    const listeners = gw.spec.listeners.map((l) => {
+      const http = l.protocol === 'HTTP';
+      if (http) ports.add(l.port);
+      const prev = old?.listeners?.find((p) => p.name === l.name)?.conditions;
+      return {
+        name: l.name,
+        supportedKinds: http ? [{ group: GROUP, kind: 'HTTPRoute' }] : [],
+        attachedRoutes: attached.get(`${gwKey}#${l.name}`) ?? 0,
+        conditions: conditions(
+          prev,
+          http
+            ? [
+                { type: 'Accepted', status: 'True', reason: 'Accepted', message: '', observedGeneration: g },
+                {
+                  type: 'Programmed',
+                  status: 'True',
+                  reason: 'Programmed',
+                  message: '',
+                  observedGeneration: g,
+                },
+                {
+                  type: 'ResolvedRefs',
+                  status: 'True',
+                  reason: 'ResolvedRefs',
+                  message: '',
+                  observedGeneration: g,
+                },
+                {
+                  type: 'Conflicted',
+                  status: 'False',
+                  reason: 'NoConflicts',
+                  message: '',
+                  observedGeneration: g,
+                },
+              ]
+            : [
+                {
+                  type: 'Accepted',
+                  status: 'False',
+                  reason: 'UnsupportedProtocol',
+                  message: `protocol ${l.protocol} is not supported yet`,
+                  observedGeneration: g,
+                },
+                {
+                  type: 'Programmed',
+                  status: 'False',
+                  reason: 'Invalid',
+                  message: `protocol ${l.protocol} is not supported yet`,
+                  observedGeneration: g,
+                },
+                {
+                  type: 'ResolvedRefs',
+                  status: 'True',
+                  reason: 'ResolvedRefs',
+                  message: '',
+                  observedGeneration: g,
+                },
+                {
+                  type: 'Conflicted',
+                  status: 'False',
+                  reason: 'NoConflicts',
+                  message: '',
+                  observedGeneration: g,
+                },
+              ],
+          now,
+        ),
+      };
+    });
+    const anyHttp = gw.spec.listeners.some((l) => l.protocol === 'HTTP');
+    const ip = /^[0-9.]+$|:/.test(options.statusAddress);
+    statuses.push({
+      kind: 'Gateway',
+      plural: 'gateways',
+      namespace: gw.metadata.namespace,
+      name: gw.metadata.name,
+      status: {
+        addresses: [{ type: ip ? 'IPAddress' : 'Hostname', value: options.statusAddress }],
+        conditions: conditions(
+          old?.conditions,
+          [
+            {
+              type: 'Accepted',
+              status: 'True',
+              reason: 'Accepted',
+              message: 'Handled by Switchyard',
+              observedGeneration: g,
+            },
+            anyHttp
+              ? {
+                  type: 'Programmed',
+                  status: 'True',
+                  reason: 'Programmed',
+                  message: 'Serving',
+                  observedGeneration: g,
+                }
+              : {
+                  type: 'Programmed',
+                  status: 'False',
+                  reason: 'Invalid',
+                  message: 'no listener is supported',
+                  observedGeneration: g,
+                },
+          ],
+          now,
+        ),
+        listeners,
+      },
+    });
+  }
+
+  const routes: RouteConfig[] = [];
+  const policies: PolicyConfig[] = [];
+  for (const port of [...ports].sort((a, b) => a - b)) {
+    const mine = entries.filter((e) => e.port === port).sort(compareEntries);
+    const name = `k8s-port-${port}`;
+    routes.push({
+      name,
+      match: { path: '/*', headers: { [LISTENER_PORT_HEADER]: String(port) } },
+      policy: name,
+    });
+    policies.push(portPolicy(name, port, mine, resolve));
+  }
+  return { config: { routes, policies } as GatewayConfig, ports: [...ports].sort((a, b) => a - b), statuses };
+}
+
+function acceptRoute(
+  gw: Gateway,
+  route: HTTPRoute,
+  parent: ParentRef,
+): { listeners: { listener: Listener; hosts: (string | null)[] }[]; reason: string; message: string } {
+  const routeNs = route.metadata.namespace ?? 'default';
+  let candidates = gw.spec.listeners;
+  if (parent.sectionName !== undefined) candidates = candidates.filter((l) => l.name === parent.sectionName);
+  if (parent.port !== undefined) candidates = candidates.filter((l) => l.port === parent.port);
+  if (candidates.length === 0)
+    return { listeners: [], reason: 'NoMatchingParent', message: 'no listener matches the parentRef' };
+  candidates = candidates.filter((l) => l.protocol === 'HTTP');
+  const allowed = candidates.filter((l) => {
+    const from = l.allowedRoutes?.namespaces?.from ?? 'Same';
+    if (from === 'All') return true;
+    if (from === 'Same') return routeNs === gw.metadata.namespace;
+    return false; // Selector: not supported yet
+  });
+  if (allowed.length === 0)
+    return {
+      listeners: [],
+      reason: 'NotAllowedByListeners',
+      message: 'no listener allows routes from this namespace',
+    };
+  const out: { listener: Listener; hosts: (string | null)[] }[] = [];
+  for (const listener of allowed) {
+    const routeHosts =
+      route.spec.hostnames !== undefined && route.spec.hostnames.length > 0
+        ? route.spec.hostnames
+        : [undefined];
+    const hosts = new Set<string | null>();
+    for (const h of routeHosts) {
+      const i = intersectHost(listener.hostname, h);
+      if (i !== undefined) hosts.add(i);
+    }
+    if (hosts.size > 0) out.push({ listener, hosts: [...hosts] });
+  }
+  if (out.length === 0)
+    return {
+      listeners: [],
+      reason: 'NoMatchingListenerHostname',
+      message: 'no listener hostname intersects the route hostnames',
+    };
+  return { listeners: out, reason: 'Accepted', message: '' };
+}
+
+function portPolicy(
+  name: string,
+  port: number,
+  entries: Entry[],
+  resolve: (route: HTTPRoute, ref: BackendRef) => { backend: Backend },
+): PolicyConfig {
+  const nodes: NodeConfig[] = [
+    { id: 'in', type: 'listener' },
+    { id: 'out', type: 'client' },
+    {
+      id: 'not-found',
+      type: 'mocking',
+      config: {
+        response_status: 404,
+        response_example: '{"error":"not_found","message":"No route matched"}',
+        with_mock_header: false,
+      },
+    },
+    {
+      id: 'fail-500',
+      type: 'mocking',
+      config: {
+        response_status: 500,
+        response_example: '{"error":"internal_error","message":"the rule has no usable backend"}',
+        with_mock_header: false,
+      },
+    },
+    {
+      id: 'fail-503',
+      type: 'mocking',
+      config: {
+        response_status: 503,
+        response_example: '{"error":"service_unavailable","message":"the backend has no ready endpoint"}',
+        with_mock_header: false,
+      },
+    },
+  ];
+  const edges: EdgeConfig[] = [
+    { from: 'not-found.success', to: 'out.in' },
+    { from: 'fail-500.success', to: 'out.in' },
+    { from: 'fail-503.success', to: 'out.in' },
+  ];
+  let previous = 'in.out';
+  entries.forEach((e, i) => {
+    const m = `m${i}`;
+    nodes.push({ id: m, type: 'condition', config: { conditions: matchConditions(e) } });
+    edges.push({ from: previous, to: `${m}.in` });
+    previous = `${m}.false`;
+    ruleNodes(`r${i}`, port, e, `${m}.true`, nodes, edges, resolve);
+  });
+  edges.push({ from: previous, to: 'not-found.in' });
+  return { name, global_rules: false, nodes, edges };
+}
+
+function ruleNodes(
+  id: string,
+  port: number,
+  e: Entry,
+  from: string,
+  nodes: NodeConfig[],
+  edges: EdgeConfig[],
+  resolve: (route: HTTPRoute, ref: BackendRef) => { backend: Backend },
+): void {
+  const filters = e.rule.filters ?? [];
+  const reqHeaders = headerActions(
+    filters.find((f) => f.type === 'RequestHeaderModifier')?.requestHeaderModifier,
+  );
+  const rewrite = filters.find((f) => f.type === 'URLRewrite')?.urlRewrite;
+  const redirect = filters.find((f) => f.type === 'RequestRedirect')?.requestRedirect;
+  const matchPrefix =
+    (e.match.path?.type ?? 'PathPrefix') === 'PathPrefix' ? (e.match.path?.value ?? '/') : '/';
+  const pathMod = redirect?.path ?? rewrite?.path;
+  const rq: Record<string, unknown> = {
+    headers: {
+      set: reqHeaders.set,
+      add: reqHeaders.add,
+      remove: [...reqHeaders.remove, LISTENER_PORT_HEADER],
+    },
+  };
+  if (pathMod?.type === 'ReplaceFullPath') rq['uri'] = pathMod.replaceFullPath ?? '/';
+  else if (pathMod?.type === 'ReplacePrefixMatch')
+    rq['regex_uri'] = prefixRewrite(matchPrefix, pathMod.replacePrefixMatch ?? '/');
+  if (rewrite?.hostname !== undefined) rq['host'] = rewrite.hostname;
+  nodes.push({ id: `${id}-req`, type: 'proxy-rewrite', config: rq });
+  edges.push({ from, to: `${id}-req.in` });
+  if (redirect !== undefined) {
+    const scheme = redirect.scheme ?? 'http';
+    const host = redirect.hostname ?? (e.host !== null && !e.host.startsWith('*.') ? e.host : '$host');
+    const p = redirect.port ?? (redirect.scheme !== undefined ? (scheme === 'https' ? 443 : 80) : port);
+    const showPort = !((scheme === 'http' && p === 80) || (scheme === 'https' && p === 443));
+    // The path was rewritten by the node before (ReplaceFullPath / ReplacePrefixMatch), or is the request's.
+    nodes.push({
+      id: `${id}-redirect`,
+      type: 'redirect',
+      config: {
+        uri: `${scheme}://${host}${showPort ? `:${p}` : ''}$uri`,
+        ret_code: redirect.statusCode ?? 302,
+      },
+    });
+    edges.push(
+      { from: `${id}-req.success`, to: `${id}-redirect.in` },
+      { from: `${id}-redirect.redirect`, to: 'out.in' },
+    );
+    edges.push({ from: `${id}-redirect.success`, to: 'out.in' });
+    return;
+  }
+  const respFilter = filters.find((f) => f.type === 'ResponseHeaderModifier')?.responseHeaderModifier;
+  let answer = 'out.in';
+  if (respFilter !== undefined) {
+    const h = headerActions(respFilter);
+    nodes.push({
+      id: `${id}-resp`,
+      type: 'response-rewrite',
+      config: { headers: { set: h.set, add: h.add.map((a) => `${a.name}: ${a.value}`), remove: h.remove } },
+    });
+    edges.push({ from: `${id}-resp.success`, to: 'out.in' });
+    answer = `${id}-resp.in`;
+  }
+  const backends = (e.rule.backendRefs ?? [])
+    .map((ref) => resolve(e.route, ref).backend)
+    .filter((b) => b.weight > 0);
+  if (backends.length === 0) {
+    edges.push({ from: `${id}-req.success`, to: 'fail-500.in' });
+    return;
+  }
+  if (backends.length === 1) {
+    const only = backends[0] as Backend;
+    if (only.targets === 'invalid') edges.push({ from: `${id}-req.success`, to: 'fail-500.in' });
+    else if (only.targets.length === 0) edges.push({ from: `${id}-req.success`, to: 'fail-503.in' });
+    else {
+      nodes.push({ id: `${id}-up`, type: 'upstream', config: { targets: only.targets, pass_host: 'pass' } });
+      edges.push({ from: `${id}-req.success`, to: `${id}-up.in` }, { from: `${id}-up.success`, to: answer });
+    }
+    return;
+  }
+  // Several weighted backends: one traffic-split slot each; the unusable ones share the default
+  // slot, which answers 500 (invalid) — a backend without ready endpoints counts as unusable too.
+  const slots: Record<string, unknown>[] = [];
+  let broken = 0;
+  for (const b of backends) {
+    if (b.targets === 'invalid' || b.targets.length === 0) broken += b.weight;
+    else slots.push({ weight: b.weight, upstream: { targets: b.targets } });
+  }
+  if (broken > 0) slots.push({ weight: broken });
+  if (slots.length === 1 && broken > 0) {
+    edges.push({ from: `${id}-req.success`, to: 'fail-500.in' });
+    return;
+  }
+  nodes.push({
+    id: `${id}-split`,
+    type: 'traffic-split',
+    config: { rules: [{ weighted_upstreams: slots }] },
+  });
+  edges.push(
+    { from: `${id}-req.success`, to: `${id}-split.in` },
+    { from: `${id}-split.routed`, to: answer },
+    { from: `${id}-split.success`, to: 'fail-500.in' },
+  );
+}

@@ -1,0 +1,143 @@
+// The parts of the Kubernetes objects the controller reads (Gateway API v1, core/v1 Service and
+// Secret, discovery.k8s.io/v1 EndpointSlice, gateway.networking.k8s.io/v1beta1 ReferenceGrant).
+// Written from the API reference; only the fields used are typed.
+
+export interface ObjectMeta {
+  name: string;
+  namespace?: string;
+  generation?: number;
+  resourceVersion?: string;
+  creationTimestamp?: string;
+  labels?: Record<string, string>;
+}
+
+export interface Condition {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  reason: string;
+  message: string;
+  observedGeneration?: number | undefined;
+  lastTransitionTime: string;
+}
+
+export interface KObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+}
+
+export interface GatewayClass extends KObject {
+  spec: { controllerName: string };
+  status?: { conditions?: Condition[] };
+}
+
+export interface Listener {
+  name: string;
+  hostname?: string;
+  port: number;
+  protocol: string;
+  allowedRoutes?: {
+    namespaces?: { from?: 'Same' | 'All' | 'Selector' };
+    kinds?: { group?: string; kind: string }[];
+  };
+}
+
+export interface Gateway extends KObject {
+  spec: { gatewayClassName: string; listeners: Listener[] };
+  status?: unknown;
+}
+
+export interface ParentRef {
+  group?: string;
+  kind?: string;
+  namespace?: string;
+  name: string;
+  sectionName?: string;
+  port?: number;
+}
+
+export interface HeaderMatch {
+  type?: 'Exact' | 'RegularExpression';
+  name: string;
+  value: string;
+}
+
+export interface RouteMatch {
+  path?: { type?: 'Exact' | 'PathPrefix' | 'RegularExpression'; value?: string };
+  headers?: HeaderMatch[];
+  queryParams?: HeaderMatch[];
+  method?: string;
+}
+
+export interface HeaderFilter {
+  set?: { name: string; value: string }[];
+  add?: { name: string; value: string }[];
+  remove?: string[];
+}
+
+export interface PathModifier {
+  type: 'ReplaceFullPath' | 'ReplacePrefixMatch';
+  replaceFullPath?: string;
+  replacePrefixMatch?: string;
+}
+
+export interface RouteFilter {
+  type: string;
+  requestHeaderModifier?: HeaderFilter;
+  responseHeaderModifier?: HeaderFilter;
+  requestRedirect?: {
+    scheme?: string;
+    hostname?: string;
+    path?: PathModifier;
+    port?: number;
+    statusCode?: number;
+  };
+  urlRewrite?: { hostname?: string; path?: PathModifier };
+}
+
+export interface BackendRef {
+  group?: string;
+  kind?: string;
+  name: string;
+  namespace?: string;
+  port?: number;
+  weight?: number;
+}
+
+export interface RouteRule {
+  matches?: RouteMatch[];
+  filters?: RouteFilter[];
+  backendRefs?: BackendRef[];
+}
+
+export interface HTTPRoute extends KObject {
+  spec: { parentRefs?: ParentRef[]; hostnames?: string[]; rules?: RouteRule[] };
+  status?: { parents?: unknown[] };
+}
+
+export interface Service extends KObject {
+  spec: { ports?: { name?: string; port: number; targetPort?: number | string; protocol?: string }[] };
+}
+
+export interface EndpointSlice extends KObject {
+  addressType?: string;
+  endpoints?: { addresses: string[]; conditions?: { ready?: boolean | null } }[];
+  ports?: { name?: string; port?: number; protocol?: string }[];
+}
+
+export interface ReferenceGrant extends KObject {
+  spec: {
+    from: { group: string; kind: string; namespace: string }[];
+    to: { group: string; kind: string; name?: string }[];
+  };
+}
+
+/** Everything the informers hold, as one snapshot. */
+export interface ClusterState {
+  gatewayClasses: GatewayClass[];
+  gateways: Gateway[];
+  httpRoutes: HTTPRoute[];
+  services: Service[];
+  endpointSlices: EndpointSlice[];
+  referenceGrants: ReferenceGrant[];
+}
