@@ -119,12 +119,12 @@ test('F8/F20: the key-auth key the old docs named (header) points at header_name
 test('F19: a config error found by the schema and one found when the node is created show in one pass', () => {
   const text = edit('config: { keys: [k] }', 'config: { }').replace(
     'config: { targets: [{ host: 127.0.0.1, port: 9 }] }',
-    'config: { timeout_ms: 500 }',
+    'config: { targets: [{ host: 127.0.0.1, port: 9, wieght: 1 }] }',
   );
   const found = located(text);
   assert.equal(found.length, 2, found.join('\n'));
   assert.ok(
-    found.some((m) => m.includes("node 'up' (type 'upstream'): config.targets is required")),
+    found.some((m) => m.includes("node 'up' (type 'upstream'): config.targets[0].wieght unknown key")),
     found.join('\n'),
   );
   assert.ok(
