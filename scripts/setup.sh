@@ -30,7 +30,7 @@ elif [ "$("$NODE22_DIR/package/bin/node" --version 2>/dev/null)" != "v$NODE22_VE
   echo "setup: Node $("$NODE22_DIR/package/bin/node" --version) in $NODE22_DIR"
 fi
 
-PACKAGES=(redis-server nginx redis-sentinel prometheus etcd-server etcd-client slapd ldap-utils pebble chromium wrk nghttp2-client openssl curl ca-certificates dnsmasq)
+PACKAGES=(redis-server nginx redis-sentinel prometheus etcd-server etcd-client slapd ldap-utils pebble chromium wrk nghttp2-client openssl curl ca-certificates dnsmasq $(command -v kubectl >/dev/null || echo kubernetes-client))
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
