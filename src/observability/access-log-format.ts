@@ -104,7 +104,7 @@ export function jsonFields(
   const upstream = upstreamOf(ctx);
   const referer = header(req, undefined, 'referer');
   const moved = transferOf(req, ctx, status);
-  return {
+  const fields: Record<string, unknown> = {
     time: isoNow(),
     request_id: header(req, ctx, requestIdHeader) ?? null,
     client: clientOf(req, ctx),
@@ -126,6 +126,15 @@ export function jsonFields(
     user_agent: header(req, undefined, 'user-agent') ?? null,
     referer: referer === undefined ? null : redactTarget(referer, redaction),
   };
+  // An LLM call (ai-proxy) adds its model, provider and tokens; other lines keep their fields.
+  const message = ctx?.message;
+  if (message !== undefined && message['ai.model'] !== undefined) {
+    fields.ai_model = message['ai.model'];
+    fields.ai_provider = message['ai.provider'] ?? null;
+    fields.ai_prompt_tokens = message['ai.usage.prompt_tokens'] ?? null;
+    fields.ai_completion_tokens = message['ai.usage.completion_tokens'] ?? null;
+  }
+  return fields;
 }
 
 const MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];

@@ -239,7 +239,7 @@ export class AiProxyNode implements NodeInstance<'success'> {
     if (status === 429 || status >= 500)
       return { target: target.name, status, reason: providerErrorOf(raw).message || `status ${status}` };
     if (status < 200 || status >= 300) {
-      if (status < 400) return { target: target.name, status: 0, reason: `unexpected status ${status}` };
+      if (status < 400) return { target: target.name, status, reason: `unexpected status ${status}` };
       // The provider refused the request itself: another target would too. The client hears why.
       const error = providerErrorOf(raw);
       ctx.response.json(
@@ -259,7 +259,7 @@ export class AiProxyNode implements NodeInstance<'success'> {
     if (!req.stream) {
       const translated = translateAnswer(target.spec.wire, req.format, raw);
       if (translated === undefined)
-        return { target: target.name, status: 0, reason: 'the answer is not JSON' };
+        return { target: target.name, status: 502, reason: 'the answer is not JSON' };
       answer.firstToken();
       answer.finish(ctx, translated.usage);
       ctx.response.status = 200;

@@ -74,13 +74,14 @@ export const anthropicTarget = (p: LlmProvider, extra: TargetConfig = {}): Targe
 /** Starts both providers, then the gateway built from `policies(providers)`. */
 export async function startAiHarness(
   policies: (p: { openai: LlmProvider; anthropic: LlmProvider }) => Record<string, PolicySpec>,
+  options: { system?: string } = {},
 ): Promise<AiHarness> {
   const openaiProvider = await startLlmProvider('openai');
   const anthropicProvider = await startLlmProvider('anthropic');
   const h = await startAdmin({
     gatewayYaml: gatewayYaml(policies({ openai: openaiProvider, anthropic: anthropicProvider })),
     admin: `users: [{ username: viewer, password: ${VIEWER_PASSWORD}, role: viewer }]`,
-    system: 'debug: { enabled: true, max_traces: 50 }',
+    system: `debug: { enabled: true, max_traces: 50 }\n${options.system ?? ''}`,
   });
   return {
     ...h,
