@@ -515,7 +515,6 @@ export class Gateway {
     return out;
   }
 
-
   /**
    * Converges on what etcd holds: every change under the prefix (and every
    * reconnect of the watch, which may have missed some) schedules one reload.
