@@ -242,3 +242,29 @@ test("ai-rate-limit: x-ratelimit-reset-tokens uses OpenAI's duration form", () =
   assert.equal(openAiDuration(3_723_000), '1h2m3s');
   assert.equal(openAiDuration(400), '1s');
 });
+
+test('ai-rate-limit behind ai-proxy: the count half takes message.ai.usage.* (whole and streamed answers)', async () => {
+  // ai-proxy builds its own provider request (no x-*-tokens headers): each call costs the stand-in's 10 + 5.
+  const yaml = budgetYaml('{ limit: 40, time_window: 60, key: $http_x_user }').replace(
+    /- \{ id: llm, type: upstream, config: [^\n]*/,
+    `- { id: llm, type: ai-proxy, config: { targets: [{ name: local, provider: openai-compatible, endpoint: "http://127.0.0.1:${llm.port}" }] } }`,
+  );
+  const gw = await startGateway(yaml);
+  gateways.push(gw);
+  const whole = await chat(gw.url, {});
+  assert.equal(whole.status, 200, whole.body);
+  assert.deepEqual(budgetHeaders(whole), ['40', '25']);
+  // The client did not ask for the usage chunk: ai-proxy asks the provider for it and keeps it.
+  const streamed = await chat(gw.url, {
+    body: { model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] },
+  });
+  assert.equal(streamed.status, 200);
+  assert.doesNotMatch(streamed.body, /total_tokens/);
+  const third = await chat(gw.url, {});
+  assert.deepEqual(
+    budgetHeaders(third),
+    ['40', '0'],
+    'the stream was counted from message.ai.usage: 40 - 45',
+  );
+  assert.equal((await chat(gw.url)).status, 429);
+});
