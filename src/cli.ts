@@ -26,6 +26,7 @@ const USAGE = `Usage:
   switchyard validate [--system-config <path>] [--gateway-config <path>] [--json]
   switchyard migrate --gateway-config <path> [--system-config <path>] [--write] [--drop-unknown-keys]
   switchyard mcp --stdio [--url <MCP endpoint URL>]   (token in SWITCHYARD_MCP_TOKEN)
+  switchyard import kong|apisix <file> [-o <gateway.yaml>]
 
 Defaults: --system-config config/system.yaml, --gateway-config config/gateway.yaml`;
 
@@ -389,6 +390,10 @@ export async function main(argv: string[], early?: EarlySignals): Promise<number
   if (argv[0] === 'mcp') {
     handOver(early, HANDLED_SIGNALS, 'default');
     return (await import('./admin/mcp/stdio.js')).runMcpCommand(argv.slice(1));
+  }
+  if (argv[0] === 'import') {
+    handOver(early, HANDLED_SIGNALS, 'default');
+    return (await import('./migrate/import-command.js')).runImport(argv.slice(1));
   }
   let args: CliArgs;
   try {
