@@ -4,7 +4,7 @@
 // their Go tests encode. Backends are local echo servers behind EndpointSlices (docs/kubernetes.md).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
+import { createServer, request as httpRequest, type Server } from 'node:http';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -19,11 +19,15 @@ import { tempDir } from '../support/temp-dir.js';
 import { waitFor } from '../support/wait.js';
 
 const INFRA = 'gateway-conformance-infra';
+const WEB = 'gateway-conformance-web-backend';
+/** What the suite sends as Host by default: the Gateway address (port 80 left out). */
+const GW_HOST = '10.1.2.3';
 const FIXTURES = join(import.meta.dirname, 'fixtures', 'conformance');
 const BACKENDS: [string, string][] = [
   [INFRA, 'infra-backend-v1'],
   [INFRA, 'infra-backend-v2'],
   [INFRA, 'infra-backend-v3'],
+  [WEB, 'web-backend'],
 ];
 
 let api: KubeApiServer;
@@ -57,7 +61,13 @@ async function startEcho(namespace: string, pod: string): Promise<number> {
       namespace,
       pod,
     };
-    res.writeHead(200, { 'content-type': 'application/json' });
+    // The suite's echo server sets the response headers named in X-Echo-Set-Header ("name:value,…").
+    const out: [string, string][] = [['content-type', 'application/json']];
+    for (const pair of (req.headers['x-echo-set-header'] as string | undefined)?.split(',') ?? []) {
+      const colon = pair.indexOf(':');
+      if (colon > 0) out.push([pair.slice(0, colon).trim(), pair.slice(colon + 1).trim()]);
+    }
+    res.writeHead(200, out.flat());
     res.end(JSON.stringify(body));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -138,7 +148,8 @@ function cond(list: Cond[] | undefined, type: string): Cond | undefined {
 
 /** Applies a conformance manifest and waits until the controller reported the route accepted. */
 async function applyCase(file: string, routes: string[]): Promise<() => void> {
-  const objects = api.applyYaml(readFileSync(join(FIXTURES, file), 'utf8'));
+  const text = readFileSync(join(FIXTURES, file), 'utf8').replaceAll('{GATEWAY_CLASS_NAME}', 'switchyard');
+  const objects = api.applyYaml(text);
   await waitFor(() => routes.every((r) => cond(routeParent(r)?.conditions, 'Accepted') !== undefined), {
     timeoutMs: 15_000,
     what: `status of ${routes.join(', ')}`,
@@ -315,4 +326,632 @@ test('EndpointSlice changes are followed; Admin writes are refused naming the so
     gateway.apply((c) => c, 'admin'),
     (err: unknown) => err instanceof ConfigSourceReadOnly && /kubernetes/.test(err.message),
   );
+});
+
+// ---------------------------------------------------------------------------------------------
+// The suite's ExpectedResponse, checked the way conformance/utils/http CompareRoundTrip does.
+
+interface Case {
+  host?: string;
+  path: string;
+  method?: string;
+  headers?: Record<string, string>;
+  /** Response headers the echo backend is asked to set (X-Echo-Set-Header). */
+  backendSet?: Record<string, string>;
+  status?: number;
+  backend?: string;
+  namespace?: string;
+  /** What the backend must have received. */
+  expectPath?: string;
+  expectHost?: string;
+  expectHeaders?: Record<string, string>;
+  absentHeaders?: string[];
+  /** What the client must get back. */
+  responseHeaders?: Record<string, string>;
+  absentResponseHeaders?: string[];
+  redirect?: { scheme?: string; host?: string; port?: string; path?: string };
+}
+
+interface Answer {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  /** Every header line's value by lower-case name, as Go's http.Header holds them. */
+  lines: Record<string, string[]>;
+  body: string;
+}
+
+/** A raw request to the port-80 listener (fetch cannot set Host). */
+function call(c: Case): Promise<Answer> {
+  const headers: Record<string, string> = { host: c.host ?? GW_HOST, ...c.headers };
+  if (c.backendSet !== undefined)
+    headers['X-Echo-Set-Header'] = Object.entries(c.backendSet)
+      .map(([n, v]) => `${n}:${v}`)
+      .join(',');
+  const url = new URL(base);
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      { host: url.hostname, port: url.port, path: c.path, method: c.method ?? 'GET', headers },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            lines: res.rawHeaders.reduce<Record<string, string[]>>((acc, v, i, all) => {
+              if (i % 2 === 0) (acc[v.toLowerCase()] ??= []).push(all[i + 1] as string);
+              return acc;
+            }, {}),
+            body: Buffer.concat(chunks).toString('utf8'),
+          }),
+        );
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** Values of a header, case-insensitively, joined by "," as the suite compares them. */
+function headerValue(headers: Record<string, string[]>, name: string): string | undefined {
+  const values = Object.entries(headers)
+    .filter(([n]) => n.toLowerCase() === name.toLowerCase())
+    .flatMap(([, v]) => v);
+  return values.length === 0 ? undefined : values.join(',');
+}
+
+/** undefined when the answer is what the suite expects, else what differs. */
+async function mismatch(c: Case): Promise<string | undefined> {
+  const got = await call(c);
+  const where = `${c.method ?? 'GET'} ${c.host ?? GW_HOST}${c.path}`;
+  const status = c.status ?? (c.redirect !== undefined ? 302 : 200);
+  if (got.status !== status) return `${where}: status ${got.status}, expected ${status} (${got.body})`;
+  if (c.redirect !== undefined) {
+    const location = new URL(String(got.headers['location'] ?? ''));
+    const scheme = location.protocol.replace(':', '');
+    const want = {
+      scheme: c.redirect.scheme ?? 'http',
+      host: c.redirect.host ?? location.hostname,
+      path: c.redirect.path ?? c.path,
+    };
+    if (scheme !== want.scheme) return `${where}: redirect scheme ${scheme}, expected ${want.scheme}`;
+    if (location.hostname !== want.host)
+      return `${where}: redirect host ${location.hostname}, expected ${want.host}`;
+    if (location.pathname !== want.path)
+      return `${where}: redirect path ${location.pathname}, expected ${want.path}`;
+    // URL drops the scheme's default port: "" stands for 80 (http) or 443 (https), as the suite allows.
+    if ((c.redirect.port ?? '') !== location.port)
+      return `${where}: redirect port "${location.port}", expected "${c.redirect.port ?? ''}" (${String(got.headers['location'])})`;
+  }
+  for (const [name, value] of Object.entries(c.responseHeaders ?? {})) {
+    // The suite joins the header's values with "," (one value per header line).
+    const joined = got.lines[name.toLowerCase()]?.join(',');
+    if (joined !== value) return `${where}: response header ${name} ${String(joined)}, expected ${value}`;
+  }
+  for (const name of c.absentResponseHeaders ?? [])
+    if (got.headers[name.toLowerCase()] !== undefined) return `${where}: response header ${name} present`;
+  if (c.backend === undefined) return undefined;
+  let echo: Echo;
+  try {
+    echo = JSON.parse(got.body) as Echo;
+  } catch {
+    return `${where}: not an echo answer: ${got.body}`;
+  }
+  if (!echo.pod.startsWith(`${c.backend}-pod`))
+    return `${where}: answered by ${echo.pod}, expected ${c.backend}`;
+  if (echo.namespace !== (c.namespace ?? INFRA)) return `${where}: namespace ${echo.namespace}`;
+  if (c.expectPath !== undefined && echo.path !== c.expectPath)
+    return `${where}: backend saw path ${echo.path}, expected ${c.expectPath}`;
+  if (c.expectHost !== undefined && echo.host !== c.expectHost)
+    return `${where}: backend saw host ${echo.host}, expected ${c.expectHost}`;
+  for (const [name, value] of Object.entries(c.expectHeaders ?? {})) {
+    const v = headerValue(echo.headers, name);
+    if (v !== value) return `${where}: backend saw ${name}: ${String(v)}, expected ${value}`;
+  }
+  for (const name of c.absentHeaders ?? [])
+    if (headerValue(echo.headers, name) !== undefined) return `${where}: backend saw ${name}`;
+  return undefined;
+}
+
+/** Waits until the first case holds (the configuration converged), then checks every case. */
+async function expectAll(cases: Case[]): Promise<void> {
+  const first = cases[0] as Case;
+  let last: string | undefined;
+  await waitFor(
+    async () => {
+      last = await mismatch(first);
+      return last === undefined;
+    },
+    { timeoutMs: 10_000, what: `convergence (${String(last)})` },
+  ).catch((err: unknown) => {
+    throw new Error(`${String(last)}: ${String(err)}`);
+  });
+  const failures: string[] = [];
+  for (const c of cases) {
+    const m = await mismatch(c);
+    if (m !== undefined) failures.push(m);
+  }
+  assert.deepEqual(failures, []);
+}
+
+function mustHaveResolvedRefs(route: string): void {
+  const parent = routeParent(route);
+  assert.equal(cond(parent?.conditions, 'Accepted')?.status, 'True', `${route} Accepted`);
+  assert.equal(cond(parent?.conditions, 'ResolvedRefs')?.status, 'True', `${route} ResolvedRefs`);
+}
+
+const V1 = 'infra-backend-v1';
+const V2 = 'infra-backend-v2';
+const V3 = 'infra-backend-v3';
+
+test('HTTPRouteExactPathMatching: Exact paths match whole and case-sensitively', async (t) => {
+  t.after(await applyCase('httproute-exact-path-matching.yaml', ['exact-matching']));
+  mustHaveResolvedRefs('exact-matching');
+  await expectAll([
+    { path: '/one', backend: V1 },
+    { path: '/two', backend: V2 },
+    { path: '/', status: 404 },
+    { path: '/one/example', status: 404 },
+    { path: '/two/', status: 404 },
+    { path: '/Two', status: 404 },
+  ]);
+});
+
+test('HTTPRouteHeaderMatching: Exact and RegularExpression header matches, more headers first', async (t) => {
+  t.after(await applyCase('httproute-header-matching.yaml', ['header-matching']));
+  mustHaveResolvedRefs('header-matching');
+  await expectAll([
+    { path: '/', headers: { Version: 'one' }, backend: V1 },
+    { path: '/', headers: { Version: 'two' }, backend: V2 },
+    { path: '/', headers: { Version: 'two', Color: 'orange' }, backend: V1 },
+    { path: '/', headers: { Version: 'two', Color: 'blue' }, backend: V2 },
+    { path: '/', headers: { Color: 'orange' }, status: 404 },
+    { path: '/', headers: { 'Some-Other-Header': 'one' }, status: 404 },
+    { path: '/', headers: { Color: 'blue' }, backend: V1 },
+    { path: '/', headers: { Color: 'green' }, backend: V1 },
+    { path: '/', headers: { Color: 'red' }, backend: V2 },
+    { path: '/', headers: { Color: 'yellow' }, backend: V2 },
+    { path: '/', headers: { Color: 'purple' }, status: 404 },
+  ]);
+});
+
+test('HTTPRouteMethodMatching: methods alone and with paths, headers; ANDed and ORed; precedence', async (t) => {
+  t.after(await applyCase('httproute-method-matching.yaml', ['method-matching']));
+  mustHaveResolvedRefs('method-matching');
+  await expectAll([
+    { method: 'POST', path: '/', backend: V1 },
+    { method: 'GET', path: '/', backend: V2 },
+    { method: 'HEAD', path: '/', status: 404 },
+    { method: 'GET', path: '/path1', backend: V1 },
+    { method: 'PUT', path: '/', headers: { version: 'one' }, backend: V2 },
+    { method: 'POST', path: '/path2', headers: { version: 'two' }, backend: V3 },
+    { method: 'PATCH', path: '/path3', backend: V1 },
+    { method: 'DELETE', path: '/path4', headers: { version: 'three' }, backend: V1 },
+    { method: 'PUT', path: '/', status: 404 },
+    { method: 'DELETE', path: '/path4', status: 404 },
+    { method: 'PATCH', path: '/path5', backend: V1 },
+    { method: 'PATCH', path: '/', headers: { version: 'four' }, backend: V2 },
+  ]);
+});
+
+test('HTTPRouteQueryParamMatching: exact, case-sensitive names, ANDed and ORed; precedence', async (t) => {
+  t.after(await applyCase('httproute-query-param-matching.yaml', ['query-param-matching']));
+  mustHaveResolvedRefs('query-param-matching');
+  await expectAll([
+    { path: '/?animal=whale', backend: V1 },
+    { path: '/?animal=dolphin', backend: V2 },
+    { path: '/?animal=dolphin&color=blue', backend: V3 },
+    { path: '/?ANIMAL=Whale', backend: V3 },
+    { path: '/?animal=whale&otherparam=irrelevant', backend: V1 },
+    { path: '/?animal=dolphin&color=yellow', backend: V2 },
+    { path: '/?color=blue', status: 404 },
+    { path: '/?animal=dog', status: 404 },
+    { path: '/?animal=whaledolphin', status: 404 },
+    { path: '/', status: 404 },
+    { path: '/path1?animal=whale', backend: V1 },
+    { path: '/?animal=whale', headers: { version: 'one' }, backend: V2 },
+    { path: '/path2?animal=whale', headers: { version: 'two' }, backend: V3 },
+    { path: '/path3?animal=shark', backend: V1 },
+    { path: '/path4?animal=kraken', headers: { version: 'three' }, backend: V1 },
+    { path: '/?animal=shark', status: 404 },
+    { path: '/path4?animal=kraken', status: 404 },
+    { path: '/path5?animal=hydra', backend: V1 },
+    { path: '/?animal=hydra', headers: { version: 'four' }, backend: V3 },
+  ]);
+});
+
+test('HTTPRoutePathMatchOrder: Exact before the longest prefix', async (t) => {
+  t.after(await applyCase('httproute-path-match-order.yaml', ['path-matching-order']));
+  mustHaveResolvedRefs('path-matching-order');
+  await expectAll([
+    { path: '/match/exact/one', backend: V3 },
+    { path: '/match/exact', backend: V2 },
+    { path: '/match', backend: V1 },
+    { path: '/match/prefix/one/any', backend: V2 },
+    { path: '/match/prefix/any', backend: V1 },
+    { path: '/match/any', backend: V3 },
+  ]);
+});
+
+test('HTTPRouteMatchingAcrossRoutes: rules of two routes merged, hostnames limit the second', async (t) => {
+  t.after(await applyCase('httproute-matching-across-routes.yaml', ['matching-part1', 'matching-part2']));
+  mustHaveResolvedRefs('matching-part1');
+  mustHaveResolvedRefs('matching-part2');
+  await expectAll([
+    { host: 'example.com', path: '/v2', backend: V2 },
+    { host: 'example.com', path: '/', backend: V1 },
+    { host: 'example.com', path: '/example', backend: V1 },
+    { host: 'example.net', path: '/example', backend: V1 },
+    { host: 'example.com', path: '/example', headers: { Version: 'one' }, backend: V1 },
+    { host: 'example.net', path: '/v2', backend: V1 },
+    { host: 'example.com', path: '/v2/example', backend: V2 },
+    { host: 'example.com', path: '/', headers: { Version: 'two' }, backend: V2 },
+  ]);
+});
+
+test('HTTPRouteHostnameIntersection: route and listener hostnames intersect; attachedRoutes counts only accepted routes', async (t) => {
+  const routes = [
+    'specific-host-matches-listener-specific-host',
+    'specific-host-matches-listener-wildcard-host',
+    'wildcard-host-matches-listener-specific-host',
+    'wildcard-host-matches-listener-wildcard-host',
+    'no-intersecting-hosts',
+    'httproute-hostname-intersection-all',
+  ];
+  t.after(await applyCase('httproute-hostname-intersection.yaml', routes));
+  for (const r of routes.filter((r) => r !== 'no-intersecting-hosts')) mustHaveResolvedRefs(r);
+  await expectAll([
+    { host: 'very.specific.com', path: '/s1', backend: V1 },
+    { host: 'very.specific.com:1234', path: '/s1', backend: V1 },
+    { host: 'non.matching.com', path: '/s1', status: 404 },
+    { host: 'foo.nonmatchingwildcard.io', path: '/s1', status: 404 },
+    { host: 'foo.wildcard.io', path: '/s1', status: 404 },
+    { host: 'very.specific.com', path: '/non-matching-prefix', status: 404 },
+    { host: 'foo.wildcard.io', path: '/s2', backend: V2 },
+    { host: 'bar.wildcard.io', path: '/s2', backend: V2 },
+    { host: 'foo.bar.wildcard.io', path: '/s2', backend: V2 },
+    { host: 'non.matching.com', path: '/s2', status: 404 },
+    { host: 'wildcard.io', path: '/s2', status: 404 },
+    { host: 'very.specific.com', path: '/s2', status: 404 },
+    { host: 'foo.wildcard.io', path: '/non-matching-prefix', status: 404 },
+    { host: 'very.specific.com', path: '/s3', backend: V3 },
+    { host: 'non.matching.com', path: '/s3', status: 404 },
+    { host: 'foo.specific.com', path: '/s3', status: 404 },
+    { host: 'foo.wildcard.io', path: '/s3', status: 404 },
+    { host: 'very.specific.com', path: '/non-matching-prefix', status: 404 },
+    { host: 'foo.anotherwildcard.io', path: '/s4', backend: V1 },
+    { host: 'bar.anotherwildcard.io', path: '/s4', backend: V1 },
+    { host: 'foo.bar.anotherwildcard.io', path: '/s4', backend: V1 },
+    { host: 'anotherwildcard.io', path: '/s4', status: 404 },
+    { host: 'foo.wildcard.io', path: '/s4', status: 404 },
+    { host: 'very.specific.com', path: '/s4', status: 404 },
+    { host: 'foo.anotherwildcard.io', path: '/non-matching-prefix', status: 404 },
+    // no-intersecting-hosts is not accepted
+    { host: 'specific.but.wrong.com', path: '/s5', status: 404 },
+    { host: 'wildcard.io', path: '/s5', status: 404 },
+    // a listener without hostname takes the route's
+    { host: 'first.com', path: '/', backend: V2 },
+    { host: 'sub.first.com', path: '/', backend: V2 },
+    { host: 'second.com', path: '/', backend: V2 },
+    { host: 'sub.second.com', path: '/', backend: V2 },
+    { host: 'third.com', path: '/', status: 404 },
+    { host: 'sub.third.com', path: '/', status: 404 },
+  ]);
+  const parent = routeParent('no-intersecting-hosts');
+  assert.equal(cond(parent?.conditions, 'Accepted')?.status, 'False');
+  assert.equal(cond(parent?.conditions, 'Accepted')?.reason, 'NoMatchingListenerHostname');
+  await waitFor(
+    () => {
+      const gw = api.get('Gateway', INFRA, 'httproute-hostname-intersection')?.status as
+        { listeners?: { name: string; attachedRoutes: number; conditions: Cond[] }[] } | undefined;
+      return (
+        JSON.stringify(gw?.listeners?.map((l) => [l.name, l.attachedRoutes])) ===
+        JSON.stringify([
+          ['listener-1', 2],
+          ['listener-2', 1],
+          ['listener-3', 1],
+        ])
+      );
+    },
+    { timeoutMs: 10_000, what: 'attachedRoutes 2, 1, 1' },
+  );
+  const gw = api.get('Gateway', INFRA, 'httproute-hostname-intersection')?.status as {
+    listeners: { supportedKinds: unknown[]; conditions: Cond[] }[];
+  };
+  for (const l of gw.listeners) {
+    assert.deepEqual(l.supportedKinds, [{ group: 'gateway.networking.k8s.io', kind: 'HTTPRoute' }]);
+    assert.equal(cond(l.conditions, 'Accepted')?.status, 'True');
+    assert.equal(cond(l.conditions, 'ResolvedRefs')?.status, 'True');
+  }
+});
+
+test('HTTPRouteListenerHostnameMatching: routes bound by sectionName serve their listener hostnames only', async (t) => {
+  t.after(
+    await applyCase('httproute-listener-hostname-matching.yaml', ['backend-v1', 'backend-v2', 'backend-v3']),
+  );
+  for (const r of ['backend-v1', 'backend-v2', 'backend-v3']) mustHaveResolvedRefs(r);
+  await expectAll([
+    { host: 'bar.com', path: '/', backend: V1 },
+    { host: 'foo.bar.com', path: '/', backend: V2 },
+    { host: 'baz.bar.com', path: '/', backend: V3 },
+    { host: 'boo.bar.com', path: '/', backend: V3 },
+    { host: 'multiple.prefixes.bar.com', path: '/', backend: V3 },
+    { host: 'multiple.prefixes.foo.com', path: '/', backend: V3 },
+    { host: 'foo.com', path: '/', status: 404 },
+    { host: 'no.matching.host', path: '/', status: 404 },
+  ]);
+});
+
+test('HTTPRouteRedirectHostAndStatus: Location host example.org, 302 and 301', async (t) => {
+  t.after(await applyCase('httproute-redirect-host-and-status.yaml', ['redirect-host-and-status']));
+  mustHaveResolvedRefs('redirect-host-and-status');
+  await expectAll([
+    { path: '/hostname-redirect', status: 302, redirect: { host: 'example.org' } },
+    { path: '/host-and-status', status: 301, redirect: { host: 'example.org' } },
+  ]);
+});
+
+test('HTTPRouteRedirectPath: ReplacePrefixMatch and ReplaceFullPath, with host and status', async (t) => {
+  t.after(await applyCase('httproute-redirect-path.yaml', ['redirect-path']));
+  mustHaveResolvedRefs('redirect-path');
+  await expectAll([
+    { path: '/original-prefix/lemon', redirect: { path: '/replacement-prefix/lemon' } },
+    { path: '/full/path/original', redirect: { path: '/full-path-replacement' } },
+    { path: '/path-and-host', redirect: { host: 'example.org', path: '/replacement-prefix' } },
+    { path: '/path-and-status', status: 301, redirect: { path: '/replacement-prefix' } },
+    { path: '/full-path-and-host', redirect: { host: 'example.org', path: '/replacement-full' } },
+    { path: '/full-path-and-status', status: 301, redirect: { path: '/replacement-full' } },
+  ]);
+});
+
+test('HTTPRouteRedirectPort: Location port 8083, with host and status', async (t) => {
+  t.after(await applyCase('httproute-redirect-port.yaml', ['redirect-port']));
+  mustHaveResolvedRefs('redirect-port');
+  await expectAll([
+    { path: '/port', redirect: { port: '8083' } },
+    { path: '/port-and-host', redirect: { host: 'example.org', port: '8083' } },
+    { path: '/port-and-status', status: 301, redirect: { port: '8083' } },
+    { path: '/port-and-host-and-status', redirect: { host: 'example.org', port: '8083' } },
+  ]);
+});
+
+test('HTTPRouteRedirectScheme: https Location (port 443 left out), with host and status', async (t) => {
+  t.after(await applyCase('httproute-redirect-scheme.yaml', ['redirect-scheme']));
+  mustHaveResolvedRefs('redirect-scheme');
+  await expectAll([
+    { path: '/scheme', redirect: { scheme: 'https' } },
+    { path: '/scheme-and-host', redirect: { scheme: 'https', host: 'example.org' } },
+    { path: '/scheme-and-status', status: 301, redirect: { scheme: 'https' } },
+    { path: '/scheme-and-host-and-status', redirect: { scheme: 'https', host: 'example.org' } },
+  ]);
+});
+
+test('HTTPRouteRewritePath: ReplacePrefixMatch and ReplaceFullPath reach the backend, with header changes', async (t) => {
+  t.after(await applyCase('httproute-rewrite-path.yaml', ['rewrite-path']));
+  mustHaveResolvedRefs('rewrite-path');
+  const modified = {
+    headers: {
+      'X-Header-Remove': 'remove-val',
+      'X-Header-Add-Append': 'append-val-1',
+      'X-Header-Set': 'set-val',
+    },
+    expectHeaders: {
+      'X-Header-Add': 'header-val-1',
+      'X-Header-Add-Append': 'append-val-1,header-val-2',
+      'X-Header-Set': 'set-overwrites-values',
+    },
+    absentHeaders: ['X-Header-Remove'],
+  };
+  await expectAll([
+    { path: '/prefix/one/two', backend: V1, expectPath: '/one/two' },
+    { path: '/strip-prefix/three', backend: V1, expectPath: '/three' },
+    { path: '/strip-prefix', backend: V1, expectPath: '/' },
+    { path: '/full/one/two', backend: V1, expectPath: '/one' },
+    { path: '/full/rewrite-path-and-modify-headers/test', backend: V1, expectPath: '/test', ...modified },
+    {
+      path: '/prefix/rewrite-path-and-modify-headers/one',
+      backend: V1,
+      expectPath: '/prefix/one',
+      ...modified,
+    },
+  ]);
+});
+
+test('HTTPRouteRewriteHost: the backend sees the rewritten Host, with header changes', async (t) => {
+  t.after(await applyCase('httproute-rewrite-host.yaml', ['rewrite-host']));
+  mustHaveResolvedRefs('rewrite-host');
+  await expectAll([
+    { host: 'rewrite.example', path: '/one', backend: V1, expectPath: '/one', expectHost: 'one.example.org' },
+    { host: 'rewrite.example', path: '/two', backend: V2, expectPath: '/two', expectHost: 'example.org' },
+    {
+      host: 'rewrite.example',
+      path: '/rewrite-host-and-modify-headers',
+      headers: { 'X-Header-Remove': 'remove-val', 'X-Header-Add-Append': 'append-val-1' },
+      backend: V2,
+      expectHost: 'test.example.org',
+      expectHeaders: {
+        'X-Header-Add': 'header-val-1',
+        'X-Header-Add-Append': 'append-val-1,header-val-2',
+        'X-Header-Set': 'set-overwrites-values',
+      },
+      absentHeaders: ['X-Header-Remove'],
+    },
+  ]);
+});
+
+test('HTTPRouteResponseHeaderModifier: set, add, remove on the answer, case-insensitively, beside request changes', async (t) => {
+  t.after(await applyCase('httproute-response-header-modifier.yaml', ['response-header-modifier']));
+  mustHaveResolvedRefs('response-header-modifier');
+  await expectAll([
+    {
+      path: '/set',
+      backendSet: { 'Some-Other-Header': 'val' },
+      backend: V1,
+      responseHeaders: { 'Some-Other-Header': 'val', 'X-Header-Set': 'set-overwrites-values' },
+    },
+    {
+      path: '/set',
+      backendSet: { 'Some-Other-Header': 'val', 'X-Header-Set': 'some-other-value' },
+      backend: V1,
+      responseHeaders: { 'Some-Other-Header': 'val', 'X-Header-Set': 'set-overwrites-values' },
+    },
+    {
+      path: '/add',
+      backendSet: { 'Some-Other-Header': 'val' },
+      backend: V1,
+      responseHeaders: { 'Some-Other-Header': 'val', 'X-Header-Add': 'add-appends-values' },
+    },
+    {
+      path: '/add',
+      backendSet: { 'Some-Other-Header': 'val', 'X-Header-Add': 'some-other-value' },
+      backend: V1,
+      responseHeaders: { 'Some-Other-Header': 'val', 'X-Header-Add': 'some-other-value,add-appends-values' },
+    },
+    {
+      path: '/remove',
+      backendSet: { 'X-Header-Remove': 'val' },
+      backend: V1,
+      absentResponseHeaders: ['X-Header-Remove'],
+    },
+    {
+      path: '/multiple',
+      backendSet: {
+        'X-Header-Set-2': 'set-val-2',
+        'X-Header-Add-2': 'add-val-2',
+        'X-Header-Remove-2': 'remove-val-2',
+        'Another-Header': 'another-header-val',
+        'X-Header-Remove-1': 'val',
+      },
+      backend: V1,
+      responseHeaders: {
+        'X-Header-Set-1': 'header-set-1',
+        'X-Header-Set-2': 'header-set-2',
+        'X-Header-Add-1': 'header-add-1',
+        'X-Header-Add-2': 'add-val-2,header-add-2',
+        'X-Header-Add-3': 'header-add-3',
+        'Another-Header': 'another-header-val',
+      },
+      absentResponseHeaders: ['X-Header-Remove-1', 'X-Header-Remove-2'],
+    },
+    {
+      path: '/case-insensitivity',
+      backendSet: {
+        'x-header-set': 'original-val-set',
+        'x-header-add': 'original-val-add',
+        'x-header-remove': 'original-val-remove',
+        'Another-Header': 'another-header-val',
+      },
+      backend: V1,
+      responseHeaders: {
+        'X-Header-Set': 'header-set',
+        'X-Header-Add': 'original-val-add,header-add',
+        'X-Lowercase-Add': 'lowercase-add',
+        'X-Mixedcase-Add-1': 'mixedcase-add-1',
+        'X-Mixedcase-Add-2': 'mixedcase-add-2',
+        'X-Uppercase-Add': 'uppercase-add',
+        'Another-Header': 'another-header-val',
+      },
+      absentResponseHeaders: ['x-header-remove'],
+    },
+    {
+      path: '/response-and-request-header-modifiers',
+      headers: {
+        'X-Header-Remove': 'remove-val',
+        'X-Header-Add-Append': 'append-val-1',
+        'X-Header-Echo': 'echo',
+      },
+      backendSet: {
+        'X-Header-Set-2': 'set-val-2',
+        'X-Header-Add-2': 'add-val-2',
+        'X-Header-Remove-2': 'remove-val-2',
+        'Another-Header': 'another-header-val',
+        'X-Header-Remove-1': 'remove-val-1',
+        'X-Header-Echo': 'echo',
+      },
+      backend: V1,
+      expectHeaders: {
+        'X-Header-Add': 'header-val-1',
+        'X-Header-Set': 'set-overwrites-values',
+        'X-Header-Add-Append': 'append-val-1,header-val-2',
+        'X-Header-Echo': 'echo',
+      },
+      absentHeaders: ['X-Header-Remove'],
+      responseHeaders: {
+        'X-Header-Set-1': 'header-set-1',
+        'X-Header-Set-2': 'header-set-2',
+        'X-Header-Add-1': 'header-add-1',
+        'X-Header-Add-2': 'add-val-2,header-add-2',
+        'Another-Header': 'another-header-val',
+        'X-Header-Echo': 'echo',
+      },
+      absentResponseHeaders: ['X-Header-Remove-1', 'X-Header-Remove-2'],
+    },
+  ]);
+});
+
+test('HTTPRouteWeight: 500 requests split 70/30/0 within ±5 % (the suite tries up to 10 times, here 3)', async (t) => {
+  t.after(await applyCase('httproute-weight.yaml', ['weighted-backends']));
+  mustHaveResolvedRefs('weighted-backends');
+  await expectAll([{ path: '/', status: 200 }]);
+  const want: Record<string, number> = { [V1]: 0.7, [V2]: 0.3, [V3]: 0 };
+  let last = '';
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const seen: Record<string, number> = {};
+    const total = 500;
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 10 }, async () => {
+        while (next++ < total) {
+          const got = await call({ path: '/', headers: { 'X-Jitter': String(Math.random()) } });
+          assert.equal(got.status, 200);
+          const pod = (JSON.parse(got.body) as Echo).pod.replace(/-pod-\d+$/, '');
+          seen[pod] = (seen[pod] ?? 0) + 1;
+        }
+      }),
+    );
+    const off = Object.entries(want).filter(([b, w]) => Math.abs((seen[b] ?? 0) / total - w) > 0.05);
+    const unexpected = Object.keys(seen).filter((b) => !(b in want) || want[b] === 0);
+    if (off.length === 0 && unexpected.length === 0) return;
+    last = JSON.stringify(seen);
+  }
+  assert.fail(`distribution outside ±5 % of 70/30/0 three times; last ${last}`);
+});
+
+test('HTTPRouteReferenceGrant: a granted cross-namespace backend serves; deleting the grant → 500', async (t) => {
+  t.after(await applyCase('httproute-reference-grant.yaml', ['reference-grant']));
+  await waitFor(() => cond(routeParent('reference-grant')?.conditions, 'ResolvedRefs')?.status === 'True', {
+    timeoutMs: 10_000,
+    what: 'ResolvedRefs True',
+  });
+  mustHaveResolvedRefs('reference-grant');
+  await expectAll([{ path: '/', backend: 'web-backend', namespace: WEB }]);
+  api.remove('ReferenceGrant', WEB, 'reference-grant');
+  await expectAll([{ path: '/', status: 500 }]);
+  await waitFor(
+    () => cond(routeParent('reference-grant')?.conditions, 'ResolvedRefs')?.reason === 'RefNotPermitted',
+    { timeoutMs: 10_000, what: 'ResolvedRefs RefNotPermitted' },
+  );
+});
+
+test('HTTPRouteInvalidCrossNamespaceBackendRef: no ReferenceGrant → ResolvedRefs False RefNotPermitted, 500', async (t) => {
+  t.after(
+    await applyCase('httproute-invalid-cross-namespace-backend-ref.yaml', [
+      'invalid-cross-namespace-backend-ref',
+    ]),
+  );
+  const parent = routeParent('invalid-cross-namespace-backend-ref');
+  assert.equal(cond(parent?.conditions, 'Accepted')?.status, 'True');
+  assert.equal(cond(parent?.conditions, 'ResolvedRefs')?.status, 'False');
+  assert.equal(cond(parent?.conditions, 'ResolvedRefs')?.reason, 'RefNotPermitted');
+  await expectAll([{ path: '/', status: 500 }]);
+});
+
+test('HTTPRouteInvalidReferenceGrant: a grant for another Service does not permit → RefNotPermitted, 500', async (t) => {
+  t.after(await applyCase('httproute-invalid-reference-grant.yaml', ['reference-grant']));
+  const parent = routeParent('reference-grant');
+  assert.equal(cond(parent?.conditions, 'Accepted')?.status, 'True');
+  assert.equal(cond(parent?.conditions, 'ResolvedRefs')?.status, 'False');
+  assert.equal(cond(parent?.conditions, 'ResolvedRefs')?.reason, 'RefNotPermitted');
+  await expectAll([{ path: '/', status: 500 }]);
 });

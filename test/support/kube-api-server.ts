@@ -118,15 +118,15 @@ const TYPES: ResourceType[] = [
       builtin: false,
     },
   ]),
-  {
+  ...(['v1', 'v1beta1'] as const).map((version) => ({
     group: 'gateway.networking.k8s.io',
-    version: 'v1beta1',
+    version,
     plural: 'referencegrants',
     kind: 'ReferenceGrant',
     namespaced: true,
     status: false,
     builtin: false,
-  },
+  })),
 ];
 
 /** The storage key of a kind: versions of one group share their objects, as a real server does. */
