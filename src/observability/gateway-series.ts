@@ -1,7 +1,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { X509Certificate } from 'node:crypto';
 import { createRequire } from 'node:module';
-import { collectDefaultMetrics, Gauge, type Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, type Registry } from 'prom-client';
 import type { Runtime } from '../engine/compile.js';
 import type { TlsConfig } from '../config/system.js';
 import { UpstreamNode } from '../plugins/core/upstream.js';
@@ -94,6 +94,30 @@ export function registerGatewaySeries(registry: Registry, source: GatewaySource)
         this.labels(t.policy, t.node, t.target).set(t.active);
     },
   });
+  new Gauge({
+    name: 'gateway_discovery_targets',
+    help: 'Targets an upstream node has from its discovery source now (docs/discovery.md), by policy, node id and source.',
+    labelNames: ['policy', 'node_id', 'source'],
+    // Each worker resolves on its own: the fewest targets any of them has.
+    aggregator: 'min',
+    registers,
+    collect() {
+      this.reset();
+      for (const d of discoveries(source.runtime())) this.labels(d.policy, d.node, d.source).set(d.targets);
+    },
+  });
+  new Counter({
+    name: 'gateway_discovery_errors_total',
+    help: 'Failed discovery look-ups (resolver or registry unreachable, error or empty answer: the last targets are kept), by source.',
+    labelNames: ['source'],
+    registers,
+    collect() {
+      this.reset();
+      const seen = new Map<string, number>();
+      for (const d of discoveries(source.runtime())) seen.set(d.source, d.errors);
+      for (const [label, errors] of seen) this.labels(label).inc(errors);
+    },
+  });
   const certs = new CertExpiry();
   new Gauge({
     name: 'gateway_tls_cert_not_after_timestamp_seconds',
@@ -133,6 +157,19 @@ function* upstreamTargets(runtime: Runtime): Iterable<TargetHealth> {
           active: state.active,
         };
       }
+    }
+  }
+}
+
+/** The upstream nodes of `runtime` that follow a discovery source. */
+function* discoveries(
+  runtime: Runtime,
+): Iterable<{ policy: string; node: string; source: string; targets: number; errors: number }> {
+  for (const policy of runtime.policies.values()) {
+    for (const node of policy.nodes.values()) {
+      if (!(node.instance instanceof UpstreamNode)) continue;
+      const state = node.instance.discoveryState();
+      if (state !== null) yield { policy: policy.name, node: node.id, ...state };
     }
   }
 }

@@ -8,6 +8,8 @@ export interface TargetSpec {
   host: string;
   port: number;
   weight: number;
+  /** Lower is preferred: the balancer uses the lowest group with a target in rotation (SRV). Default 0. */
+  priority?: number;
 }
 
 /** Told when a target leaves or rejoins the rotation (for logs and metrics). */
@@ -30,6 +32,8 @@ export class Target implements ExchangeObserver {
   readonly host: string;
   readonly port: number;
   readonly weight: number;
+  /** Lower is preferred (./discovery/priority.ts); 0 unless discovered from SRV records. */
+  readonly priority: number;
   /** `host:port`, with brackets for IPv6 literals: the error metadata and the default Host. */
   readonly address: string;
   readonly pool: OutboundDispatcher;
@@ -53,6 +57,7 @@ export class Target implements ExchangeObserver {
     this.host = spec.host;
     this.port = spec.port;
     this.weight = spec.weight;
+    this.priority = spec.priority ?? 0;
     this.address = formatAddress(spec.host, spec.port);
     this.pool = pool;
     this.passive = passive instanceof PassiveHealth ? passive : new PassiveHealth(passive);

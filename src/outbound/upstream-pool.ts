@@ -1,7 +1,7 @@
 import { firstHeader, type Context, type RequestPart } from '../core/context.js';
 import { NodeError } from '../core/errors.js';
 import type { Logger } from '../core/logger.js';
-import { createBalancer, type BalancerKind } from './balancer/index.js';
+import type { BalancerKind } from './balancer/index.js';
 import type { HashKey } from './balancer/chash.js';
 import { selectTarget } from './balancer/select.js';
 import type { HeaderMap } from '../core/context.js';
@@ -17,6 +17,7 @@ import { acquirePool, type PoolLease } from './pool-registry.js';
 import { buildRequestHeaders, HOST_VALUE_INDEX } from './proxy-headers.js';
 import { BodyAlreadySent, requestStreamOf } from './request-stream.js';
 import { formatAddress, Target, type HealthListener, type TargetSpec } from './target.js';
+import { createPriorityBalancer } from './discovery/priority.js';
 import type { TlsMaterial } from '../tls/client.js';
 
 export type PassHost = 'pass' | 'node' | 'rewrite';
@@ -30,8 +31,11 @@ export interface UpstreamPoolOptions {
   /** Required for https. */
   tls: TlsMaterial | null;
   limits: ExchangeLimits;
-  /** Extra attempts on other targets after a failure before the request reached a socket. */
-  retries: number;
+  /**
+   * Extra attempts on other targets after a failure before the request reached a socket; null:
+   * one fewer than the targets there are at the time (they change with `setTargets`).
+   */
+  retries: number | null;
   passive: PassivePolicy;
   active: ActivePolicy | null;
   passHost: PassHost;
@@ -78,42 +82,44 @@ export interface UpstreamTargetState {
   active: number;
 }
 
+/** One target and what it holds: its shared pool and its shared health state. */
+interface HeldTarget {
+  readonly target: Target;
+  readonly pool: PoolLease;
+  /** Releases the shared health state (passive, active check) of the target. */
+  readonly health: (() => void)[];
+}
+
 /**
  * A load-balanced set of targets behind shared connection pools: picks a
  * target, forwards the request, retries connect failures elsewhere, and keeps
  * passive and active health. One per upstream node; `close()` when retired.
+ * `setTargets` replaces the set while requests run (service discovery,
+ * docs/discovery.md): kept targets keep their state, new ones join the shared
+ * health registry, requests in flight finish on the target they picked.
  */
 export class UpstreamPool {
-  readonly #targets: readonly Target[];
-  readonly #balancer: Balancer;
+  #targets: readonly Target[] = [];
+  #balancer: Balancer | null = null;
+  /** By address, weight and priority: what `setTargets` keeps. */
+  #held = new Map<string, HeldTarget>();
+  #closed = false;
+  readonly #options: UpstreamPoolOptions;
+  readonly #log: HealthLog;
+  readonly #health: HealthRegistry;
   readonly #limits: ExchangeLimits;
-  readonly #retries: number;
+  readonly #retries: number | null;
   readonly #passHost: PassHost;
   readonly #upstreamHost: string;
   readonly #logger: Logger;
   readonly #where: Readonly<Record<string, string>>;
-  readonly #leases: PoolLease[] = [];
-  /** Releases the shared health state (passive, active checks) this pool holds. */
-  readonly #healthLeases: (() => void)[] = [];
   readonly #scheme: 'http' | 'https';
   readonly #tls: TlsMaterial | null;
 
   constructor(options: UpstreamPoolOptions) {
-    const log = new HealthLog(options.logger, options.where, options.passive.failTimeoutMs);
-    const health = options.health ?? new HealthRegistry();
-    const tls = options.scheme === 'https' ? options.tls : null;
-    this.#targets = options.targets.map((spec, i) => {
-      const origin = `${options.scheme}://${formatAddress(spec.host, spec.port)}`;
-      const lease = acquirePool({ origin, tls: options.tls, connectTimeoutMs: options.limits.deadlineMs });
-      this.#leases.push(lease);
-      const passive = health.passive(
-        passiveKey(options.where, origin, tls, options.passive),
-        options.passive,
-      );
-      this.#healthLeases.push(passive.release);
-      return new Target(i, spec, lease.pool, passive.state, log);
-    });
-    this.#balancer = createBalancer(options.balancer, this.#targets, options.hashKey);
+    this.#options = options;
+    this.#log = new HealthLog(options.logger, options.where, options.passive.failTimeoutMs);
+    this.#health = options.health ?? new HealthRegistry();
     // The answer is relayed: the exchange leaves hop-by-hop fields out while parsing.
     this.#limits = { ...options.limits, dropHopByHop: true };
     this.#scheme = options.scheme;
@@ -123,19 +129,65 @@ export class UpstreamPool {
     this.#upstreamHost = options.upstreamHost;
     this.#logger = options.logger;
     this.#where = options.where;
+    this.setTargets(options.targets);
+  }
+
+  /**
+   * Moves the pool to `specs` (one per address; an empty list leaves no target, and requests
+   * fail with UPSTREAM_NO_HEALTHY_TARGET). Ignored once closed.
+   */
+  setTargets(specs: readonly TargetSpec[]): void {
+    if (this.#closed) return;
+    const next = new Map<string, HeldTarget>();
+    for (const spec of specs) {
+      const key = `${formatAddress(spec.host, spec.port)}\u0000${spec.weight}\u0000${spec.priority ?? 0}`;
+      if (next.has(key)) continue;
+      next.set(key, this.#held.get(key) ?? this.#hold(spec, next.size));
+    }
+    for (const [key, held] of this.#held) if (!next.has(key)) release(held);
+    this.#held = next;
+    this.#targets = [...next.values()].map((h) => h.target);
+    this.#balancer =
+      this.#targets.length === 0
+        ? null
+        : createPriorityBalancer(this.#options.balancer, this.#targets, this.#options.hashKey);
+  }
+
+  #hold(spec: TargetSpec, index: number): HeldTarget {
+    const options = this.#options;
+    const tls = options.scheme === 'https' ? options.tls : null;
+    const origin = `${options.scheme}://${formatAddress(spec.host, spec.port)}`;
+    const pool = acquirePool({ origin, tls: options.tls, connectTimeoutMs: options.limits.deadlineMs });
+    const passive = this.#health.passive(
+      passiveKey(options.where, origin, tls, options.passive),
+      options.passive,
+    );
+    const target = new Target(index, spec, pool.pool, passive.state, this.#log);
+    const health = [passive.release];
     const active = options.active;
     if (active !== null) {
-      for (const target of this.#targets) {
-        const host = options.passHost === 'rewrite' ? options.upstreamHost : target.address;
-        const key = checkKey(target.address, options.scheme, tls?.fingerprint ?? '', host, active);
-        const check = health.check(key, active, {
-          probe: httpProbe(target.pool, active, host),
-          changed: (up, reason) => target.probeChanged(up, reason),
-        });
-        target.useCheck(check.state);
-        this.#healthLeases.push(check.release);
-      }
+      const host = options.passHost === 'rewrite' ? options.upstreamHost : target.address;
+      const key = checkKey(target.address, options.scheme, tls?.fingerprint ?? '', host, active);
+      const check = this.#health.check(key, active, {
+        probe: httpProbe(target.pool, active, host),
+        changed: (up, reason) => target.probeChanged(up, reason),
+      });
+      target.useCheck(check.state);
+      health.push(check.release);
     }
+    return { target, pool, health };
+  }
+
+  /** The balancer of the current set; throws when there is no target (discovery found none yet). */
+  #pick(ctx: Context, tried: Target[] | null): Target {
+    const balancer = this.#balancer;
+    if (balancer === null)
+      throw new NodeError('UPSTREAM_NO_HEALTHY_TARGET', 'the upstream has no target (none discovered yet)');
+    return selectTarget(balancer, ctx, tried);
+  }
+
+  #retryBudget(): number {
+    return this.#retries ?? Math.max(0, this.#targets.length - 1);
   }
 
   /**
@@ -165,7 +217,7 @@ export class UpstreamPool {
     const signal = ctx.clientGone;
     let tried: Target[] | null = null;
     for (let attempt = 0; ; attempt++) {
-      const target = selectTarget(this.#balancer, ctx, tried);
+      const target = this.#pick(ctx, tried);
       headers[HOST_VALUE_INDEX] = this.#hostFor(target, request);
       const sentAt = performance.now();
       try {
@@ -184,7 +236,7 @@ export class UpstreamPool {
         const failure = classifyFailure(err);
         if (
           failure.retryable &&
-          attempt < this.#retries &&
+          attempt < this.#retryBudget() &&
           !signal.aborted &&
           (streamed === undefined || streamed.replayable)
         ) {
@@ -211,7 +263,7 @@ export class UpstreamPool {
   async relay<R>(ctx: Context, result: R): Promise<R> {
     let tried: Target[] | null = null;
     for (let attempt = 0; ; attempt++) {
-      const target = selectTarget(this.#balancer, ctx, tried);
+      const target = this.#pick(ctx, tried);
       const tls = this.#tls;
       const hostHeader = this.#hostFor(target, ctx.request);
       try {
@@ -236,7 +288,7 @@ export class UpstreamPool {
         return result;
       } catch (err) {
         const failure = classifyFailure(err);
-        if (failure.retryable && attempt < this.#retries) {
+        if (failure.retryable && attempt < this.#retryBudget()) {
           (tried ??= []).push(target);
           continue;
         }
@@ -266,8 +318,9 @@ export class UpstreamPool {
    * (they stay warm for a successor). Idempotent.
    */
   close(): void {
-    for (const release of this.#healthLeases.splice(0)) release();
-    for (const lease of this.#leases.splice(0)) lease.release();
+    this.#closed = true;
+    for (const held of this.#held.values()) release(held);
+    this.#held.clear();
   }
 
   #hostFor(target: Target, request: RequestPart): string {
@@ -282,6 +335,11 @@ export class UpstreamPool {
       }
     }
   }
+}
+
+function release(held: HeldTarget): void {
+  for (const done of held.health) done();
+  held.pool.release();
 }
 
 /**

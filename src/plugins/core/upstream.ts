@@ -5,6 +5,9 @@ import type { ActivePolicy } from '../../outbound/health/active.js';
 import type { PassivePolicy } from '../../outbound/health/passive.js';
 import { HEALTH_SCOPE_KEY, HealthRegistry } from '../../outbound/health/registry.js';
 import { formatAddress, type TargetSpec } from '../../outbound/target.js';
+import { discoverySchema, resolveDiscovery, type DiscoverySpec } from '../../outbound/discovery/spec.js';
+import { DISCOVERY_SCOPE_KEY, DiscoveryRegistry } from '../../outbound/discovery/registry.js';
+import { toTargetSpecs } from '../../outbound/discovery/targets.js';
 import { loadTlsMaterial, TlsMaterialError, type TlsMaterial } from '../../tls/client.js';
 import { GrpcUpstream } from '../../outbound/grpc/grpc-upstream.js';
 import { UpstreamPool, type PassHost, type UpstreamTargetState } from '../../outbound/upstream-pool.js';
@@ -26,7 +29,9 @@ export interface UpstreamTargetConfig {
 }
 
 export interface UpstreamConfig {
-  targets: UpstreamTargetConfig[];
+  /** One of `targets` or `discovery`. */
+  targets?: UpstreamTargetConfig[];
+  discovery?: Record<string, unknown>;
   load_balancing?: string;
   /** Legacy spelling of `load_balancing`. */
   load_balancer?: string;
@@ -96,9 +101,14 @@ const targetSchema = {
 const schema = {
   type: 'object',
   additionalProperties: false,
-  required: ['targets'],
   properties: {
-    targets: { type: 'array', minItems: 1, items: targetSchema, description: 'The backend pool.' },
+    targets: {
+      type: 'array',
+      minItems: 1,
+      items: targetSchema,
+      description: 'The backend pool. One of targets or discovery.',
+    },
+    discovery: discoverySchema,
     load_balancing: {
       type: 'string',
       description:
@@ -212,6 +222,11 @@ export const upstream = definePlugin({
     // Health state outlives this node: a reload keeps it (docs/plugins/upstream.md#health-checks).
     const health = env.scope.shared(HEALTH_SCOPE_KEY, () => new HealthRegistry());
     if (settings.scheme === 'grpc' || settings.scheme === 'grpcs') {
+      if (settings.discovery !== null)
+        throw new ConfigError(
+          'discovery',
+          `is not supported with scheme '${settings.scheme}' yet: list targets`,
+        );
       if (settings.active?.type === 'http')
         throw new ConfigError('health_check.active.type', `must be grpc with scheme '${settings.scheme}'`);
       return new UpstreamNode(
@@ -221,7 +236,7 @@ export const upstream = definePlugin({
           hashKey: settings.hashKey,
           tls: settings.tls,
           deadlineMs: settings.timeoutMs,
-          retries: settings.retries,
+          retries: settings.retries ?? settings.targets.length - 1,
           passive: settings.passive,
           active: settings.active,
           passHost: settings.passHost,
@@ -237,37 +252,55 @@ export const upstream = definePlugin({
         'health_check.active.type',
         `grpc needs scheme grpc or grpcs, not '${settings.scheme}'`,
       );
-    return new UpstreamNode(
-      new UpstreamPool({
-        targets: settings.targets,
-        balancer: settings.kind,
-        hashKey: settings.hashKey,
-        scheme: settings.scheme,
-        tls: settings.tls,
-        limits: { deadlineMs: settings.timeoutMs, idleMs: settings.idleMs, streaming: env.streaming },
-        retries: settings.retries,
-        passive: settings.passive,
-        active: settings.active,
-        passHost: settings.passHost,
-        upstreamHost: settings.upstreamHost ?? '',
-        logger: env.logger,
-        where: { policy: env.policy, node: env.nodeId },
-        health,
-      }),
-    );
+    // Discovered targets change in the background, never through a reload (docs/discovery.md).
+    const lease =
+      settings.discovery === null
+        ? null
+        : env.scope
+            .shared(DISCOVERY_SCOPE_KEY, () => new DiscoveryRegistry())
+            .acquire(settings.discovery, env.logger);
+    const pool = new UpstreamPool({
+      targets: settings.targets,
+      balancer: settings.kind,
+      hashKey: settings.hashKey,
+      scheme: settings.scheme,
+      tls: settings.tls,
+      limits: { deadlineMs: settings.timeoutMs, idleMs: settings.idleMs, streaming: env.streaming },
+      retries: settings.retries,
+      passive: settings.passive,
+      active: settings.active,
+      passHost: settings.passHost,
+      upstreamHost: settings.upstreamHost ?? '',
+      logger: env.logger,
+      where: { policy: env.policy, node: env.nodeId },
+      health,
+    });
+    if (lease === null) return new UpstreamNode(pool);
+    const unsubscribe = lease.source.subscribe((found) => pool.setTargets(toTargetSpecs(found)));
+    return new UpstreamNode(pool, {
+      label: lease.source.label,
+      source: lease.source,
+      release: () => {
+        unsubscribe();
+        lease.release();
+      },
+    });
   },
 });
 
 /** Everything `create` derives from the config, checked. */
 interface Settings {
+  /** Empty with `discovery`: the source fills the pool. */
   targets: TargetSpec[];
+  discovery: DiscoverySpec | null;
   kind: BalancerKind;
   hashKey: HashKey;
   scheme: Scheme;
   tls: TlsMaterial | null;
   timeoutMs: number;
   idleMs: number;
-  retries: number;
+  /** null: one fewer than the targets there are (discovered ones change). */
+  retries: number | null;
   passive: PassivePolicy;
   active: ActivePolicy | null;
   passHost: PassHost;
@@ -275,7 +308,12 @@ interface Settings {
 }
 
 function resolveSettings(config: UpstreamConfig, env: PluginEnv): Settings {
-  const targets = resolveTargets(config.targets);
+  if (config.targets !== undefined && config.discovery !== undefined)
+    throw new ConfigError('discovery', 'set either targets or discovery, not both');
+  if (config.targets === undefined && config.discovery === undefined)
+    throw new ConfigError('targets', 'one of targets or discovery is required');
+  const discovery = config.discovery === undefined ? null : resolveDiscovery(config.discovery);
+  const targets = discovery === null ? resolveTargets(config.targets) : [];
 
   const explicit = config.load_balancing !== undefined ? 'load_balancing' : 'load_balancer';
   if (config.load_balancing !== undefined && config.load_balancer !== undefined) {
@@ -322,13 +360,14 @@ function resolveSettings(config: UpstreamConfig, env: PluginEnv): Settings {
   const active = config.health_check?.active;
   return {
     targets,
+    discovery,
     kind,
     hashKey,
     scheme,
     tls,
     timeoutMs: config.timeout_ms ?? DEFAULTS.timeoutMs,
     idleMs: config.stream_idle_timeout_ms ?? DEFAULTS.idleMs,
-    retries: config.retries ?? targets.length - 1,
+    retries: config.retries ?? null,
     passive: {
       maxFails: passive?.max_fails ?? DEFAULTS.maxFails,
       failTimeoutMs: (passive?.fail_timeout_seconds ?? DEFAULTS.failTimeoutSeconds) * 1000,
@@ -424,12 +463,29 @@ function resolveTls(config: UpstreamConfig, scheme: Scheme, env: PluginEnv): Tls
   }
 }
 
+/** The discovery source an upstream node follows, and how to stop following it. */
+interface NodeDiscovery {
+  /** The `source` label of the metrics (`dns:_http._tcp.example.com`). */
+  readonly label: string;
+  readonly source: { readonly errors: number };
+  readonly release: () => void;
+}
+
+/** What the discovery metrics read of a node (src/observability/gateway-series.ts). */
+export interface UpstreamDiscoveryState {
+  source: string;
+  targets: number;
+  errors: number;
+}
+
 /** A created upstream node; the transport work (balancing, retries, health) lives in its UpstreamPool. */
 export class UpstreamNode implements NodeInstance<'success'> {
   readonly #pool: UpstreamPool | GrpcUpstream;
+  readonly #discovery: NodeDiscovery | null;
 
-  constructor(pool: UpstreamPool | GrpcUpstream) {
+  constructor(pool: UpstreamPool | GrpcUpstream, discovery: NodeDiscovery | null = null) {
     this.#pool = pool;
+    this.#discovery = discovery;
   }
 
   run(ctx: Context): Promise<'success'> {
@@ -443,8 +499,20 @@ export class UpstreamNode implements NodeInstance<'success'> {
     return this.#pool.targetStates();
   }
 
-  /** Stops active health checks and releases the shared connection pools. */
+  /** The discovery source and how many targets it gave this node; null with static targets. */
+  discoveryState(): UpstreamDiscoveryState | null {
+    const discovery = this.#discovery;
+    if (discovery === null) return null;
+    return {
+      source: discovery.label,
+      targets: this.#pool.targetStates().length,
+      errors: discovery.source.errors,
+    };
+  }
+
+  /** Stops active health checks, releases the shared connection pools and the discovery source. */
   close(): void {
+    this.#discovery?.release();
     this.#pool.close();
   }
 }
