@@ -27,6 +27,9 @@ const USAGE = `Usage:
   switchyard migrate --gateway-config <path> [--system-config <path>] [--write] [--drop-unknown-keys]
   switchyard mcp --stdio [--url <MCP endpoint URL>]   (token in SWITCHYARD_MCP_TOKEN)
   switchyard import kong|apisix <file> [-o <gateway.yaml>]
+  switchyard dump [--output <file>]          (Admin API: --admin-url, --user, --password
+  switchyard diff --gateway-config <file> | diff <A> <B>    or SWITCHYARD_ADMIN_URL/_USER/_PASSWORD)
+  switchyard apply --gateway-config <file> [--dry-run] [--if-match <etag>]
 
 Defaults: --system-config config/system.yaml, --gateway-config config/gateway.yaml`;
 
@@ -394,6 +397,11 @@ export async function main(argv: string[], early?: EarlySignals): Promise<number
   if (argv[0] === 'import') {
     handOver(early, HANDLED_SIGNALS, 'default');
     return (await import('./migrate/import-command.js')).runImport(argv.slice(1));
+  }
+  // Config as code (docs/config-as-code.md): their own modules, their own options.
+  if (argv[0] === 'dump' || argv[0] === 'diff' || argv[0] === 'apply') {
+    handOver(early, HANDLED_SIGNALS, 'default');
+    return (await import('./cli/config-commands.js')).runConfigCommand(argv[0], argv.slice(1));
   }
   let args: CliArgs;
   try {

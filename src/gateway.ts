@@ -31,6 +31,7 @@ import { registerGatewaySeries } from './observability/gateway-series.js';
 import { observeRequests, type RequestObserver } from './observability/access-log.js';
 import { configurePools } from './outbound/pool-registry.js';
 import { resolveCompatNames, useCompatNames } from './config/compat-names.js';
+import { ConfigHistory, currentActor } from './config/history.js';
 import { checkGatewayShape, emptyGatewayConfig } from './config/gateway.js';
 import { ConfigSourceReadOnly } from './kubernetes/errors.js';
 import { LISTENER_PORT_HEADER } from './kubernetes/translate.js';
@@ -82,6 +83,8 @@ export class Gateway {
   readonly scope: GatewayScope<GatewayMetrics>;
   /** The node types this gateway compiles with (the sandbox reads their ports). */
   readonly plugins = registry;
+  /** Every applied configuration, versioned (docs/config-as-code.md#history). */
+  readonly history: ConfigHistory;
   #slot: RuntimeSlot;
   #listener: Listener | undefined;
   #watcher: ConfigWatcher | undefined;
@@ -119,6 +122,14 @@ export class Gateway {
     this.#kubernetes = options.kubernetes;
     this.#onApplied = options.onApplied;
     this.#dataPlaneOnly = options.dataPlaneOnly === true;
+    this.history = new ConfigHistory({
+      dir:
+        options.gatewayPath === undefined || this.#dataPlaneOnly
+          ? undefined
+          : `${options.gatewayPath}.history`,
+      maxVersions: options.system.admin?.history?.max_versions,
+      logger: options.logger,
+    });
     this.#slot = new RuntimeSlot(runtime);
     const acme = acmeConfigOf(options.system);
     this.acme =
@@ -196,6 +207,7 @@ export class Gateway {
     const gateway = new Gateway(options, runtime, scope);
     gateway.#lastAppliedFile = file;
     gateway.metrics.configApplied('startup');
+    gateway.#record(runtime.config, 'startup');
     return gateway;
   }
 
@@ -315,12 +327,20 @@ export class Gateway {
     for (const warning of runtime.warnings) this.logger.warn(warning);
     this.swap(runtime);
     this.metrics.configApplied(source);
+    this.#record(runtime.config, source);
     this.logger.info(
       { source, routes: runtime.router.size, policies: runtime.policies.size, compiled: runtime.compiled },
       'configuration applied',
     );
     await this.#onApplied?.(runtime, source);
     return runtime;
+  }
+
+  /** One history version per applied configuration; an Admin API or MCP call names its author. */
+  #record(config: GatewayConfig, source: ApplySource): void {
+    if (this.#dataPlaneOnly) return;
+    const actor = source === 'admin' ? currentActor() : undefined;
+    this.history.record(config, actor?.via ?? source, actor?.user ?? null);
   }
 
   /** Admin writes go back to gateway.yaml for the file source unless `config.persist: false`. */

@@ -18,6 +18,8 @@ import type { AdminRoute } from './router.js';
 import { validatePolicy } from './validate-policy.js';
 import { whoamiRoute } from './whoami.js';
 import { routeOrderRoute } from './route-order.js';
+import { configHistoryRoutes } from './config-history.js';
+import { auditRoutes } from './audit.js';
 import { dirname, resolve } from 'node:path';
 import { listScripts } from '../lua/sources.js';
 
@@ -73,6 +75,8 @@ export function adminRoutes(gateway: Gateway, startedAt: number = Date.now()): A
     ...mcpAdminRoutes(gateway),
     whoamiRoute(gateway),
     routeOrderRoute(gateway),
+    ...configHistoryRoutes(gateway),
+    ...auditRoutes(gateway),
     { method: 'GET', path: '/api/vars', auth: true, handler: () => json(200, listVars()) },
     {
       method: 'GET',

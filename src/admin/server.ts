@@ -19,6 +19,7 @@ import { adminRoutes } from './routes.js';
 import { createUiHandler } from './ui.js';
 import { startListener, type RequestHandler } from '../server/listener.js';
 import type { McpHandler } from './mcp/http.js';
+import { audited } from './audit.js';
 
 export interface AdminServerOptions {
   /** Directory of the built editor; defaults to ui/dist. */
@@ -138,7 +139,12 @@ export async function startAdminServer(
     const untyped = contentTypeGuard(req, method);
     if (untyped !== undefined) return untyped;
     if (found.kind === 'found') {
-      const reply = await found.route.handler({ req, params: found.params, query: url.searchParams });
+      const call = () => found.route.handler({ req, params: found.params, query: url.searchParams });
+      // Writes: the author of what they apply (history) and one audit entry (docs/admin-api.md#audit-log).
+      const user = users.get(req) ?? null;
+      const reply = readOnly
+        ? await call()
+        : await audited(gateway, { user, method, resource: pathname }, call);
       if (!readOnly && reply.status < 400) {
         logger.info(
           { user: users.get(req) ?? '(none)', method, resource: pathname, status: reply.status },

@@ -279,6 +279,13 @@ export const systemSchema = {
             max_config_bytes: int(16 * 1024 * 1024, 1),
           },
         },
+        // Versions of the applied configuration kept for GET /api/config/history and rollback.
+        history: {
+          type: 'object',
+          additionalProperties: false,
+          default: {},
+          properties: { max_versions: int(50, 1) },
+        },
         tls: tlsSchema,
         mcp: {
           type: 'object',

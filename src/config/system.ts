@@ -65,6 +65,8 @@ export interface AdminConfig {
   allowed_origins: string[];
   login_throttle: LoginThrottleConfig;
   limits: AdminLimitsConfig;
+  /** Applied configurations kept (docs/config-as-code.md#history). */
+  history?: { max_versions: number };
   tls?: TlsConfig;
   mcp?: {
     enabled: boolean;

@@ -42,6 +42,7 @@ const WRITE_TOOLS = [
   'validate_policy',
   'validate_supernode',
   'run_sandbox',
+  'rollback_config',
 ];
 
 const READ_TOOLS = [
@@ -67,6 +68,8 @@ const READ_TOOLS = [
   'list_traces',
   'get_trace',
   'get_trace_step',
+  'list_config_history',
+  'get_config_version',
 ];
 
 describe('mcp endpoint', () => {

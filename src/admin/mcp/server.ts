@@ -18,6 +18,7 @@ import { errorResult, forbidden, issueLines, okResult, ToolError, toToolError } 
 import { PROMPTS, promptByName } from './prompts.js';
 import { listResources, readResource, RESOURCE_TEMPLATES } from './resources.js';
 import { TOOLS, toolByName, type ToolContext, type ToolDef } from './tools/index.js';
+import { asActor } from '../../config/history.js';
 
 const VERSION = (
   JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }
@@ -129,7 +130,10 @@ async function callTool(
   if (issues.length > 0)
     return new ToolError('invalid_input', `invalid arguments for ${tool.name}`, issueLines(issues));
   try {
-    return okResult(await tool.run(args, ctx));
+    // Applies it makes are the token's, source `mcp` in the history (docs/config-as-code.md#history).
+    return okResult(
+      await asActor({ user: ctx.principal.name ?? null, via: 'mcp' }, () => tool.run(args, ctx)),
+    );
   } catch (err) {
     const error = toToolError(err);
     if (error.code === 'internal') ctx.logger.error({ err, tool: tool.name }, 'mcp tool failed');

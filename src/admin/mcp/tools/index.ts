@@ -5,6 +5,7 @@ import { debugTools } from './debug.js';
 import { reloadTool } from './reload.js';
 import type { ToolDef } from './types.js';
 import { writeToolsAll } from './writes.js';
+import { historyTools } from './history.js';
 
 /** Every tool, in the order tools/list shows them (grouped by area; each tool declares its scope). */
 export const TOOLS: readonly ToolDef[] = [
@@ -14,6 +15,7 @@ export const TOOLS: readonly ToolDef[] = [
   ...writeToolsAll,
   reloadTool,
   purgeCacheTool,
+  ...historyTools,
 ];
 
 export const toolByName = (name: string): ToolDef | undefined => TOOLS.find((t) => t.name === name);
