@@ -124,7 +124,8 @@ export class Gateway {
     this.#dataPlaneOnly = options.dataPlaneOnly === true;
     this.history = new ConfigHistory({
       dir:
-        options.gatewayPath === undefined || this.#dataPlaneOnly
+        // Only a gateway with an Admin API writes it (that is where it is read).
+        options.gatewayPath === undefined || this.#dataPlaneOnly || options.system.admin === undefined
           ? undefined
           : `${options.gatewayPath}.history`,
       maxVersions: options.system.admin?.history?.max_versions,

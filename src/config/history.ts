@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { accessSync, constants, mkdirSync, readFileSync } from 'node:fs';
 import { readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../core/logger.js';
@@ -55,21 +55,31 @@ export class ConfigHistory {
   #writing: Promise<void> = Promise.resolve();
 
   constructor(options: { dir?: string | undefined; maxVersions?: number | undefined; logger: Logger }) {
-    this.#dir = options.dir;
     this.#max = options.maxVersions ?? DEFAULT_MAX_VERSIONS;
     this.#logger = options.logger;
-    if (this.#dir === undefined) return;
+    this.#dir = options.dir === undefined ? undefined : this.#open(options.dir);
+  }
+
+  /** `dir` when it can be created and written (else the history is kept in memory only). */
+  #open(dir: string): string | undefined {
     try {
-      mkdirSync(this.#dir, { recursive: true });
-      const index = JSON.parse(readFileSync(join(this.#dir, 'index.json'), 'utf8')) as unknown;
+      mkdirSync(dir, { recursive: true });
+      accessSync(dir, constants.W_OK);
+    } catch (err) {
+      this.#logger.warn(
+        { err, dir },
+        'cannot write the configuration history there; it is kept in memory only',
+      );
+      return undefined;
+    }
+    try {
+      const index = JSON.parse(readFileSync(join(dir, 'index.json'), 'utf8')) as unknown;
       if (Array.isArray(index)) this.#entries = (index as HistoryEntry[]).slice(-this.#max);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
-        this.#logger.warn(
-          { err, dir: this.#dir },
-          'cannot read the configuration history; starting a new one',
-        );
+        this.#logger.warn({ err, dir }, 'cannot read the configuration history; starting a new one');
     }
+    return dir;
   }
 
   /** Newest first. */
