@@ -5,6 +5,10 @@
  * `data: [DONE]`, the usage chunk with `stream_options.include_usage`; Anthropic: named events
  * message_start, content_block_start/delta/stop, ping, message_delta with usage, message_stop).
  *
+ * A `gemini` provider speaks the Gemini API (`/v1beta/models/{model}:generateContent`, and
+ * `:streamGenerateContent?alt=sse` whose `data:` events are partial answers, `x-goog-api-key`,
+ * `usageMetadata`, errors as `{error: {code, message, status}}`).
+ *
  * The answer is deterministic: a request with tools and no tool result yet calls the first tool
  * with `{"city":"Paris"}`; a request whose last message is a tool result answers
  * `tool said: <result>`; any other answers `<greeting> <last user text>`. Usage counts words:
@@ -20,7 +24,7 @@ import {
 } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 
-export type ProviderKind = 'openai' | 'anthropic';
+export type ProviderKind = 'openai' | 'anthropic' | 'gemini';
 
 /** What the provider does with one request instead of answering it. */
 export type Mishap = 429 | 500 | 503 | 529 | 'hang';
@@ -85,10 +89,38 @@ function reply(kind: ProviderKind, body: Record<string, unknown>): Reply {
     const name = tools[0]!.function?.name ?? tools[0]!.name ?? 'tool';
     return { text: kind === 'anthropic' ? 'Let me check.' : '', tool: { name }, prompt, completion: 12 };
   }
+  const greeting = {
+    openai: 'Hello from OpenAI:',
+    anthropic: 'Hello from Anthropic:',
+    gemini: 'Hello from Gemini:',
+  }[kind];
   const text = lastIsToolResult
     ? `tool said: ${contentText(last.content)}`
-    : `${kind === 'openai' ? 'Hello from OpenAI:' : 'Hello from Anthropic:'} ${contentText(last?.content)}`;
+    : `${greeting} ${contentText(last?.content)}`;
   return { text, tool: undefined, prompt, completion: words(text) };
+}
+
+/** A Gemini body seen as messages and tools, for {@link reply}. */
+function geminiAsChat(body: Record<string, unknown>): Record<string, unknown> {
+  const contents = (body.contents ?? []) as { role: string; parts: Record<string, unknown>[] }[];
+  const system = ((body.systemInstruction as { parts?: { text?: string }[] } | undefined)?.parts ?? [])
+    .map((p) => p.text ?? '')
+    .join(' ');
+  const messages = contents.map((c) => {
+    const response = c.parts.find((p) => p.functionResponse !== undefined)?.functionResponse as
+      { response?: { content?: string } } | undefined;
+    if (response !== undefined) return { role: 'tool', content: response.response?.content ?? '' };
+    return {
+      role: c.role === 'model' ? 'assistant' : 'user',
+      content: c.parts.map((p) => (typeof p.text === 'string' ? p.text : '')).join(''),
+    };
+  });
+  const declarations = (body.tools as { functionDeclarations?: { name: string }[] }[] | undefined)?.[0]
+    ?.functionDeclarations;
+  return {
+    messages: system === '' ? messages : [{ role: 'system', content: system }, ...messages],
+    ...(declarations === undefined ? {} : { tools: declarations.map((d) => ({ name: d.name })) }),
+  };
 }
 
 function readBody(req: IncomingMessage): Promise<Buffer> {
@@ -361,6 +393,90 @@ async function anthropicAnswer(
   res.end();
 }
 
+// --- Gemini -----------------------------------------------------------------------------------
+
+function geminiError(res: ServerResponse, status: number, message?: string): void {
+  const statuses: Record<number, string> = {
+    400: 'INVALID_ARGUMENT',
+    403: 'PERMISSION_DENIED',
+    404: 'NOT_FOUND',
+    429: 'RESOURCE_EXHAUSTED',
+    500: 'INTERNAL',
+    503: 'UNAVAILABLE',
+  };
+  json(res, status, {
+    error: {
+      code: status,
+      message:
+        message ??
+        (status === 429
+          ? 'Resource has been exhausted (e.g. check quota).'
+          : 'An internal error has occurred.'),
+      status: statuses[status] ?? 'INTERNAL',
+    },
+  });
+}
+
+async function geminiAnswer(
+  res: ServerResponse,
+  model: string,
+  stream: boolean,
+  body: Record<string, unknown>,
+  gate: Gate,
+): Promise<void> {
+  const r = reply('gemini', geminiAsChat(body));
+  const responseId = 'mKnQaLH0L4yC1dkP7aSzsAI';
+  const usage = (completion: number | undefined) => ({
+    promptTokenCount: r.prompt,
+    ...(completion === undefined ? {} : { candidatesTokenCount: completion }),
+    totalTokenCount: r.prompt + (completion ?? 0),
+    promptTokensDetails: [{ modality: 'TEXT', tokenCount: r.prompt }],
+  });
+  const parts = r.tool
+    ? [{ functionCall: { name: r.tool.name, args: { city: 'Paris' } } }]
+    : [{ text: r.text }];
+  if (!stream) {
+    json(res, 200, {
+      candidates: [{ content: { parts, role: 'model' }, finishReason: 'STOP', avgLogprobs: -0.05, index: 0 }],
+      usageMetadata: usage(r.completion),
+      modelVersion: model,
+      responseId,
+    });
+    return;
+  }
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  const event = (data: unknown) => res.write(`data: ${JSON.stringify(data)}\r\n\r\n`);
+  if (r.tool) {
+    await gate.wait();
+    event({
+      candidates: [{ content: { parts, role: 'model' }, finishReason: 'STOP', index: 0 }],
+      usageMetadata: usage(r.completion),
+      modelVersion: model,
+      responseId,
+    });
+    res.end();
+    return;
+  }
+  const pieces = r.text.split(/(?<= )/);
+  for (const [i, piece] of pieces.entries()) {
+    const last = i === pieces.length - 1;
+    event({
+      candidates: [
+        {
+          content: { parts: [{ text: piece }], role: 'model' },
+          ...(last ? { finishReason: 'STOP' } : {}),
+          index: 0,
+        },
+      ],
+      usageMetadata: usage(last ? r.completion : undefined),
+      modelVersion: model,
+      responseId,
+    });
+    if (i === 0) await gate.wait();
+  }
+  res.end();
+}
+
 // --- the server -------------------------------------------------------------------------------
 
 class Gate {
@@ -406,6 +522,24 @@ export async function startLlmProvider(
     requests.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers, body });
     const mishap = mishaps.shift();
     if (mishap === 'hang') return; // never answered; the socket is closed with the server
+    if (kind === 'gemini') {
+      const match = /^\/v1beta\/models\/([^/:]+):(generateContent|streamGenerateContent)(\?alt=sse)?$/.exec(
+        req.url ?? '',
+      );
+      if (req.method !== 'POST' || match === null) return geminiError(res, 404, `Not found: ${req.url}`);
+      if (req.headers['x-goog-api-key'] !== apiKey)
+        return geminiError(res, 400, 'API key not valid. Please pass a valid API key.');
+      if (mishap !== undefined) return geminiError(res, mishap === 529 ? 503 : mishap);
+      if (!Array.isArray(body.contents)) return geminiError(res, 400, 'contents is not specified');
+      await geminiAnswer(
+        res,
+        decodeURIComponent(match[1]!),
+        match[2] === 'streamGenerateContent',
+        body,
+        gate,
+      );
+      return;
+    }
     if (kind === 'openai') {
       if (req.method !== 'POST' || !(req.url ?? '').split('?')[0]!.endsWith('/chat/completions')) {
         json(res, 404, {

@@ -13,6 +13,7 @@ import {
   usageFromAnthropic,
 } from './formats/anthropic.js';
 import { clientFormatOf, parseAiRequest, type AiRequest } from './formats/client.js';
+import { geminiResponseToOpenAi } from './formats/gemini.js';
 import { aiErrorBody, errorTypeFor, providerErrorOf } from './formats/errors.js';
 import { SseReader } from './formats/sse.js';
 import { StreamTranslator } from './formats/stream.js';
@@ -23,7 +24,7 @@ import type {
   OpenAiChatRequest,
   OpenAiChatResponse,
 } from './formats/types.js';
-import { providerBody, type ProviderName, type ProviderSpec } from './providers.js';
+import { providerBody, type ProviderName, type ProviderSpec, type Wire } from './providers.js';
 
 /** One configured target, resolved at compile time. */
 export interface AiTarget {
@@ -257,7 +258,7 @@ export class AiProxyNode implements NodeInstance<'success'> {
     const answer = new Answer(this.#s.metrics, labels, started);
     this.#context(ctx, target, model, undefined);
     if (!req.stream) {
-      const translated = translateAnswer(target.spec.wire, req.format, raw);
+      const translated = translateAnswer(target.spec.wire, req.format, raw, model);
       if (translated === undefined)
         return { target: target.name, status: 502, reason: 'the answer is not JSON' };
       answer.firstToken();
@@ -272,6 +273,7 @@ export class AiProxyNode implements NodeInstance<'success'> {
       wire: target.spec.wire,
       clientWantsUsage:
         req.format === 'openai' && (req.body as OpenAiChatRequest).stream_options?.include_usage === true,
+      model,
     });
     ctx.response.discardStream();
     ctx.response.status = 200;
@@ -396,9 +398,10 @@ function translateWhole(raw: Buffer, translator: StreamTranslator, answer: Answe
 
 /** A whole provider answer in the client's format, with its usage; undefined when it is not JSON. */
 export function translateAnswer(
-  wire: 'openai' | 'anthropic',
+  wire: Wire,
   client: ClientFormat,
   raw: Buffer | null,
+  model: string,
 ): { body: unknown; usage: AiUsage | undefined } | undefined {
   let parsed: unknown;
   try {
@@ -412,7 +415,7 @@ export function translateAnswer(
     const usage = res.usage === undefined ? undefined : usageFromAnthropic(res.usage);
     return { body: client === 'anthropic' ? res : anthropicResponseToOpenAi(res), usage };
   }
-  const res = parsed as OpenAiChatResponse;
+  const res = wire === 'gemini' ? geminiResponseToOpenAi(parsed, model) : (parsed as OpenAiChatResponse);
   const u = res.usage;
   const usage =
     u === undefined || u === null

@@ -84,7 +84,7 @@ export const aiProxy = definePlugin({
   type: 'ai-proxy',
   category: 'ai',
   description:
-    'Call an LLM provider (OpenAI, Azure OpenAI, Anthropic, Mistral, OpenAI-compatible) for an OpenAI Chat Completions or Anthropic Messages request, translating formats and streams, with fallback across targets by priority and weight.',
+    'Call an LLM provider (OpenAI, Azure OpenAI, Anthropic, Gemini, Mistral, OpenAI-compatible) for an OpenAI Chat Completions or Anthropic Messages request, translating formats and streams, with fallback across targets by priority and weight.',
   schema: {
     type: 'object',
     additionalProperties: false,

@@ -1,12 +1,20 @@
 import { ANTHROPIC_VERSION, openAiRequestToAnthropic } from './formats/anthropic.js';
 import { toOpenAiRequest, type AiRequest } from './formats/client.js';
+import { openAiRequestToGemini } from './formats/gemini.js';
 import type { AnthropicRequest, OpenAiChatRequest } from './formats/types.js';
 
-export const PROVIDERS = ['openai', 'azure-openai', 'anthropic', 'mistral', 'openai-compatible'] as const;
+export const PROVIDERS = [
+  'openai',
+  'azure-openai',
+  'anthropic',
+  'gemini',
+  'mistral',
+  'openai-compatible',
+] as const;
 export type ProviderName = (typeof PROVIDERS)[number];
 
 /** The wire format a provider speaks. */
-export type Wire = 'openai' | 'anthropic';
+export type Wire = 'openai' | 'anthropic' | 'gemini';
 
 /** What the gateway needs to know of one provider (docs/plugins/ai-proxy.md#providers). */
 export interface ProviderSpec {
@@ -75,6 +83,20 @@ export const PROVIDER_SPECS: Readonly<Record<ProviderName, ProviderSpec>> = {
     streamUsageOption: false,
     maxTokensField: 'max_tokens',
   },
+  gemini: {
+    wire: 'gemini',
+    defaultEndpoint: 'https://generativelanguage.googleapis.com',
+    path: (model, stream) => {
+      const name = encodeURIComponent(model.startsWith('models/') ? model.slice(7) : model);
+      return stream
+        ? `/v1beta/models/${name}:streamGenerateContent?alt=sse`
+        : `/v1beta/models/${name}:generateContent`;
+    },
+    auth: (key) => ['x-goog-api-key', key],
+    fixedHeaders: [],
+    streamUsageOption: false,
+    maxTokensField: 'max_tokens',
+  },
 };
 
 /** The Azure OpenAI `api-version` query when a target names none. */
@@ -96,6 +118,8 @@ export function providerBody(
   req: AiRequest,
   options: BodyOptions,
 ): Record<string, unknown> {
+  // Gemini names the model and streaming in the path, not the body.
+  if (spec.wire === 'gemini') return openAiRequestToGemini(toOpenAiRequest(req));
   if (spec.wire === 'anthropic') {
     const body: AnthropicRequest =
       req.format === 'anthropic'

@@ -13,6 +13,7 @@ export const VIEWER_PASSWORD = 'Viewer-Pw-123456';
 export interface AiHarness extends AdminHarness {
   openaiProvider: LlmProvider;
   anthropicProvider: LlmProvider;
+  geminiProvider: LlmProvider;
   /** The openai SDK for route `name` (baseURL `<gateway>/<name>/v1`), retries off. */
   openai(name: string): OpenAI;
   /** The Anthropic SDK for route `name` (baseURL `<gateway>/<name>`), retries off. */
@@ -71,15 +72,31 @@ export const anthropicTarget = (p: LlmProvider, extra: TargetConfig = {}): Targe
   ...extra,
 });
 
-/** Starts both providers, then the gateway built from `policies(providers)`. */
+export const geminiTarget = (p: LlmProvider, extra: TargetConfig = {}): TargetConfig => ({
+  name: 'gemini-local',
+  provider: 'gemini',
+  endpoint: p.url,
+  api_key: 'gemini-test-key',
+  model: 'gemini-2.0-flash',
+  ...extra,
+});
+
+/** Starts the providers, then the gateway built from `policies(providers)`. */
 export async function startAiHarness(
-  policies: (p: { openai: LlmProvider; anthropic: LlmProvider }) => Record<string, PolicySpec>,
+  policies: (p: {
+    openai: LlmProvider;
+    anthropic: LlmProvider;
+    gemini: LlmProvider;
+  }) => Record<string, PolicySpec>,
   options: { system?: string } = {},
 ): Promise<AiHarness> {
   const openaiProvider = await startLlmProvider('openai');
   const anthropicProvider = await startLlmProvider('anthropic');
+  const geminiProvider = await startLlmProvider('gemini');
   const h = await startAdmin({
-    gatewayYaml: gatewayYaml(policies({ openai: openaiProvider, anthropic: anthropicProvider })),
+    gatewayYaml: gatewayYaml(
+      policies({ openai: openaiProvider, anthropic: anthropicProvider, gemini: geminiProvider }),
+    ),
     admin: `users: [{ username: viewer, password: ${VIEWER_PASSWORD}, role: viewer }]`,
     system: `debug: { enabled: true, max_traces: 50 }\n${options.system ?? ''}`,
   });
@@ -87,13 +104,14 @@ export async function startAiHarness(
     ...h,
     openaiProvider,
     anthropicProvider,
+    geminiProvider,
     openai: (name) =>
       new OpenAI({ apiKey: 'client-own-key', baseURL: `${h.data}/${name}/v1`, maxRetries: 0 }),
     anthropic: (name) =>
       new Anthropic({ apiKey: 'client-own-key', baseURL: `${h.data}/${name}`, maxRetries: 0 }),
     async stop() {
       await h.stop();
-      await Promise.all([openaiProvider.close(), anthropicProvider.close()]);
+      await Promise.all([openaiProvider.close(), anthropicProvider.close(), geminiProvider.close()]);
     },
   };
 }

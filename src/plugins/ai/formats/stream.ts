@@ -1,4 +1,5 @@
 import { finishReasonOf, stopReasonOf, usageFromAnthropic } from './anthropic.js';
+import { GeminiToChunks, geminiUsage, type GeminiResponse } from './gemini.js';
 import { sseFrame } from './sse.js';
 import type {
   AiUsage,
@@ -10,13 +11,15 @@ import type {
 } from './types.js';
 
 /** The wire format a provider streams in. */
-export type StreamWire = 'openai' | 'anthropic';
+export type StreamWire = 'openai' | 'anthropic' | 'gemini';
 
 export interface StreamOptions {
   client: ClientFormat;
   wire: StreamWire;
   /** The OpenAI client asked for `stream_options.include_usage`: it gets the usage chunk. */
   clientWantsUsage: boolean;
+  /** The model called (Gemini streams may not name it). */
+  model?: string;
 }
 
 /**
@@ -36,6 +39,7 @@ export class StreamTranslator {
   readonly #options: StreamOptions;
   readonly #toChunks: AnthropicToChunks | null;
   readonly #toAnthropic: ChunksToAnthropic | null;
+  readonly #gemini: GeminiToChunks | null;
   #done = false;
 
   constructor(options: StreamOptions) {
@@ -43,11 +47,13 @@ export class StreamTranslator {
     const cross = options.client !== options.wire;
     this.#toChunks = cross && options.wire === 'anthropic' ? new AnthropicToChunks() : null;
     this.#toAnthropic = cross && options.client === 'anthropic' ? new ChunksToAnthropic() : null;
+    this.#gemini = options.wire === 'gemini' ? new GeminiToChunks(options.model ?? '') : null;
   }
 
   push(ev: SseEvent): string {
     if (this.#done) return '';
     const { client, wire } = this.#options;
+    if (wire === 'gemini') return this.#geminiEvent(ev);
     if (wire === 'openai') {
       if (ev.data.trim() === '[DONE]') return this.#openAiDone();
       const chunk = parseJson(ev.data) as (OpenAiChunk & { error?: unknown }) | undefined;
@@ -87,9 +93,33 @@ export class StreamTranslator {
   end(): string {
     if (this.#done) return '';
     this.#done = true;
-    if (this.#options.wire === 'openai' && this.#options.client === 'anthropic')
-      return this.#toAnthropic!.finish(this.usage);
+    const { wire, client } = this.#options;
+    if (wire !== 'anthropic' && client === 'anthropic') return this.#toAnthropic!.finish(this.usage);
+    // Gemini streams simply end: the OpenAI client still expects its usage chunk and [DONE].
+    if (wire === 'gemini') return this.#usageChunk(this.#gemini!) + sseFrame('[DONE]');
     return '';
+  }
+
+  #geminiEvent(ev: SseEvent): string {
+    const res = parseJson(ev.data) as (GeminiResponse & { error?: unknown }) | undefined;
+    if (res === undefined) return '';
+    const client = this.#options.client;
+    if (res.error !== undefined) {
+      this.failed = true;
+      return client === 'openai' ? sseFrame(ev.data) : this.#toAnthropic!.error(res.error);
+    }
+    const usage = geminiUsage(res.usageMetadata);
+    if (usage !== undefined) this.usage = usage;
+    const chunks = this.#gemini!.event(res);
+    this.model = this.#gemini!.model;
+    let out = '';
+    for (const chunk of chunks) {
+      const delta = chunk.choices[0]?.delta;
+      if ((typeof delta?.content === 'string' && delta.content !== '') || delta?.tool_calls !== undefined)
+        this.sawToken = true;
+      out += client === 'openai' ? sseFrame(JSON.stringify(chunk)) : this.#toAnthropic!.chunk(chunk);
+    }
+    return out;
   }
 
   #openAiDone(): string {
@@ -107,8 +137,12 @@ export class StreamTranslator {
   }
 
   #openAiClientUsage(): string {
+    return this.#usageChunk(this.#toChunks!);
+  }
+
+  #usageChunk(from: { id: string; created: number; model: string }): string {
     if (!this.#options.clientWantsUsage || this.usage === undefined) return '';
-    const { id, created, model } = this.#toChunks!;
+    const { id, created, model } = from;
     return sseFrame(
       JSON.stringify({ id, object: 'chat.completion.chunk', created, model, choices: [], usage: this.usage }),
     );
