@@ -241,6 +241,10 @@ export class AiProxyNode implements NodeInstance<'success'> {
       return { target: target.name, status, reason: providerErrorOf(raw).message || `status ${status}` };
     if (status < 200 || status >= 300) {
       if (status < 400) return { target: target.name, status, reason: `unexpected status ${status}` };
+      // The target's own key was refused: its configuration, not the client's request, is at fault;
+      // the provider's message (which may quote part of the key) stays out of the answer.
+      if ((status === 401 || status === 403) && key !== undefined && key === target.apiKey)
+        return { target: target.name, status, reason: "the provider refused the target's api_key" };
       // The provider refused the request itself: another target would too. The client hears why.
       const error = providerErrorOf(raw);
       ctx.response.json(

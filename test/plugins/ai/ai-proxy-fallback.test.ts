@@ -51,6 +51,13 @@ describe('ai-proxy: fallback across targets, metrics and the access log', () => 
             anthropicTarget(anthropic, { name: 'b', weight: 0 }),
           ],
         },
+        badkey: {
+          targets: [
+            openaiTarget(openai, { name: 'misconfigured', api_key: 'revoked-key', priority: 1 }),
+            anthropicTarget(anthropic),
+          ],
+        },
+        badkeyonly: { targets: [openaiTarget(openai, { name: 'misconfigured', api_key: 'revoked-key' })] },
         shared: {
           targets: [
             openaiTarget(openai, { name: 'a', weight: 3 }),
@@ -139,6 +146,25 @@ describe('ai-proxy: fallback across targets, metrics and the access log', () => 
         assert.ok(err instanceof Anthropic.APIError);
         assert.equal(err.status, 504);
         assert.match(err.message, /every AI target failed/);
+        return true;
+      },
+    );
+  });
+
+  test('ai-proxy: a target whose own api_key the provider refuses (401) is skipped, and its message never reaches the client', async () => {
+    const answer = await h
+      .openai('badkey')
+      .chat.completions.create({ model: 'x', messages: [{ role: 'user', content: 'hi' }] });
+    assert.equal(answer.choices[0]?.message.content, 'Hello from Anthropic: hi');
+    await assert.rejects(
+      h
+        .openai('badkeyonly')
+        .chat.completions.create({ model: 'x', messages: [{ role: 'user', content: 'hi' }] }),
+      (err: unknown) => {
+        assert.ok(err instanceof OpenAI.APIError);
+        assert.equal(err.status, 502);
+        assert.match(err.message, /misconfigured \(401\)/);
+        assert.doesNotMatch(err.message, /Incorrect API key/);
         return true;
       },
     );
