@@ -1,6 +1,7 @@
 import type { Logger } from '../../core/logger.js';
 import type { DiscoverySpec } from './spec.js';
 import { DnsSource } from './dns.js';
+import { ConsulSource } from './consul.js';
 import type { DiscoverySource } from './source.js';
 
 /** A counted use of a shared source; `release()` once, when the upstream node is closed. */
@@ -56,6 +57,8 @@ function createSource(spec: DiscoverySpec, logger: Logger): DiscoverySource {
   switch (spec.type) {
     case 'dns':
       return new DnsSource(spec, logger);
+    case 'consul':
+      return new ConsulSource(spec, logger);
   }
 }
 

@@ -33,7 +33,7 @@ export type ConsulDiscoveryOptions = RegistryDiscoveryOptions<'consul'>;
 export type EurekaDiscoveryOptions = RegistryDiscoveryOptions<'eureka'>;
 export type NacosDiscoveryOptions = RegistryDiscoveryOptions<'nacos'>;
 
-export type DiscoverySpec = DnsDiscoveryOptions;
+export type DiscoverySpec = DnsDiscoveryOptions | ConsulDiscoveryOptions;
 
 export const DISCOVERY_DEFAULTS = {
   minTtlS: 1,
@@ -42,7 +42,7 @@ export const DISCOVERY_DEFAULTS = {
   nacosGroup: 'DEFAULT_GROUP',
 } as const;
 
-export const DISCOVERY_TYPES = ['dns'] as const;
+export const DISCOVERY_TYPES = ['dns', 'consul'] as const;
 
 const DNS_KEYS = new Set(['type', 'host', 'port', 'srv', 'resolvers', 'min_ttl_s', 'max_ttl_s']);
 const REGISTRY_KEYS: Readonly<Record<string, ReadonlySet<string>>> = {
@@ -134,12 +134,7 @@ export function resolveDiscovery(raw: unknown): DiscoverySpec {
     if (!allowed.has(key)) throw new ConfigError(`discovery.${key}`, `is not a key of type ${type}`);
   }
   if (type === 'dns') return resolveDns(config);
-  throw new ConfigError('discovery.type', `${type} is not available`);
-}
-
-/** Consul, Eureka and Nacos blocks (not wired yet). */
-export function resolveRegistryBlock(type: 'consul' | 'eureka' | 'nacos', config: Record<string, unknown>) {
-  return resolveRegistry(type, config);
+  return resolveRegistry(type as 'consul', config);
 }
 
 function resolveDns(config: Record<string, unknown>): DnsDiscoveryOptions {

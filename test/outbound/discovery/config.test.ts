@@ -50,6 +50,17 @@ test('discovery config: a key of another type is refused, not ignored', () => {
   assert.equal(rejectedAt({ discovery: { ...dns, service: 'web' } }), 'discovery.service');
 });
 
+test('discovery config: consul needs an http(s) address and a service', () => {
+  const consul = { type: 'consul', address: 'http://127.0.0.1:8500', service: 'web' };
+  assert.equal(rejectedAt({ discovery: consul }), 'accepted');
+  assert.equal(rejectedAt({ discovery: { ...consul, address: 'ftp://x' } }), 'discovery.address');
+  assert.equal(
+    rejectedAt({ discovery: { type: 'consul', address: 'http://127.0.0.1:8500' } }),
+    'discovery.service',
+  );
+  assert.equal(rejectedAt({ discovery: { ...consul, port: 80 } }), 'discovery.port');
+});
+
 test('discovery config: gRPC upstreams keep static targets', () => {
   assert.equal(rejectedAt({ discovery: dns, scheme: 'grpc' }), 'discovery');
 });
