@@ -1,7 +1,9 @@
 // Lease-based leader election (coordination.k8s.io/v1): the holder renews the Lease every third
 // of leaseDurationSeconds; another replica takes it over once renewTime + leaseDurationSeconds
 // has passed. Every write carries the resourceVersion read, so two replicas racing for it get one
-// success and one 409. Only the leader writes statuses; every replica serves traffic.
+// success and one 409. Only the leader writes statuses; every replica serves traffic. A leader that
+// stops releases the Lease (empty holderIdentity), so another replica takes over at its next try
+// instead of after the Lease expires; one that dies is replaced once the Lease has expired.
 import { CoordinationV1Api, type KubeConfig, type V1Lease } from '@kubernetes/client-node';
 import type { Logger } from '../core/logger.js';
 
@@ -19,6 +21,7 @@ export class LeaderElector {
   #leader = false;
   #timer: NodeJS.Timeout | undefined;
   #stopped = false;
+  #inflight: Promise<void> = Promise.resolve();
   readonly #onChange: (leader: boolean) => void;
 
   constructor(kc: KubeConfig, options: LeaderOptions, logger: Logger, onChange: (leader: boolean) => void) {
@@ -33,12 +36,33 @@ export class LeaderElector {
   }
 
   start(): void {
-    void this.#tick();
+    this.#inflight = this.#tick();
   }
 
-  stop(): void {
+  /** Stops renewing; with `release` (default) a held Lease is handed back. Never rejects. */
+  async stop(release = true): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#timer);
+    await this.#inflight;
+    const held = this.#leader;
+    this.#set(false);
+    if (!held || !release) return;
+    const { name, namespace, identity } = this.#options;
+    try {
+      const lease = await this.#api.readNamespacedLease({ name, namespace });
+      if (lease.spec?.holderIdentity !== identity) return;
+      await this.#api.replaceNamespacedLease({
+        name,
+        namespace,
+        body: {
+          ...lease,
+          spec: { ...lease.spec, holderIdentity: '', leaseDurationSeconds: 1, renewTime: new Date() },
+        },
+      });
+      this.#logger.info({ lease: name, identity }, 'kubernetes: lease released');
+    } catch (err) {
+      this.#logger.warn({ err, lease: name }, 'kubernetes: lease release failed; it expires by itself');
+    }
   }
 
   #set(leader: boolean): void {
@@ -61,7 +85,9 @@ export class LeaderElector {
     }
     if (this.#stopped) return;
     this.#timer = setTimeout(
-      () => void this.#tick(),
+      () => {
+        this.#inflight = this.#tick();
+      },
       Math.max(200, (this.#options.leaseDurationSeconds * 1000) / 3),
     );
   }

@@ -153,7 +153,8 @@ export class KubernetesSource {
     this.#stopped = true;
     clearTimeout(this.#timer);
     for (const { informer } of this.#informers) informer.stop();
-    this.#leader?.stop();
+    // Hands the Lease back (best effort, in the background): another replica takes over at once.
+    void this.#leader?.stop();
   }
 
   state(): ClusterState {

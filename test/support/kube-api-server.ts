@@ -158,6 +158,8 @@ export interface RecordedRequest {
   path: string;
   query: URLSearchParams;
   contentType: string | undefined;
+  /** The bearer token sent (each kubeconfig written with its own token tells clients apart). */
+  token: string | undefined;
 }
 
 export interface KubeApiServerOptions {
@@ -223,8 +225,8 @@ export class KubeApiServer {
     return server;
   }
 
-  /** A kubeconfig file pointing at this server (plain HTTP, a bearer token that is not checked). */
-  writeKubeconfig(path: string): string {
+  /** A kubeconfig file pointing at this server (plain HTTP, a bearer token that is recorded, not checked). */
+  writeKubeconfig(path: string, token = 'test-token'): string {
     writeFileSync(
       path,
       [
@@ -235,7 +237,7 @@ export class KubeApiServer {
         `  cluster: { server: "${this.url}", insecure-skip-tls-verify: true }`,
         'users:',
         '- name: test',
-        '  user: { token: test-token }',
+        `  user: { token: ${token} }`,
         'contexts:',
         '- name: test',
         '  context: { cluster: test, user: test, namespace: default }',
@@ -307,9 +309,40 @@ export class KubeApiServer {
 
   async close(): Promise<void> {
     clearInterval(this.#bookmarkTimer);
+    await this.stop();
+  }
+
+  /** True while the server accepts connections (between start/restart and stop). */
+  get running(): boolean {
+    return this.#server.listening;
+  }
+
+  /**
+   * The API server goes away: open watches and connections are cut and new ones refused. The
+   * objects stay; `apply`/`remove` still change them (as other writers would through another
+   * API server replica) and `restart` serves them again on the same port.
+   */
+  async stop(): Promise<void> {
+    if (!this.#server.listening) return;
     this.dropWatches();
     this.#server.closeAllConnections();
     await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+  }
+
+  /**
+   * Comes back on the same address. With `freshCache` (default true) the watch history is gone, as
+   * in a restarted API server's watch cache: a watch resumed from before answers 410 Gone.
+   */
+  async restart(options: { freshCache?: boolean } = {}): Promise<void> {
+    if (options.freshCache ?? true) this.compact();
+    const port = Number(new URL(this.url).port);
+    await new Promise<void>((resolve, reject) => {
+      this.#server.once('error', reject);
+      this.#server.listen(port, '127.0.0.1', () => {
+        this.#server.off('error', reject);
+        resolve();
+      });
+    });
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -464,6 +497,7 @@ export class KubeApiServer {
       path: url.pathname,
       query: url.searchParams,
       contentType: req.headers['content-type'],
+      token: /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1],
     });
     const parts = url.pathname.split('/').filter((p) => p !== '');
     // Discovery.
