@@ -6,7 +6,7 @@
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { connect, type ClientHttp2Session, type OutgoingHttpHeaders } from 'node:http2';
+import { connect, constants, type ClientHttp2Session, type OutgoingHttpHeaders } from 'node:http2';
 import { once } from 'node:events';
 import {
   hangingUpstream,
@@ -37,23 +37,41 @@ after(async () => {
   await upstream?.close();
 });
 
-async function ask(headers: OutgoingHttpHeaders): Promise<{ status: number; body: string }> {
+/**
+ * One request; `status` 0 when the stream was reset instead of answered. Node 24's nghttp2 resets a
+ * stream whose `:authority` holds user info itself (RST_STREAM PROTOCOL_ERROR, RFC 9113 §8.3.1)
+ * before the gateway sees it; Node 20's lets it through and the gateway answers 400.
+ */
+async function ask(headers: OutgoingHttpHeaders): Promise<{ status: number; body: string; reset?: number }> {
   const stream = session.request(headers);
-  stream.on('error', () => undefined);
-  const [response] = (await once(stream, 'response')) as [Record<string, string>];
-  let body = '';
-  stream.setEncoding('utf8');
-  stream.on('data', (d: string) => (body += d));
-  await once(stream, 'end');
-  return { status: Number(response[':status']), body };
+  const reset = new Promise<{ status: number; body: string; reset: number }>((resolve) =>
+    stream.on('error', () => resolve({ status: 0, body: '', reset: stream.rstCode ?? -1 })),
+  );
+  const answered = (async () => {
+    const [response] = (await once(stream, 'response')) as [Record<string, string>];
+    let body = '';
+    stream.setEncoding('utf8');
+    stream.on('data', (d: string) => (body += d));
+    await once(stream, 'end');
+    return { status: Number(response[':status']), body };
+  })();
+  return Promise.race([answered, reset]);
+}
+
+/** A refusal: the gateway's 400, or (Node 24) nghttp2's own PROTOCOL_ERROR reset. */
+function assertRefused(answer: { status: number; body: string; reset?: number }, what: string): void {
+  if (answer.status === 0)
+    assert.equal(answer.reset, constants.NGHTTP2_PROTOCOL_ERROR, `${what}: reset code`);
+  else {
+    assert.equal(answer.status, 400, what);
+    assert.equal((JSON.parse(answer.body) as { error: string }).error, 'bad_request', what);
+  }
 }
 
 test('F-13: HTTP/2 :authority with user info is answered 400 and never reaches the upstream', async () => {
   const before = upstream.requests('/up/');
-  const refused = await ask({ ':authority': 'u@x', ':path': '/up/userinfo' });
-  assert.equal(refused.status, 400);
-  assert.equal((JSON.parse(refused.body) as { error: string }).error, 'bad_request');
-  assert.equal((await ask({ ':authority': 'user:pw@abuse.test', ':path': '/hello' })).status, 400);
+  assertRefused(await ask({ ':authority': 'u@x', ':path': '/up/userinfo' }), ':authority u@x');
+  assertRefused(await ask({ ':authority': 'user:pw@abuse.test', ':path': '/hello' }), ':authority user:pw@…');
   // The same request without the user info is served.
   assert.equal((await ask({ ':authority': 'x', ':path': '/hello' })).status, 200);
   assert.equal(upstream.requests('/up/') - before, 0, 'the refused request reached the upstream');
@@ -90,13 +108,20 @@ function block(scheme: string, path: string, authority: string): Buffer {
   ]);
 }
 
-/** The first byte of the response header block of each stream: HPACK's static index of its `:status`. */
+/** A stream reset before any answer (RST_STREAM), keyed like the status bytes. */
+const RESET = -1;
+
+/**
+ * The first byte of the response header block of each stream (HPACK's static index of its
+ * `:status`), or RESET for a stream reset before it was answered.
+ */
 function statusBytes(received: Buffer): Map<number, number | undefined> {
   const out = new Map<number, number | undefined>();
   for (let at = 0; at + 9 <= received.length;) {
     const length = received.readUIntBE(at, 3);
     const id = received.readUInt32BE(at + 5) & 0x7fffffff;
     if (received[at + 3] === 0x1 && !out.has(id)) out.set(id, received[at + 9]);
+    if (received[at + 3] === 0x3 && !out.has(id)) out.set(id, RESET);
     at += 9 + length;
   }
   return out;
@@ -118,7 +143,8 @@ test('F-13: raw frames: the refused streams get 400 and the next stream of the c
       what: 'three answers',
     });
     const statuses = statusBytes(Buffer.from(client.received(), 'latin1'));
-    assert.equal(statuses.get(1), 0x8c, ':authority u@x: 400');
+    // Node 24's nghttp2 resets the user-info stream itself (see ask()); Node 20 lets the gateway answer 400.
+    assert.ok([0x8c, RESET].includes(statuses.get(1) ?? 0), ':authority u@x: 400 or reset');
     assert.equal(statuses.get(3), 0x8c, ':scheme javascript: 400');
     assert.equal(statuses.get(5), 0x88, 'the well-formed stream: 200');
   } finally {

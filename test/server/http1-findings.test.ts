@@ -136,9 +136,13 @@ for (const front of ['lean', 'node'] as const) {
   });
 }
 
-/** F-10's inputs: the status both fronts answer (as nginx does) and whether the connection closes. */
-const REFUSED: [name: string, input: string, status: number, close: boolean][] = [
-  ['empty TE', 'POST /f10 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding:\r\n\r\n', 501, true],
+/**
+ * F-10's inputs: the status both fronts answer (as nginx does) and whether the connection closes.
+ * An empty Transfer-Encoding is refused by the gateway with 501 where llhttp lets it through (Node
+ * 20) and by llhttp itself with 400 where it does not (Node 22 and 24): either way it is refused.
+ */
+const REFUSED: [name: string, input: string, status: number | number[], close: boolean][] = [
+  ['empty TE', 'POST /f10 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding:\r\n\r\n', [400, 501], true],
   [
     'TE on HTTP/1.0',
     'POST /f10 HTTP/1.0\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
@@ -187,9 +191,13 @@ const REFUSED: [name: string, input: string, status: number, close: boolean][] =
 
 for (const front of ['lean', 'node'] as const) {
   for (const [name, input, status, close] of REFUSED) {
-    test(`F-10: ${name} is answered ${status}${close ? ' and closes' : ''}, nothing forwarded (${front} front)`, async () => {
+    const statuses = Array.isArray(status) ? status : [status];
+    test(`F-10: ${name} is answered ${statuses.join(' or ')}${close ? ' and closes' : ''}, nothing forwarded (${front} front)`, async () => {
       const { answer, seen } = await once(fronts[front]!.port, input);
-      assert.equal(answer.status, status);
+      assert.ok(
+        statuses.includes(answer.status),
+        `status ${answer.status}, expected ${statuses.join(' or ')}`,
+      );
       assert.equal(answer.headers.connection, close ? 'close' : 'keep-alive');
       assert.deepEqual(seen, []);
     });
