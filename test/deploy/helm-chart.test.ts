@@ -188,3 +188,92 @@ test('helm: extra env entries reach the container', () => {
     { name: 'REDIS_URL', value: 'redis://redis:6379' },
   );
 });
+
+/** Verbs a rendered rule list grants on group/resource. */
+function granted(rules: Manifest[], group: string, resource: string): string[] {
+  return rules
+    .filter((r) => (r.apiGroups as string[]).includes(group) && (r.resources as string[]).includes(resource))
+    .flatMap((r) => r.verbs as string[]);
+}
+
+test('helm: by default no ServiceAccount or RBAC and config.source file', () => {
+  const m = render();
+  for (const kind of ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'])
+    assert.equal(m.has(kind), false, kind);
+  const system = parseSystemConfig(file(m.get('ConfigMap'), 'system.yaml'), { ADMIN_PASSWORD: 'x' });
+  assert.equal(system.config.source, 'file');
+  assert.equal(pick(m.get('Deployment'), 'spec.template.spec.serviceAccountName'), undefined);
+});
+
+test('helm: kubernetes.enabled switches on the Gateway API controller with its ServiceAccount and RBAC', () => {
+  const m = render((v) => {
+    (v.kubernetes as Manifest).enabled = true;
+    (v.kubernetes as Manifest).watchNamespaces = ['apps', 'payments'];
+  });
+  // system.yaml: config.source kubernetes with the chart's settings, valid for the real parser.
+  const system = parseSystemConfig(file(m.get('ConfigMap'), 'system.yaml'), { ADMIN_PASSWORD: 'x' });
+  assert.equal(system.config.source, 'kubernetes');
+  assert.deepEqual(
+    {
+      controller: system.config.kubernetes.controller_name,
+      offset: system.config.kubernetes.port_offset,
+      namespaces: system.config.kubernetes.watch_namespaces,
+      lease: system.config.kubernetes.leader_election,
+    },
+    {
+      controller: 'switchyard.dev/gateway-controller',
+      offset: 10000,
+      namespaces: ['apps', 'payments'],
+      lease: { enabled: true, lease_name: 'switchyard-gateway-controller', lease_duration_seconds: 15 },
+    },
+  );
+  assert.equal(system.workers, 1, 'the controller runs with workers: 1');
+
+  // The pods run as the ServiceAccount, with the downward-API variables the controller reads.
+  const pod = pick(m.get('Deployment'), 'spec.template.spec');
+  assert.equal(pick(pod, 'serviceAccountName'), 'edge');
+  assert.equal(pick(m.get('ServiceAccount'), 'metadata.name'), 'edge');
+  const env = Object.fromEntries(
+    list(pod, 'containers.0.env').map((e) => [String(e.name), pick(e, 'valueFrom.fieldRef.fieldPath')]),
+  );
+  assert.equal(env['POD_NAME'], 'metadata.name');
+  assert.equal(env['POD_NAMESPACE'], 'metadata.namespace');
+  assert.equal(env['POD_IP'], 'status.podIP');
+
+  // ClusterRole: get/list/watch on what the informers read, patch/update on the statuses written.
+  const rules = list(m.get('ClusterRole'), 'rules');
+  const GW = 'gateway.networking.k8s.io';
+  for (const [group, resource] of [
+    [GW, 'gatewayclasses'],
+    [GW, 'gateways'],
+    [GW, 'httproutes'],
+    [GW, 'referencegrants'],
+    ['', 'services'],
+    ['discovery.k8s.io', 'endpointslices'],
+  ] as const)
+    assert.deepEqual(granted(rules, group, resource).sort(), ['get', 'list', 'watch'], resource);
+  for (const resource of ['gatewayclasses/status', 'gateways/status', 'httproutes/status'])
+    assert.deepEqual(granted(rules, GW, resource).sort(), ['patch', 'update'], resource);
+  assert.deepEqual(granted(rules, '', 'secrets'), [], 'no Secret access (no HTTPS listeners yet)');
+  // Leases only in the release namespace, where $POD_NAMESPACE puts the Lease.
+  assert.deepEqual(granted(rules, 'coordination.k8s.io', 'leases'), []);
+  const role = m.get('Role');
+  assert.equal(pick(role, 'metadata.namespace'), 'default');
+  assert.deepEqual(granted(list(role, 'rules'), 'coordination.k8s.io', 'leases').sort(), [
+    'create',
+    'get',
+    'update',
+  ]);
+  const subject = { kind: 'ServiceAccount', name: 'edge', namespace: 'default' };
+  for (const [binding, role] of [
+    ['ClusterRoleBinding', 'ClusterRole'],
+    ['RoleBinding', 'Role'],
+  ] as const) {
+    assert.deepEqual(list(m.get(binding), 'subjects'), [subject], binding);
+    assert.deepEqual(pick(m.get(binding), 'roleRef'), {
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: role,
+      name: pick(m.get(role), 'metadata.name'),
+    });
+  }
+});
