@@ -161,6 +161,12 @@ async function validate(args: CliArgs): Promise<number> {
     add(args.systemPath, err.issues, interpolated);
   }
   if (system !== undefined) add(args.systemPath, tlsFileIssues(system), interpolated);
+  // `${secret:…}` references are read here too: one that does not resolve is an error (docs/secrets.md).
+  const secrets =
+    system?.secrets === undefined
+      ? undefined
+      : await (await import('./config/secrets/load.js')).loadSecrets(system, silentLogger, args.gatewayPath);
+  if (secrets !== undefined) add(args.systemPath, secrets.issues, interpolated);
   try {
     const runtime = compileWith(
       loadGatewayConfig(args.gatewayPath),
@@ -180,6 +186,7 @@ async function validate(args: CliArgs): Promise<number> {
     if (!(err instanceof ConfigRejected)) throw err;
     add(args.gatewayPath, err.issues);
   }
+  secrets?.store?.close();
   const located = found.some((f) => 'issues' in f) ? await yamlLocate() : undefined;
   const errors = found.flatMap((f) =>
     'issues' in f && located !== undefined
@@ -242,6 +249,22 @@ async function run(args: CliArgs, early: EarlySignals | undefined): Promise<numb
   });
   handOver(early, ['SIGTERM', 'SIGINT'], 'drop');
   const workers = resolveWorkers(system.workers);
+  if (system.secrets !== undefined && workers > 1) {
+    process.stderr.write('secrets: runs with workers: 1 only for now (docs/secrets.md)\n');
+    return 1;
+  }
+  // `${secret:…}` of both files are read before the configuration compiles (docs/secrets.md).
+  const secrets =
+    system.secrets === undefined
+      ? undefined
+      : await (await import('./config/secrets/load.js')).loadSecrets(system, logger, args.gatewayPath);
+  if (secrets !== undefined && secrets.issues.length > 0) {
+    process.stderr.write(
+      `${args.systemPath}: invalid system config\n${(await yamlLocate()).formatFileIssues(args.systemPath, secrets.issues, interpolated).join('\n')}\n`,
+    );
+    secrets.store?.close();
+    return 1;
+  }
   let cluster: ClusterPrimary | undefined;
   const onApplied = (runtime: Runtime, source: ApplySource): Promise<void> =>
     cluster?.broadcast(runtime.config, source) ?? Promise.resolve();
@@ -310,6 +333,10 @@ async function run(args: CliArgs, early: EarlySignals | undefined): Promise<numb
     }
     throw err;
   }
+  // A changed secret value re-applies the configuration: the policies that use it compile again.
+  secrets?.store?.start(() => {
+    gateway.apply((current) => current, 'secrets').catch(() => undefined);
+  });
   // Stopped while the configuration loaded: nothing listens yet, so nothing needs to drain.
   if (stopRequested) {
     await gateway.shutdown();
@@ -379,6 +406,7 @@ async function run(args: CliArgs, early: EarlySignals | undefined): Promise<numb
     streams?.close(system.timeouts.shutdown_timeout_seconds * 1000),
     cluster?.stop(system.timeouts.shutdown_timeout_seconds * 1000),
   ]);
+  secrets?.store?.close();
   await closeAllPools();
   logger.info('stopped');
   return 0;

@@ -32,6 +32,7 @@ import { observeRequests, type RequestObserver } from './observability/access-lo
 import { configurePools } from './outbound/pool-registry.js';
 import { resolveCompatNames, useCompatNames } from './config/compat-names.js';
 import { ConfigHistory, currentActor } from './config/history.js';
+import { secretsOf } from './config/secrets/binding.js';
 import { checkGatewayShape, emptyGatewayConfig } from './config/gateway.js';
 import { ConfigSourceReadOnly } from './kubernetes/errors.js';
 import { LISTENER_PORT_HEADER } from './kubernetes/translate.js';
@@ -58,7 +59,7 @@ export interface GatewayOptions {
   onApplied?: (runtime: Runtime, source: ApplySource) => Promise<void>;
 }
 
-export type ApplySource = 'startup' | 'file' | 'signal' | 'admin' | 'etcd' | 'kubernetes';
+export type ApplySource = 'startup' | 'file' | 'signal' | 'admin' | 'etcd' | 'kubernetes' | 'secrets';
 
 /** Returned by an apply function that finds nothing to change. */
 const UNCHANGED = Symbol('unchanged');
@@ -162,6 +163,7 @@ export class Gateway {
         ? parseGatewayConfig(decodeGatewayFile(readGatewayFile(path)))
         : undefined,
     );
+    await secretsOf(options.env ?? process.env)?.prepare(config);
     return Gateway.create(options, config);
   }
 

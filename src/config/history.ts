@@ -9,7 +9,7 @@ import type { GatewayConfig } from './gateway.js';
 
 /** Where a version came from (docs/config-as-code.md#history). */
 export type HistorySource =
-  'startup' | 'file' | 'signal' | 'admin' | 'mcp' | 'apply' | 'rollback' | 'etcd' | 'kubernetes';
+  'startup' | 'file' | 'signal' | 'admin' | 'mcp' | 'apply' | 'rollback' | 'etcd' | 'kubernetes' | 'secrets';
 
 /** One entry of `GET /api/config/history`. */
 export interface HistoryEntry {

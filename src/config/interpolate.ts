@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { replaceSecretReferences } from './secrets/binding.js';
 
 /**
  * `${NAME}` or `${NAME:-default}`, where the default may itself hold one level of placeholders, as
@@ -20,21 +21,25 @@ function resolveDefault(fallback: string, env: NodeJS.ProcessEnv): string {
 
 /**
  * `${NAME}` → value or '' and `${NAME:-default}` → value or default (docs/configuration.md#environment-interpolation).
- * Text that is not a well-formed placeholder is left alone; there is no escape.
+ * Text that is not a well-formed placeholder is left alone; there is no escape. Then, unless
+ * `secrets` is false, `${secret:…}` → the value of the environment's secret store (src/config/secrets/).
  */
 export function interpolateEnv(
   text: string,
   env: NodeJS.ProcessEnv = process.env,
   keepUnset = false,
+  secrets = true,
 ): string {
   if (!text.includes('${')) return text;
-  return text.replace(PLACEHOLDER, (match, name: string, fallback: string | undefined) => {
+  const resolved = text.replace(PLACEHOLDER, (match, name: string, fallback: string | undefined) => {
     const value = env[name];
     if (fallback !== undefined)
       return value === undefined || value === '' ? resolveDefault(fallback, env) : value;
     if (value === undefined && keepUnset) return match;
     return value ?? '';
   });
+  // `${secret:…}` after `${NAME}`: a secret's value is never read as placeholders (docs/secrets.md).
+  return secrets ? replaceSecretReferences(resolved, env) : resolved;
 }
 
 /**

@@ -1,4 +1,5 @@
 /** JSON Schema of system.yaml (docs/configuration.md#systemyaml). Defaults are applied by ajv. */
+import { secretsSchema } from './secrets/schema.js';
 
 const str = { type: 'string' } as const;
 const bool = (d: boolean) => ({ type: 'boolean', default: d }) as const;
@@ -572,6 +573,8 @@ export const systemSchema = {
         },
       },
     },
+    // Secret managers for `${secret:…}` references (docs/secrets.md).
+    secrets: secretsSchema,
     workers: {
       anyOf: [
         { type: 'integer', minimum: 1 },

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parseYamlData as parseYaml } from './yaml-data.js';
 import { interpolateEnv } from './interpolate.js';
+import type { SecretsConfig } from './secrets/schema.js';
 import { systemSchema } from './system-schema.js';
 import { etcdTlsIssues, type EtcdTlsConfig } from './etcd-tls.js';
 import {
@@ -163,6 +164,8 @@ export interface SystemConfig {
   cache: { max_entries: number };
   workers: number | 'auto';
   compat: CompatConfig;
+  /** Secret managers of `${secret:…}` references (docs/secrets.md); src/config/secrets/. */
+  secrets?: SecretsConfig;
 }
 
 /** `http2.*`: the protocol switch and the limits applied to every HTTP/2 client connection. */
@@ -195,7 +198,8 @@ export interface StreamListenerConfig {
 export function parseSystemConfig(text: string, env: NodeJS.ProcessEnv = process.env): SystemConfig {
   let raw: unknown;
   try {
-    raw = parseYaml(interpolateEnv(text, env)) ?? {};
+    // `${secret:…}` are resolved on the parsed leaves (cli.ts), never spliced into YAML text.
+    raw = parseYaml(interpolateEnv(text, env, false, false)) ?? {};
   } catch (err) {
     throw new ConfigRejected([yamlSyntaxIssue(err)]);
   }

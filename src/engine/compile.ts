@@ -8,6 +8,8 @@ import type {
 } from '../config/gateway.js';
 import { interpolateEnv, interpolateLeaves } from '../config/interpolate.js';
 import { sameData } from '../config/same-data.js';
+import { changedSecretReferences, mentionsAny, secretsOf } from '../config/secrets/binding.js';
+import { unresolvedSecretIssues } from '../config/secrets/store.js';
 import { ConfigRejected, didYouMean, type ConfigIssue } from '../config/schema-validate.js';
 import type { Logger } from '../core/logger.js';
 import type { GatewayScope, PluginDefinition } from '../core/plugin.js';
@@ -62,6 +64,8 @@ interface ReuseSource {
   configDir: string | undefined;
   scope: GatewayScope;
   registry: CompileOptions['registry'];
+  /** The secret store's version this runtime read its `${secret:…}` values at (docs/secrets.md). */
+  secretsVersion: number | undefined;
   /** Policy name → its stored form, its compiled form and the warnings its compile gave. */
   byName: ReadonlyMap<string, Compiled>;
 }
@@ -166,6 +170,9 @@ function* compileSteps(config: GatewayConfig, options: CompileOptions): Generato
   const issues: ConfigIssue[] = [];
   const env = options.env ?? process.env;
   const warnings: string[] = [];
+  const secretsVersion = secretsOf(env)?.version;
+  // A `${secret:…}` without a value refuses the configuration, named by key path (docs/secrets.md).
+  issues.push(...unresolvedSecretIssues(config, secretsOf(env)));
 
   const shared = uniqueByName(config.plugin_configs, 'plugin_configs', issues);
   for (const [name, { item, index }] of shared) {
@@ -307,6 +314,7 @@ function* compileSteps(config: GatewayConfig, options: CompileOptions): Generato
     configDir: options.configDir,
     scope: cc.scope,
     registry: options.registry,
+    secretsVersion,
     byName,
   });
   return runtime;
@@ -369,10 +377,14 @@ function reusable(
   for (const section of SHARED_SECTIONS) {
     if (!sameData(before[section], config[section])) return undefined;
   }
+  // Secret values that changed since: the policies (or shared sections) that mention them compile again.
+  const rotated = changedSecretReferences(cc.env, source.secretsVersion);
+  if (rotated !== undefined && SHARED_SECTIONS.some((s) => mentionsAny(config[s], rotated))) return undefined;
   return (item) => {
     const kept = source.byName.get(item.name);
     if (kept === undefined || kept.compiled.readsFiles === true || !sameData(kept.item, item))
       return undefined;
+    if (rotated !== undefined && mentionsAny(item, rotated)) return undefined;
     return kept;
   };
 }

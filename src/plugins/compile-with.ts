@@ -1,5 +1,6 @@
 import { dirname, resolve } from 'node:path';
 import type { GatewayConfig } from '../config/gateway.js';
+import { secretsOf } from '../config/secrets/binding.js';
 import type { Logger } from '../core/logger.js';
 import type { GatewayScope } from '../core/plugin.js';
 import { registry } from '../plugins/index.js';
@@ -22,8 +23,11 @@ export function compileWith(
   return compileGateway(config, compileOptions(logger, env, gatewayPath, scope));
 }
 
-/** `compileWith` in slices that let requests on the running configuration proceed (reloads, admin writes). */
-export function compileWithAsync(
+/**
+ * `compileWith` in slices that let requests on the running configuration proceed (reloads, admin
+ * writes). `${secret:…}` references not read yet (an Admin write adding one) are read first.
+ */
+export async function compileWithAsync(
   config: GatewayConfig,
   logger: Logger,
   env: NodeJS.ProcessEnv,
@@ -31,6 +35,7 @@ export function compileWithAsync(
   scope?: GatewayScope,
   previous?: Runtime,
 ): Promise<Runtime> {
+  await secretsOf(env)?.prepare(config);
   return compileGatewayAsync(config, { ...compileOptions(logger, env, gatewayPath, scope), previous });
 }
 

@@ -2,8 +2,11 @@ import { interpolateEnv } from '../../config/interpolate.js';
 import { isSecretName, REDACTED, type Redaction } from '../../debug/redaction.js';
 import { environmentVariableNames } from '../../template/env-references.js';
 
-/** A whole-value `${NAME}` placeholder names a secret without revealing it, so it is shown. */
-const PLACEHOLDER = /^\$\{[A-Za-z_][A-Za-z0-9_]*\}$/;
+/**
+ * A whole-value `${NAME}` placeholder or `${secret:manager:path#field}` reference (docs/secrets.md)
+ * names a secret without revealing it, so it is shown.
+ */
+const PLACEHOLDER = /^\$\{(?:[A-Za-z_][A-Za-z0-9_]*|secret:[a-z][a-z0-9_]*:[^#}\s]+(?:#[^}\s]+)?)\}$/;
 
 /**
  * A value made only of references (`$remote_addr`, `${name}`, `{{request.headers.x}}`,

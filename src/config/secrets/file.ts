@@ -1,0 +1,42 @@
+import { readFile, stat } from 'node:fs/promises';
+import type { FileManagerConfig } from './schema.js';
+import { SecretError, type SecretManager } from './manager.js';
+
+/**
+ * `${secret:file:/run/secrets/api#key}`: a file's trimmed text, or a key of it read as JSON. Read
+ * again every `refresh_s`, and only when its modification time or size changed (a mounted
+ * Kubernetes Secret or a Docker secret is replaced by a rename: both change).
+ */
+export class FileSecretManager implements SecretManager {
+  readonly type = 'file';
+  readonly refreshMs: number;
+  readonly #seen = new Map<string, { stamp: string; text: string }>();
+
+  constructor(config: FileManagerConfig) {
+    this.refreshMs = config.refresh_s * 1000;
+  }
+
+  async load(path: string): Promise<string> {
+    let stamp: string;
+    try {
+      const s = await stat(path);
+      stamp = `${s.mtimeMs}:${s.size}:${s.ino}`;
+    } catch (err) {
+      throw new SecretError(`cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+    }
+    const seen = this.#seen.get(path);
+    if (seen !== undefined && seen.stamp === stamp) return seen.text;
+    let text: string;
+    try {
+      text = (await readFile(path, 'utf8')).trim();
+    } catch (err) {
+      throw new SecretError(`cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+    }
+    this.#seen.set(path, { stamp, text });
+    return text;
+  }
+
+  close(): void {
+    this.#seen.clear();
+  }
+}
