@@ -2,6 +2,8 @@ import type { Logger } from '../../core/logger.js';
 import type { DiscoverySpec } from './spec.js';
 import { DnsSource } from './dns.js';
 import { ConsulSource } from './consul.js';
+import { EurekaSource } from './eureka.js';
+import { NacosSource } from './nacos.js';
 import type { DiscoverySource } from './source.js';
 
 /** A counted use of a shared source; `release()` once, when the upstream node is closed. */
@@ -59,6 +61,10 @@ function createSource(spec: DiscoverySpec, logger: Logger): DiscoverySource {
       return new DnsSource(spec, logger);
     case 'consul':
       return new ConsulSource(spec, logger);
+    case 'eureka':
+      return new EurekaSource(spec, logger);
+    case 'nacos':
+      return new NacosSource(spec, logger);
   }
 }
 

@@ -33,7 +33,8 @@ export type ConsulDiscoveryOptions = RegistryDiscoveryOptions<'consul'>;
 export type EurekaDiscoveryOptions = RegistryDiscoveryOptions<'eureka'>;
 export type NacosDiscoveryOptions = RegistryDiscoveryOptions<'nacos'>;
 
-export type DiscoverySpec = DnsDiscoveryOptions | ConsulDiscoveryOptions;
+export type DiscoverySpec =
+  DnsDiscoveryOptions | ConsulDiscoveryOptions | EurekaDiscoveryOptions | NacosDiscoveryOptions;
 
 export const DISCOVERY_DEFAULTS = {
   minTtlS: 1,
@@ -42,7 +43,7 @@ export const DISCOVERY_DEFAULTS = {
   nacosGroup: 'DEFAULT_GROUP',
 } as const;
 
-export const DISCOVERY_TYPES = ['dns', 'consul'] as const;
+export const DISCOVERY_TYPES = ['dns', 'consul', 'eureka', 'nacos'] as const;
 
 const DNS_KEYS = new Set(['type', 'host', 'port', 'srv', 'resolvers', 'min_ttl_s', 'max_ttl_s']);
 const REGISTRY_KEYS: Readonly<Record<string, ReadonlySet<string>>> = {
@@ -134,7 +135,7 @@ export function resolveDiscovery(raw: unknown): DiscoverySpec {
     if (!allowed.has(key)) throw new ConfigError(`discovery.${key}`, `is not a key of type ${type}`);
   }
   if (type === 'dns') return resolveDns(config);
-  return resolveRegistry(type as 'consul', config);
+  return resolveRegistry(type as 'consul' | 'eureka' | 'nacos', config);
 }
 
 function resolveDns(config: Record<string, unknown>): DnsDiscoveryOptions {

@@ -61,6 +61,21 @@ test('discovery config: consul needs an http(s) address and a service', () => {
   assert.equal(rejectedAt({ discovery: { ...consul, port: 80 } }), 'discovery.port');
 });
 
+test('discovery config: eureka and nacos take their own keys only', () => {
+  const eureka = { type: 'eureka', address: 'http://127.0.0.1:8761', service: 'web', refresh_s: 5 };
+  const nacos = {
+    type: 'nacos',
+    address: 'http://127.0.0.1:8848',
+    service: 'web',
+    group: 'PROD',
+    namespace_id: 'dev',
+  };
+  assert.equal(rejectedAt({ discovery: eureka }), 'accepted');
+  assert.equal(rejectedAt({ discovery: nacos }), 'accepted');
+  assert.equal(rejectedAt({ discovery: { ...eureka, group: 'PROD' } }), 'discovery.group');
+  assert.equal(rejectedAt({ discovery: { ...nacos, refresh_s: 0 } }), 'discovery.refresh_s');
+});
+
 test('discovery config: gRPC upstreams keep static targets', () => {
   assert.equal(rejectedAt({ discovery: dns, scheme: 'grpc' }), 'discovery');
 });
