@@ -6,6 +6,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startGateway, type RunningGateway } from '../../support/in-process.js';
+import { parseGatewayConfig } from '../../../src/config/gateway.js';
 import { startConsulServer, type ConsulServer } from '../../support/consul-server.js';
 import {
   metricSum,
@@ -28,18 +29,7 @@ before(async () => {
   for (const name of ['web1', 'web2', 'web3']) web.push(await startNamedOrigin(name));
   consul = await startConsulServer();
   consul.register('web', { id: 'web-1', address: '127.0.0.1', port: web[0]!.port, status: 'passing' });
-  gw = await startGateway(
-    [
-      'routes:',
-      '  - { name: web, match: { path: /web }, policy: web }',
-      'policies:',
-      upstreamPolicy(
-        'web',
-        `{ discovery: { type: consul, address: "${consul.url}", service: web }, health_check: { active: { path: /healthz, interval_ms: 100, unhealthy_threshold: 1, healthy_threshold: 1 } } }`,
-      ),
-      '',
-    ].join('\n'),
-  );
+  gw = await startGateway(gatewayYaml());
 });
 
 after(async () => {
@@ -47,6 +37,20 @@ after(async () => {
   await consul?.close();
   for (const origin of web) await origin.close();
 });
+
+/** The gateway.yaml of the tests; `extra` goes into the upstream's config (a reload that keeps the block). */
+function gatewayYaml(extra = ''): string {
+  return [
+    'routes:',
+    '  - { name: web, match: { path: /web }, policy: web }',
+    'policies:',
+    upstreamPolicy(
+      'web',
+      `{ discovery: { type: consul, address: "${consul.url}", service: web }, health_check: { active: { path: /healthz, interval_ms: 100, unhealthy_threshold: 1, healthy_threshold: 1 } }${extra} }`,
+    ),
+    '',
+  ].join('\n');
+}
 
 const targets = () =>
   metricSum(gw, 'gateway_discovery_targets', { policy: 'web', node_id: 'up', source: 'consul:web' });
@@ -112,4 +116,13 @@ test('discovery consul: the registry going away keeps the last pool and counts e
 
 test('discovery consul: no change above was a configuration reload', async () => {
   assert.equal(await metricSum(gw, 'gateway_config_reloads_total'), 0);
+});
+
+test('discovery consul: a reload that keeps the block keeps the source and its pool (even with the registry down)', async () => {
+  await gw.gateway.apply(parseGatewayConfig(gatewayYaml(', timeout_ms: 5000')), 'admin');
+  assert.equal(await metricSum(gw, 'gateway_config_reloads_total', { result: 'success' }), 1);
+  // The new node starts with the pool the running source holds; a new source could not ask the
+  // (closed) registry and would answer UPSTREAM_NO_HEALTHY_TARGET.
+  assert.equal(await whoAnswers(`${gw.url}/web`), 'web1');
+  assert.equal(await targets(), 2);
 });
