@@ -3,6 +3,14 @@ import { aiPromptGuard } from './ai-prompt-guard.js';
 import { aiPromptTemplate } from './ai-prompt-template.js';
 import { aiProxy } from './ai-proxy.js';
 import { aiRateLimit } from './ai-rate-limit.js';
+import { mcpProxy } from './mcp-proxy.js';
 
 /** LLM traffic: prompt guards and rewrites, token budgets, the LLM call (docs/ai-gateway.md). */
-export const aiPlugins = [aiProxy, aiPromptGuard, aiRateLimit, aiPromptTemplate, aiPromptDecorator] as const;
+export const aiPlugins = [
+  aiProxy,
+  aiPromptGuard,
+  aiRateLimit,
+  aiPromptTemplate,
+  aiPromptDecorator,
+  mcpProxy,
+] as const;

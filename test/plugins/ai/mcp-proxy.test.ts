@@ -1,0 +1,342 @@
+/**
+ * mcp-proxy end to end (issue 33 item 6): two upstream MCP servers built with the official SDK —
+ * `web` over Streamable HTTP on a loopback port (this process), `notes` a stdio process
+ * (test/support/mcp-stdio-server.mjs) the gateway starts and supervises — behind a real gateway,
+ * driven by the SDK's own Client over StreamableHTTPClientTransport.
+ */
+import assert from 'node:assert/strict';
+import { createServer, type Server as HttpServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import {
+  CallToolRequestSchema,
+  ErrorCode,
+  GetPromptRequestSchema,
+  ListPromptsRequestSchema,
+  ListResourcesRequestSchema,
+  ListToolsRequestSchema,
+  McpError,
+  ReadResourceRequestSchema,
+  type CallToolResult,
+} from '@modelcontextprotocol/sdk/types.js';
+import { freePort } from '../../support/free-port.js';
+import { startGateway, type RunningGateway } from '../../support/in-process.js';
+import { waitFor } from '../../support/wait.js';
+
+const STDIO_SERVER = fileURLToPath(new URL('../../support/mcp-stdio-server.mjs', import.meta.url));
+const WEB_TOKEN = 'web-upstream-token';
+
+/** The `web` upstream: counts every tool call it receives and the authorization it was sent. */
+interface WebUpstream {
+  url: string;
+  calls: Map<string, number>;
+  authorizations: Set<string>;
+  close(): Promise<void>;
+}
+
+function webServer(): Server {
+  const server = new Server(
+    { name: 'web', version: '1.0.0' },
+    { capabilities: { tools: {}, prompts: {}, resources: {} } },
+  );
+  return server;
+}
+
+async function startWebUpstream(): Promise<WebUpstream> {
+  const calls = new Map<string, number>();
+  const authorizations = new Set<string>();
+  const http: HttpServer = createServer((req, res) => {
+    authorizations.add(req.headers.authorization ?? '');
+    if (req.headers.authorization !== `Bearer ${WEB_TOKEN}`) {
+      res.writeHead(401).end();
+      return;
+    }
+    if (req.method !== 'POST') {
+      res.writeHead(405, { allow: 'POST' }).end();
+      return;
+    }
+    const server = webServer();
+    server.setRequestHandler(ListToolsRequestSchema, () => ({
+      tools: [
+        {
+          name: 'add',
+          description: 'Add two numbers',
+          inputSchema: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } } },
+        },
+        { name: 'delete_page', description: 'Delete a page', inputSchema: { type: 'object' } },
+      ],
+    }));
+    server.setRequestHandler(CallToolRequestSchema, (r) => {
+      calls.set(r.params.name, (calls.get(r.params.name) ?? 0) + 1);
+      const args = (r.params.arguments ?? {}) as { a?: number; b?: number };
+      if (r.params.name === 'add')
+        return { content: [{ type: 'text', text: `sum=${(args.a ?? 0) + (args.b ?? 0)}` }] };
+      return { content: [{ type: 'text', text: 'page deleted' }] };
+    });
+    server.setRequestHandler(ListPromptsRequestSchema, () => ({
+      prompts: [{ name: 'draft', description: 'Draft a page' }],
+    }));
+    server.setRequestHandler(GetPromptRequestSchema, () => ({
+      messages: [{ role: 'user', content: { type: 'text', text: 'Draft a web page' } }],
+    }));
+    server.setRequestHandler(ListResourcesRequestSchema, () => ({
+      resources: [{ uri: 'memo://web/about', name: 'about', mimeType: 'text/plain' }],
+    }));
+    server.setRequestHandler(ReadResourceRequestSchema, (r) => {
+      if (r.params.uri !== 'memo://web/about')
+        throw new McpError(ErrorCode.InvalidParams, `no resource ${r.params.uri}`);
+      return { contents: [{ uri: r.params.uri, mimeType: 'text/plain', text: 'about the web server' }] };
+    });
+    const transport = new StreamableHTTPServerTransport({ enableJsonResponse: true });
+    res.on('close', () => {
+      void transport.close();
+      void server.close();
+    });
+    void server.connect(transport).then(() => transport.handleRequest(req, res));
+  });
+  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+  const port = (http.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    calls,
+    authorizations,
+    close: () =>
+      new Promise<void>((resolve) => {
+        http.closeAllConnections();
+        http.close(() => resolve());
+      }),
+  };
+}
+
+function gatewayYaml(webUrl: string, closedPort: number): string {
+  return `
+consumers:
+  - name: alice
+    group: interns
+    credentials: { key-auth: { key: alice-key } }
+  - name: bob
+    group: staff
+    credentials: { key-auth: { key: bob-key } }
+routes:
+  - { name: mcp, match: { path: /mcp }, policy: mcp-policy }
+  - { name: down, match: { path: /down }, policy: down-policy }
+policies:
+  - name: mcp-policy
+    nodes:
+      - { id: listener, type: listener }
+      - { id: auth, type: key-auth, config: { use_consumers: true, header_name: x-api-key } }
+      - id: mcp
+        type: mcp-proxy
+        config:
+          servers:
+            - { name: web, url: '${webUrl}', headers: { authorization: 'Bearer ${WEB_TOKEN}' } }
+            - name: notes
+              command: ${JSON.stringify(process.execPath)}
+              args: [${JSON.stringify(STDIO_SERVER)}]
+              env: { NOTES_README: 'readme via env' }
+          access:
+            - { consumer: alice, deny: ['web_delete*', 'notes_write_*'] }
+            - { group: staff, allow: ['*'] }
+      - id: mark
+        type: response-rewrite
+        config: { headers: { set: { x-mcp-port: error } } }
+      - { id: client, type: client }
+    edges:
+      - { from: listener.out, to: auth.in }
+      - { from: auth.denied, to: client.in }
+      - { from: auth.success, to: mcp.in }
+      - { from: mcp.success, to: client.in }
+      - { from: mcp.error, to: mark.in }
+      - { from: mark.success, to: client.in }
+  - name: down-policy
+    nodes:
+      - { id: listener, type: listener }
+      - id: mcp
+        type: mcp-proxy
+        config:
+          connect_timeout_ms: 3000
+          servers:
+            - { name: gone, url: 'http://127.0.0.1:${closedPort}/mcp' }
+            - { name: missing, command: /nonexistent/switchyard-mcp-server }
+      - id: mark
+        type: response-rewrite
+        config: { headers: { set: { x-mcp-port: error } } }
+      - { id: client, type: client }
+    edges:
+      - { from: listener.out, to: mcp.in }
+      - { from: mcp.success, to: client.in }
+      - { from: mcp.error, to: mark.in }
+      - { from: mark.success, to: client.in }
+`;
+}
+
+const text = (r: unknown): string =>
+  ((r as CallToolResult).content ?? []).map((c) => (c.type === 'text' ? c.text : '')).join('');
+
+describe('mcp-proxy', () => {
+  let web: WebUpstream;
+  let gw: RunningGateway;
+  const clients: Client[] = [];
+
+  const connect = async (key: string): Promise<Client> => {
+    const client = new Client({ name: 'mcp-proxy-test', version: '1.0.0' });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${gw.url}/mcp`), {
+        requestInit: { headers: { 'x-api-key': key } },
+      }),
+    );
+    clients.push(client);
+    return client;
+  };
+
+  before(async () => {
+    web = await startWebUpstream();
+    gw = await startGateway(gatewayYaml(web.url, await freePort()));
+  });
+
+  after(async () => {
+    for (const c of clients) await c.close().catch(() => {});
+    await gw?.stop();
+    await web?.close();
+  });
+
+  test('tools/list shows the tools of both servers, prefixed with their names', async () => {
+    const bob = await connect('bob-key');
+    const names = (await bob.listTools()).tools.map((t) => t.name).sort();
+    assert.deepEqual(names, [
+      'notes_calls',
+      'notes_echo',
+      'notes_whoami',
+      'notes_write_note',
+      'web_add',
+      'web_delete_page',
+    ]);
+    assert.ok(web.authorizations.has(`Bearer ${WEB_TOKEN}`), 'the configured headers reach the upstream');
+  });
+
+  test('tools/call reaches the right upstream and returns its result', async () => {
+    const bob = await connect('bob-key');
+    const sum = await bob.callTool({ name: 'web_add', arguments: { a: 2, b: 3 } });
+    assert.equal(sum.isError, undefined);
+    assert.equal(text(sum), 'sum=5');
+    assert.equal(web.calls.get('add'), 1);
+    const echo = await bob.callTool({ name: 'notes_echo', arguments: { text: 'hi' } });
+    assert.equal(text(echo), 'notes: hi');
+  });
+
+  test('a tool denied to alice is absent from her list and a call gets isError without reaching the upstream', async () => {
+    const alice = await connect('alice-key');
+    const names = (await alice.listTools()).tools.map((t) => t.name);
+    assert.ok(names.includes('web_add'));
+    assert.ok(!names.includes('web_delete_page'));
+    assert.ok(!names.includes('notes_write_note'));
+    const before = web.calls.get('delete_page') ?? 0;
+    const denied = await alice.callTool({ name: 'web_delete_page', arguments: {} });
+    assert.equal(denied.isError, true);
+    assert.match(text(denied), /web_delete_page.*denied.*alice/);
+    assert.equal(web.calls.get('delete_page') ?? 0, before, 'the web upstream never saw the call');
+    const deniedNote = await alice.callTool({ name: 'notes_write_note', arguments: { note: 'x' } });
+    assert.equal(deniedNote.isError, true);
+    const counts = JSON.parse(text(await alice.callTool({ name: 'notes_calls' }))) as Record<string, number>;
+    assert.equal(counts.write_note, undefined, 'the stdio upstream never saw the call');
+  });
+
+  test('bob is allowed the tool alice is denied', async () => {
+    const bob = await connect('bob-key');
+    assert.ok((await bob.listTools()).tools.some((t) => t.name === 'web_delete_page'));
+    const before = web.calls.get('delete_page') ?? 0;
+    const r = await bob.callTool({ name: 'web_delete_page', arguments: {} });
+    assert.equal(r.isError, undefined);
+    assert.equal(text(r), 'page deleted');
+    assert.equal(web.calls.get('delete_page'), before + 1);
+  });
+
+  test('an unauthenticated client is refused by the auth node before the proxy', async () => {
+    const res = await fetch(`${gw.url}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+    });
+    assert.equal(res.status, 401);
+  });
+
+  test('prompts and resources of both servers are listed and served', async () => {
+    const bob = await connect('bob-key');
+    const prompts = (await bob.listPrompts()).prompts.map((p) => p.name).sort();
+    assert.deepEqual(prompts, ['notes_summarize', 'web_draft']);
+    const prompt = await bob.getPrompt({ name: 'notes_summarize', arguments: { text: 'abc' } });
+    assert.deepEqual(prompt.messages[0]?.content, { type: 'text', text: 'Summarize: abc' });
+    const uris = (await bob.listResources()).resources.map((r) => r.uri).sort();
+    assert.deepEqual(uris, ['memo://notes/readme', 'memo://web/about']);
+    const readme = await bob.readResource({ uri: 'memo://notes/readme' });
+    assert.equal((readme.contents[0] as { text: string }).text, 'readme via env');
+    const about = await bob.readResource({ uri: 'memo://web/about' });
+    assert.equal((about.contents[0] as { text: string }).text, 'about the web server');
+  });
+
+  test('the stdio server, killed, is restarted and serves again', async () => {
+    const bob = await connect('bob-key');
+    const first = Number(text(await bob.callTool({ name: 'notes_whoami' })));
+    assert.ok(first > 0);
+    process.kill(first, 'SIGKILL');
+    let second = 0;
+    await waitFor(
+      async () => {
+        const r = await bob.callTool({ name: 'notes_whoami' });
+        if (r.isError === true) return false;
+        second = Number(text(r));
+        return second !== first;
+      },
+      { timeoutMs: 30_000, intervalMs: 100, what: 'the restarted notes server' },
+    );
+    assert.ok(second > 0 && second !== first);
+    assert.equal(
+      text(await bob.callTool({ name: 'notes_echo', arguments: { text: 'back' } })),
+      'notes: back',
+    );
+  });
+
+  test('gateway_mcp_tool_calls_total counts calls by server, tool and status', async () => {
+    const { body } = await gw.gateway.renderMetrics();
+    const value = (labels: string): number => {
+      const line = body.split('\n').find((l) => l.startsWith(`gateway_mcp_tool_calls_total{${labels}}`));
+      return line === undefined ? 0 : Number(line.split(' ').at(-1));
+    };
+    const where = 'policy="mcp-policy",node="mcp"';
+    assert.ok(value(`${where},server="web",tool="web_add",status="ok"`) >= 1, body);
+    assert.ok(value(`${where},server="web",tool="web_delete_page",status="denied"`) >= 1);
+    assert.ok(value(`${where},server="web",tool="web_delete_page",status="ok"`) >= 1);
+    assert.ok(value(`${where},server="notes",tool="notes_write_note",status="denied"`) >= 1);
+  });
+
+  test('a GET (no server-initiated stream) gets 405 and the SDK client works on regardless', async () => {
+    const res = await fetch(`${gw.url}/mcp`, {
+      headers: { 'x-api-key': 'bob-key', accept: 'text/event-stream' },
+    });
+    assert.equal(res.status, 405);
+    assert.equal(res.headers.get('allow'), 'POST');
+  });
+
+  test('every upstream down: the request leaves through the error port with 502', async () => {
+    const res = await fetch(`${gw.url}/down`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 't', version: '1' } },
+      }),
+    });
+    assert.equal(res.status, 502);
+    assert.equal(res.headers.get('x-mcp-port'), 'error');
+    const body = (await res.json()) as { error: string; message: string };
+    assert.equal(body.error, 'bad_gateway');
+    assert.match(body.message, /every MCP server is down: gone .*missing/);
+  });
+});
