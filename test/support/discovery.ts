@@ -3,17 +3,28 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { RunningGateway } from './in-process.js';
 
-/** An origin on `ip` (any 127.0.0.0/8 address) answering 200 with `x-origin: <name>`. */
+/**
+ * An origin on `ip` (any 127.0.0.0/8 address) answering 200 with `x-origin: <name>`, and
+ * `/healthz` with 200 while `healthy`, else 503 (for active health checks).
+ */
 export interface NamedOrigin {
   readonly name: string;
   readonly ip: string;
   readonly port: number;
+  /** `ip:port`, as the gateway labels the target. */
+  readonly address: string;
+  healthy: boolean;
   close(): Promise<void>;
 }
 
 export async function startNamedOrigin(name: string, ip = '127.0.0.1', port = 0): Promise<NamedOrigin> {
   const sockets = new Set<Socket>();
-  const server: Server = createServer((_req, res) => {
+  const state = { healthy: true };
+  const server: Server = createServer((req, res) => {
+    if (req.url === '/healthz') {
+      res.writeHead(state.healthy ? 200 : 503).end();
+      return;
+    }
     res.writeHead(200, { 'x-origin': name, 'content-type': 'text/plain' });
     res.end(name);
   });
@@ -23,10 +34,18 @@ export async function startNamedOrigin(name: string, ip = '127.0.0.1', port = 0)
   });
   server.listen(port, ip);
   await once(server, 'listening');
+  const bound = (server.address() as AddressInfo).port;
   return {
     name,
     ip,
-    port: (server.address() as AddressInfo).port,
+    port: bound,
+    address: `${ip}:${bound}`,
+    get healthy() {
+      return state.healthy;
+    },
+    set healthy(value: boolean) {
+      state.healthy = value;
+    },
     async close() {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const socket of sockets) socket.destroy();
