@@ -4,6 +4,7 @@ import type { SecretManager } from './manager.js';
 import type { SecretsConfig } from './schema.js';
 import { SecretStore } from './store.js';
 import { VaultSecretManager } from './vault.js';
+import { AwsSecretManager } from './aws.js';
 
 export {
   bindSecrets,
@@ -27,6 +28,6 @@ export function createSecretStore(
   const managers: SecretManager[] = [];
   if (config.file !== undefined) managers.push(new FileSecretManager(config.file));
   if (config.vault !== undefined) managers.push(new VaultSecretManager(config.vault, logger));
-  void env;
+  if (config.aws !== undefined) managers.push(new AwsSecretManager(config.aws, env));
   return new SecretStore(managers, logger);
 }
