@@ -23,13 +23,14 @@ import { interpolateEnv } from './config/interpolate.js';
 const USAGE = `Usage:
   switchyard --version
   switchyard [--system-config <path>] [--gateway-config <path>]
-  switchyard validate [--system-config <path>] [--gateway-config <path>] [--json]
+  switchyard validate [--system-config <path>] [--gateway-config <path>] [--json] [--no-tests]
   switchyard migrate --gateway-config <path> [--system-config <path>] [--write] [--drop-unknown-keys]
   switchyard mcp --stdio [--url <MCP endpoint URL>]   (token in SWITCHYARD_MCP_TOKEN)
   switchyard import kong|apisix <file> [-o <gateway.yaml>]
   switchyard dump [--output <file>]          (Admin API: --admin-url, --user, --password
   switchyard diff --gateway-config <file> | diff <A> <B>    or SWITCHYARD_ADMIN_URL/_USER/_PASSWORD)
   switchyard apply --gateway-config <file> [--dry-run] [--if-match <etag>]
+  switchyard test [--system-config <path>] [--gateway-config <path>] [<tests.yaml>...] [--junit <file>]
 
 Defaults: --system-config config/system.yaml, --gateway-config config/gateway.yaml`;
 
@@ -45,6 +46,8 @@ interface CliArgs {
   dropUnknownKeys: boolean;
   /** validate: print one JSON report instead of text lines. */
   json: boolean;
+  /** validate: skip the policy tests of gateway.yaml (docs/config-as-code.md#policy-tests). */
+  noTests: boolean;
 }
 
 function parseCli(argv: string[]): CliArgs {
@@ -60,6 +63,7 @@ function parseCli(argv: string[]): CliArgs {
       write: { type: 'boolean', default: false },
       'drop-unknown-keys': { type: 'boolean', default: false },
       json: { type: 'boolean', default: false },
+      'no-tests': { type: 'boolean', default: false },
     },
   });
   if (values.help) {
@@ -82,6 +86,8 @@ function parseCli(argv: string[]): CliArgs {
   if ((values.write || values['drop-unknown-keys']) && command !== 'migrate')
     throw new TypeError('--write and --drop-unknown-keys are options of migrate only');
   if (values.json && command !== 'validate') throw new TypeError('--json is an option of validate only');
+  if (values['no-tests'] && command !== 'validate')
+    throw new TypeError('--no-tests is an option of validate only');
   return {
     command,
     systemPath: values['system-config'],
@@ -90,6 +96,7 @@ function parseCli(argv: string[]): CliArgs {
     write: values.write,
     dropUnknownKeys: values['drop-unknown-keys'],
     json: values.json,
+    noTests: values['no-tests'],
   };
 }
 
@@ -198,10 +205,24 @@ async function validate(args: CliArgs): Promise<number> {
         ? [f]
         : [],
   );
+  // A valid configuration's policy tests run too (docs/config-as-code.md#policy-tests).
+  const tests =
+    errors.length > 0 || args.noTests ? undefined : await validateTests(args).catch((err: Error) => err);
+  const failed =
+    tests instanceof Error ? 1 : (tests?.results.filter((r) => r.failures.length > 0).length ?? 0);
   if (args.json) {
-    const report = { valid: errors.length === 0, errors: errors.map((e) => e.error), warnings };
+    const report = {
+      valid: errors.length === 0,
+      errors: errors.map((e) => e.error),
+      warnings,
+      ...(tests === undefined
+        ? {}
+        : tests instanceof Error
+          ? { tests: { error: tests.message } }
+          : { tests: { passed: tests.results.length - failed, failed, results: tests.results } }),
+    };
     process.stdout.write(JSON.stringify(report, null, 2) + '\n');
-    return errors.length > 0 ? 1 : 0;
+    return errors.length > 0 || failed > 0 ? 1 : 0;
   }
   for (const warning of warnings) process.stdout.write(`warning: ${warning}\n`);
   if (errors.length > 0) {
@@ -210,7 +231,15 @@ async function validate(args: CliArgs): Promise<number> {
     return 1;
   }
   process.stdout.write('configuration is valid\n');
-  return 0;
+  if (tests instanceof Error) process.stderr.write(`error: policy tests: ${tests.message}\n`);
+  else for (const line of tests?.lines ?? []) process.stdout.write(`${line}\n`);
+  return failed > 0 ? 1 : 0;
+}
+
+/** The policy tests of gateway.yaml; loaded only when validate runs them. */
+async function validateTests(args: CliArgs) {
+  const { runGatewayTests } = await import('./cli/test-command.js');
+  return runGatewayTests(args.systemGiven ? args.systemPath : undefined, args.gatewayPath);
 }
 
 async function run(args: CliArgs, early: EarlySignals | undefined): Promise<number> {
@@ -430,6 +459,10 @@ export async function main(argv: string[], early?: EarlySignals): Promise<number
   if (argv[0] === 'dump' || argv[0] === 'diff' || argv[0] === 'apply') {
     handOver(early, HANDLED_SIGNALS, 'default');
     return (await import('./cli/config-commands.js')).runConfigCommand(argv[0], argv.slice(1));
+  }
+  if (argv[0] === 'test') {
+    handOver(early, HANDLED_SIGNALS, 'default');
+    return (await import('./cli/test-command.js')).runTestCommand(argv.slice(1));
   }
   let args: CliArgs;
   try {

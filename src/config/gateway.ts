@@ -4,6 +4,7 @@ import { credentialsSchema, labelsSchema, type ConsumerConfig } from './consumer
 export type { ConsumerConfig } from './consumers.js';
 import { ConfigRejected, validateAgainst, yamlSyntaxIssue } from './schema-validate.js';
 import { parseYamlData } from './yaml-data.js';
+import { policyTestsSchema, type PolicyTest } from './policy-tests.js';
 
 export interface RouteMatch {
   path?: string;
@@ -118,6 +119,8 @@ export interface GatewayConfig {
   plugin_configs: PluginConfigEntry[];
   stores: StoreConfig[];
   global_rules: GlobalRuleConfig[];
+  /** Policy tests for `switchyard test` (docs/config-as-code.md#policy-tests); the gateway ignores them. */
+  tests?: PolicyTest[];
 }
 
 /**
@@ -310,6 +313,7 @@ export const gatewaySchema = {
     plugin_configs: { type: 'array', items: pluginConfigSchema, default: [] },
     stores: { type: 'array', items: storeSchema, default: [] },
     global_rules: { type: 'array', items: globalRuleSchema, default: [] },
+    tests: policyTestsSchema,
   },
 } as const;
 
