@@ -68,6 +68,8 @@ export const ERROR_CODES = {
   AI_PROVIDER_ERROR: { status: 502, error: 'bad_gateway' },
   /** ai-proxy: the request is not an OpenAI or Anthropic request it can read (path, JSON, messages). */
   AI_REQUEST_INVALID: { status: 400, error: 'invalid_request_error' },
+  /** mcp-proxy: every upstream MCP server is down for the request (docs/plugins/mcp-proxy.md). */
+  MCP_UPSTREAM_UNAVAILABLE: { status: 502, error: 'bad_gateway' },
 } as const satisfies Record<string, { status: number; error: string }>;
 
 export type KnownErrorCode = keyof typeof ERROR_CODES;

@@ -19,13 +19,11 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { Counter, type Registry } from 'prom-client';
 import type { Context } from '../../core/context.js';
-import { customErrorCode, NodeError } from '../../core/errors.js';
+import { NodeError } from '../../core/errors.js';
 import type { Logger } from '../../core/logger.js';
 import type { GatewayScope, NodeInstance } from '../../core/plugin.js';
 import type { McpAccess } from './mcp-proxy-access.js';
 import { messageOf, type Upstream } from './mcp-proxy-upstream.js';
-
-export const MCP_UPSTREAM_UNAVAILABLE = customErrorCode('MCP_UPSTREAM_UNAVAILABLE');
 
 /** Codes the SDK client raises itself, not an upstream's answer. */
 const LOCAL_CODES = new Set<number>([ErrorCode.ConnectionClosed, ErrorCode.RequestTimeout]);
@@ -101,9 +99,7 @@ export class McpProxyNode implements NodeInstance<'success'> {
     const live = await this.#live();
     if (live.length === 0) {
       const why = this.#s.upstreams.map((u) => `${u.name} (${u.lastError || 'unavailable'})`).join(', ');
-      throw new NodeError(MCP_UPSTREAM_UNAVAILABLE, `every MCP server is down: ${why}`, {
-        status: 502,
-        error: 'bad_gateway',
+      throw new NodeError('MCP_UPSTREAM_UNAVAILABLE', `every MCP server is down: ${why}`, {
         metadata: { servers: this.#s.upstreams.map((u) => u.name) },
       });
     }

@@ -24,7 +24,10 @@ import {
   ReadResourceRequestSchema,
   type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
+import { compileGlob } from '../../../src/plugins/ai/mcp-proxy-access.js';
+import { mcpProxy } from '../../../src/plugins/ai/mcp-proxy.js';
 import { freePort } from '../../support/free-port.js';
+import { capturingLogger, instantiate, pluginEnv, requestContext } from '../../support/plugin-env.js';
 import { startGateway, type RunningGateway } from '../../support/in-process.js';
 import { waitFor } from '../../support/wait.js';
 
@@ -314,7 +317,7 @@ describe('mcp-proxy', () => {
     assert.ok(value(`${where},server="notes",tool="notes_write_note",status="denied"`) >= 1);
   });
 
-  test('a GET (no server-initiated stream) gets 405 and the SDK client works on regardless', async () => {
+  test('a GET (no server-initiated stream) gets 405 with allow: POST', async () => {
     const res = await fetch(`${gw.url}/mcp`, {
       headers: { 'x-api-key': 'bob-key', accept: 'text/event-stream' },
     });
@@ -339,4 +342,117 @@ describe('mcp-proxy', () => {
     assert.equal(body.error, 'bad_gateway');
     assert.match(body.message, /every MCP server is down: gone .*missing/);
   });
+});
+
+/** One JSON-RPC request to a node instance, as the listener would hand it over. */
+function rpc(method: string, params: Record<string, unknown>, id = 1) {
+  return requestContext({
+    method: 'POST',
+    url: '/mcp',
+    headers: {
+      host: 'gateway.test',
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+    },
+    body: Buffer.from(JSON.stringify({ jsonrpc: '2.0', id, method, params })),
+  });
+}
+
+describe('mcp-proxy node: tool calls are logged and traced', () => {
+  let web: WebUpstream;
+  before(async () => {
+    web = await startWebUpstream();
+  });
+  after(async () => {
+    await web?.close();
+  });
+
+  test('each call is on message.mcp.tool_calls and in the log with tool, server, duration and status', async () => {
+    const { logger, records } = capturingLogger();
+    const node = instantiate(
+      mcpProxy,
+      {
+        servers: [{ name: 'web', url: web.url, headers: { authorization: `Bearer ${WEB_TOKEN}` } }],
+        access: [{ consumer: 'alice', deny: ['web_delete*'] }],
+      },
+      pluginEnv({ logger, policy: 'p', nodeId: 'mcp' }),
+    );
+    try {
+      const ok = rpc('tools/call', { name: 'web_add', arguments: { a: 1, b: 1 } });
+      ok.setConsumer({ name: 'bob' });
+      assert.equal(await node.run(ok), 'success');
+      assert.equal(ok.response.status, 200);
+      const answer = JSON.parse(ok.response.body!.toString()) as { result: CallToolResult };
+      assert.equal(text(answer.result), 'sum=2');
+      const [call] = ok.message['mcp.tool_calls'] as Record<string, unknown>[];
+      assert.equal(call?.tool, 'web_add');
+      assert.equal(call?.server, 'web');
+      assert.equal(call?.status, 'ok');
+      assert.equal(typeof call?.duration_ms, 'number');
+      const logged = records.find((r) => r.msg === 'mcp-proxy: tool call' && r.tool === 'web_add');
+      assert.ok(logged, 'the call is logged');
+      assert.equal(logged.server, 'web');
+      assert.equal(logged.consumer, 'bob');
+      assert.equal(typeof logged.duration_ms, 'number');
+
+      const denied = rpc('tools/call', { name: 'web_delete_page', arguments: {} });
+      denied.setConsumer({ name: 'alice' });
+      await node.run(denied);
+      const [refused] = denied.message['mcp.tool_calls'] as Record<string, unknown>[];
+      assert.equal(refused?.status, 'denied');
+      assert.match(String(refused?.error), /denied for consumer 'alice'/);
+      assert.ok(records.some((r) => r.tool === 'web_delete_page' && r.status === 'denied' && r.level === 40));
+    } finally {
+      await node.close?.();
+    }
+  });
+});
+
+describe('mcp-proxy config', () => {
+  const reject = (config: unknown, pattern: RegExp) =>
+    assert.throws(() => instantiate(mcpProxy, config), pattern);
+
+  test('a server name with _ is refused (the tool prefix ends at the first _)', () => {
+    reject({ servers: [{ name: 'my_docs', url: 'http://127.0.0.1:1/mcp' }] }, /letters, digits/);
+  });
+  test('a server with both url and command, or neither, is refused', () => {
+    reject(
+      { servers: [{ name: 'a', url: 'http://127.0.0.1:1/mcp', command: 'node' }] },
+      /exactly one of url/,
+    );
+    reject({ servers: [{ name: 'a' }] }, /exactly one of url/);
+  });
+  test('two servers with one name are refused', () => {
+    reject(
+      {
+        servers: [
+          { name: 'a', url: 'http://127.0.0.1:1/mcp' },
+          { name: 'a', command: 'node' },
+        ],
+      },
+      /names two servers/,
+    );
+  });
+  test('a url with credentials or another scheme is refused', () => {
+    reject({ servers: [{ name: 'a', url: 'http://u:p@127.0.0.1:1/mcp' }] }, /must not carry credentials/);
+    reject({ servers: [{ name: 'a', url: 'ftp://127.0.0.1/mcp' }] }, /http or https/);
+  });
+  test('an access rule naming both consumer and group is refused', () => {
+    reject(
+      { servers: [{ name: 'a', command: 'node' }], access: [{ consumer: 'x', group: 'y', deny: ['*'] }] },
+      /both consumer and group/,
+    );
+  });
+});
+
+test('mcp-proxy globs: * any run, ? one character, the rest literal', () => {
+  const g = (p: string, name: string) => compileGlob(p).matches(name);
+  assert.ok(g('web_*', 'web_add'));
+  assert.ok(g('*_delete*', 'files_delete_all'));
+  assert.ok(g('db_q?ery', 'db_query'));
+  assert.ok(!g('db_q?ery', 'db_qery'));
+  assert.ok(!g('web_*', 'notes_add'));
+  assert.ok(g('*', ''));
+  assert.ok(!g('web.add', 'webXadd'), 'a dot is a dot');
+  assert.ok(g('a*b*c', 'aXXbYYc') && !g('a*b*c', 'aXXbYY'));
 });
