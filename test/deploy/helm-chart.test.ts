@@ -8,7 +8,8 @@ import { parseGatewayConfig } from '../../src/config/gateway.js';
 import { parseSystemConfig } from '../../src/config/system.js';
 import { compileWith } from '../../src/gateway.js';
 import { silentLogger } from '../../src/core/logger.js';
-import { renderChart } from './go-template.js';
+import { DEFAULT_ACME_DIR } from '../../src/config/acme.js';
+import { renderChart, TemplateFailure } from './go-template.js';
 
 // helm is not installed here: the chart is rendered by the Go-template subset in go-template.ts.
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -43,15 +44,33 @@ const CONTAINER = 'spec.template.spec.containers.0';
 const file = (configMap: unknown, name: string): string =>
   String((pick(configMap, 'data') as Manifest)[name]);
 
-/** Renders the chart with `overrides` merged over values.yaml; manifests by kind (empty files dropped). */
-function render(overrides: (v: Values) => void = () => undefined): Map<string, Manifest> {
+/** The rendered templates (file → text) for `overrides` merged over values.yaml. */
+function renderFiles(
+  overrides: (v: Values) => void,
+  cluster: readonly Manifest[] = [],
+): Record<string, string> {
   const values = structuredClone(defaults);
   overrides(values);
-  const out = renderChart(templates, {
-    Values: values,
-    Chart: { Name: chart.name, Version: chart.version, AppVersion: chart.appVersion },
-    Release: { Name: 'edge', Namespace: 'default', Service: 'Helm' },
-  });
+  return renderChart(
+    templates,
+    {
+      Values: values,
+      Chart: { Name: chart.name, Version: chart.version, AppVersion: chart.appVersion },
+      Release: { Name: 'edge', Namespace: 'default', Service: 'Helm' },
+    },
+    cluster,
+  );
+}
+
+/**
+ * Renders the chart with `overrides` merged over values.yaml; manifests by kind (the first of a kind)
+ * and by `kind/name` (every one); empty files dropped. `cluster`: what `lookup` finds (an upgrade).
+ */
+function render(
+  overrides: (v: Values) => void = () => undefined,
+  cluster: readonly Manifest[] = [],
+): Map<string, Manifest> {
+  const out = renderFiles(overrides, cluster);
   const manifests = new Map<string, Manifest>();
   for (const [file, text] of Object.entries(out)) {
     if (file.endsWith('.txt')) continue;
@@ -60,12 +79,35 @@ function render(overrides: (v: Values) => void = () => undefined): Map<string, M
       const m = doc.toJSON() as Manifest | null;
       if (m === null) continue;
       const kind = str(m, 'kind');
-      assert.equal(manifests.has(kind), false, `one ${kind}`);
-      manifests.set(kind, m);
+      const named = `${kind}/${str(m, 'metadata.name')}`;
+      assert.equal(manifests.has(named), false, `one ${named}`);
+      manifests.set(named, m);
+      if (!manifests.has(kind)) manifests.set(kind, m);
     }
   }
   return manifests;
 }
+
+/** Kinds rendered (one entry per kind). */
+const kinds = (m: Map<string, Manifest>): string[] => [...m.keys()].filter((k) => !k.includes('/')).sort();
+
+/** The message the render stops with (`fail` in a template). */
+function renderFailure(overrides: (v: Values) => void): string {
+  try {
+    renderFiles(overrides);
+  } catch (error) {
+    if (error instanceof TemplateFailure) return error.message;
+    throw error;
+  }
+  return assert.fail('the render did not fail');
+}
+
+/** config.system of the values (the system.yaml tree). */
+const sys = (v: Values): Manifest => (v.config as { system: Manifest }).system;
+/** Switches the values to etcd as the config source. */
+const etcd = (v: Values): void => {
+  sys(v).config = { source: 'etcd', etcd: { endpoints: ['http://etcd:2379'], prefix: '/switchyard' } };
+};
 
 /** config/system.yaml as shipped (no environment overrides): the listeners the chart must match. */
 const shipped = parseSystemConfig(readFileSync(join(ROOT, 'config/system.yaml'), 'utf8'), {});
@@ -80,7 +122,7 @@ test('helm: Chart.yaml is a v2 application chart whose appVersion is the package
 
 test('helm: the default values render a Deployment, Service, ConfigMap and Secret, and no HPA', () => {
   const m = render();
-  assert.deepEqual([...m.keys()].sort(), ['ConfigMap', 'Deployment', 'Secret', 'Service']);
+  assert.deepEqual(kinds(m), ['ConfigMap', 'Deployment', 'Secret', 'Service']);
   for (const manifest of m.values()) {
     assert.equal(pick(manifest, 'metadata.name'), 'edge');
     assert.equal(pick(manifest, 'metadata.labels')?.['app.kubernetes.io/name' as never], 'switchyard');
@@ -90,7 +132,7 @@ test('helm: the default values render a Deployment, Service, ConfigMap and Secre
     pick(deployment, 'spec.selector.matchLabels'),
     pick(deployment, 'spec.template.metadata.labels'),
   );
-  assert.equal(pick(deployment, 'spec.replicas'), 2);
+  assert.equal(pick(deployment, 'spec.replicas'), 1, 'one pod: gateway.yaml from the ConfigMap');
   assert.equal(pick(deployment, `${CONTAINER}.image`), `switchyard:${pkg.version}`);
   assert.equal(pick(deployment, 'spec.template.spec.securityContext.runAsNonRoot'), true);
   const annotations = pick(deployment, 'spec.template.metadata.annotations') as Record<string, string>;
@@ -169,7 +211,10 @@ test('helm: the admin password comes from the chart Secret, or from an existing 
 });
 
 test('helm: autoscaling renders an HPA on the Deployment and leaves replicas to it', () => {
-  const m = render((v) => (v.autoscaling.enabled = true));
+  const m = render((v) => {
+    v.autoscaling.enabled = true;
+    etcd(v);
+  });
   const hpa = m.get('HorizontalPodAutoscaler');
   assert.equal(pick(hpa, 'apiVersion'), 'autoscaling/v2');
   assert.deepEqual(pick(hpa, 'spec.scaleTargetRef'), {
@@ -276,4 +321,245 @@ test('helm: kubernetes.enabled switches on the Gateway API controller with its S
       name: pick(m.get(role), 'metadata.name'),
     });
   }
+});
+
+/** The Secret's data decoded. */
+const secretData = (secret: unknown): Record<string, string> =>
+  Object.fromEntries(
+    Object.entries(pick(secret, 'data') as Record<string, string>).map(([k, v]) => [
+      k,
+      Buffer.from(v, 'base64').toString(),
+    ]),
+  );
+const podAnnotations = (m: Map<string, Manifest>): Record<string, string> =>
+  pick(m.get('Deployment'), 'spec.template.metadata.annotations') as Record<string, string>;
+/** The release's Secret as the cluster holds it after `render` (what `lookup` finds on upgrade). */
+const stored = (m: Map<string, Manifest>): Manifest => {
+  const secret = structuredClone(m.get('Secret')) as Manifest;
+  (secret.metadata as Manifest).namespace = 'default';
+  return secret;
+};
+
+test('F15: a generated admin password is kept across upgrades (lookup of the release Secret)', () => {
+  const install = render();
+  const password = secretData(install.get('Secret'))['admin-password'] ?? '';
+  assert.equal(password.length, 24);
+  // helm upgrade with the same values: lookup finds the Secret the install made.
+  const upgrade = render(() => undefined, [stored(install)]);
+  assert.equal(secretData(upgrade.get('Secret'))['admin-password'], password);
+  assert.equal(podAnnotations(upgrade)['checksum/secret'], podAnnotations(install)['checksum/secret']);
+  // Without a cluster (helm template), a new one is generated: the reason to set it there.
+  assert.notEqual(secretData(render().get('Secret'))['admin-password'], password);
+  // admin.password set in values wins over the stored one.
+  const set = render((v) => (v.admin.password = 'rotated-by-hand'), [stored(install)]);
+  assert.equal(secretData(set.get('Secret'))['admin-password'], 'rotated-by-hand');
+});
+
+test("F15: the Secret's data is in the pods' checksum: a new password rolls the pods, nothing else does", () => {
+  const a = render((v) => (v.admin.password = 'first-password'));
+  const again = render((v) => (v.admin.password = 'first-password'));
+  const b = render((v) => (v.admin.password = 'second-password'));
+  assert.match(podAnnotations(a)['checksum/secret'] ?? '', /^[0-9a-f]{64}$/);
+  assert.equal(podAnnotations(again)['checksum/secret'], podAnnotations(a)['checksum/secret']);
+  assert.notEqual(podAnnotations(b)['checksum/secret'], podAnnotations(a)['checksum/secret']);
+  assert.equal(podAnnotations(b)['checksum/config'], podAnnotations(a)['checksum/config']);
+  // A generated password: the checksum is that of the Secret rendered with it (one value per render).
+  const generated = render();
+  const upgraded = render(
+    (v) => (v.admin.password = secretData(generated.get('Secret'))['admin-password'] ?? ''),
+  );
+  assert.equal(podAnnotations(upgraded)['checksum/secret'], podAnnotations(generated)['checksum/secret']);
+  // An existingSecret: its data as lookup finds it.
+  const external = (password: string): Manifest => ({
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: 'ops-admin', namespace: 'default' },
+    data: { 'admin-password': Buffer.from(password).toString('base64') },
+  });
+  const useExisting = (v: Values): void => void (v.admin.existingSecret = 'ops-admin');
+  assert.notEqual(
+    podAnnotations(render(useExisting, [external('one')]))['checksum/secret'],
+    podAnnotations(render(useExisting, [external('two')]))['checksum/secret'],
+  );
+});
+
+test('F16: two replicas reading gateway.yaml from the ConfigMap do not render, with the reason and the fix', () => {
+  const message = renderFailure((v) => (v.replicaCount = 2));
+  assert.match(message, /^2 pods .*config\.system\.config\.source 'file'/);
+  assert.match(message, /lose them on restart/);
+  assert.match(message, /config\.system\.config\.source: etcd/);
+  assert.match(message, /kubernetes\.enabled: true/);
+  // The HPA could scale to several pods the same way.
+  assert.match(
+    renderFailure((v) => (v.autoscaling.enabled = true)),
+    /^10 pods/,
+  );
+  // Values of chart 0.1.2 that moved are refused rather than ignored.
+  assert.match(
+    renderFailure((v) => ((v.config as Manifest).logLevel = 'debug')),
+    /config\.logLevel.* moved to config\.system/,
+  );
+});
+
+test('F16: two replicas with etcd (or the Gateway API controller) render, with a PodDisruptionBudget', () => {
+  const m = render((v) => {
+    v.replicaCount = 2;
+    etcd(v);
+  });
+  assert.equal(pick(m.get('Deployment'), 'spec.replicas'), 2);
+  const system = parseSystemConfig(file(m.get('ConfigMap'), 'system.yaml'), { ADMIN_PASSWORD: 'x' });
+  assert.equal(system.config.source, 'etcd');
+  assert.deepEqual(system.config.etcd?.endpoints, ['http://etcd:2379']);
+  const pdb = m.get('PodDisruptionBudget');
+  assert.equal(pick(pdb, 'apiVersion'), 'policy/v1');
+  assert.equal(pick(pdb, 'spec.minAvailable'), 1);
+  assert.deepEqual(
+    pick(pdb, 'spec.selector.matchLabels'),
+    pick(m.get('Deployment'), 'spec.template.metadata.labels'),
+  );
+
+  const controller = render((v) => {
+    v.replicaCount = 3;
+    (v.kubernetes as Manifest).enabled = true;
+  });
+  assert.equal(pick(controller.get('Deployment'), 'spec.replicas'), 3);
+  assert.ok(controller.has('PodDisruptionBudget'));
+  // One pod: no budget (it would block every node drain); disabled: none.
+  assert.equal(render().has('PodDisruptionBudget'), false);
+  const off = render((v) => {
+    v.replicaCount = 2;
+    etcd(v);
+    (v.podDisruptionBudget as Manifest).enabled = false;
+  });
+  assert.equal(off.has('PodDisruptionBudget'), false);
+});
+
+test('F16: serviceMonitor.enabled renders a ServiceMonitor scraping /metrics with the metrics token, not the admin password', () => {
+  const m = render((v) => ((v.serviceMonitor as Manifest).enabled = true));
+  const monitor = m.get('ServiceMonitor');
+  assert.equal(pick(monitor, 'apiVersion'), 'monitoring.coreos.com/v1');
+  const endpoint = list(monitor, 'spec.endpoints')[0];
+  assert.equal(pick(endpoint, 'port'), 'admin');
+  assert.equal(pick(endpoint, 'path'), '/metrics');
+  assert.deepEqual(pick(endpoint, 'authorization'), {
+    type: 'Bearer',
+    credentials: { name: 'edge', key: 'metrics-token' },
+  });
+  // The ServiceMonitor selects the metrics Service (admin port), not the data-plane one.
+  const selector = pick(monitor, 'spec.selector.matchLabels') as Record<string, string>;
+  const selects = (s: unknown): boolean =>
+    Object.entries(selector).every(
+      ([k, v]) => (pick(s, 'metadata.labels') as Record<string, string>)[k] === v,
+    );
+  const metrics = m.get('Service/edge-metrics');
+  assert.ok(selects(metrics));
+  assert.equal(selects(m.get('Service/edge')), false);
+  assert.deepEqual(
+    list(metrics, 'spec.ports').map((p) => [p.name, p.targetPort]),
+    [['admin', 'admin']],
+  );
+  assert.deepEqual(pick(metrics, 'spec.selector'), pick(m.get('Deployment'), 'spec.selector.matchLabels'));
+  // The token: in the Secret, in the pod's environment, and what system.yaml accepts for /metrics.
+  const token = secretData(m.get('Secret'))['metrics-token'] ?? '';
+  assert.equal(token.length, 32);
+  const env = list(m.get('Deployment'), `${CONTAINER}.env`).find((e) => e.name === 'METRICS_TOKEN');
+  assert.deepEqual(pick(env, 'valueFrom.secretKeyRef'), { name: 'edge', key: 'metrics-token' });
+  const system = parseSystemConfig(file(m.get('ConfigMap'), 'system.yaml'), {
+    ADMIN_PASSWORD: 'admin-secret',
+    METRICS_TOKEN: token,
+  });
+  assert.equal(system.admin?.metrics_auth?.bearer_token, token);
+  assert.equal(render().has('ServiceMonitor'), false, 'off by default');
+});
+
+test('F16: readOnlyRootFilesystem, with emptyDir volumes where the gateway writes (beside gateway.yaml, /tmp, ACME)', () => {
+  const m = render();
+  const pod = pick(m.get('Deployment'), 'spec.template.spec');
+  assert.equal(pick(pod, 'containers.0.securityContext.readOnlyRootFilesystem'), true);
+  const volumes = Object.fromEntries(list(pod, 'volumes').map((v) => [String(v.name), v]));
+  const mounts = list(pod, 'containers.0.volumeMounts');
+  const at = (path: string): Manifest | undefined => mounts.find((x) => x.mountPath === path);
+  const args = pick(pod, 'containers.0.args') as string[];
+  const gatewayPath = args[args.indexOf('--gateway-config') + 1] ?? '';
+  const systemPath = args[args.indexOf('--system-config') + 1] ?? '';
+  // The two files come read-only from the ConfigMap …
+  for (const [path, key] of [
+    [systemPath, 'system.yaml'],
+    [gatewayPath, 'gateway.yaml'],
+  ] as const) {
+    assert.equal(at(path)?.subPath, key, path);
+    assert.equal(at(path)?.readOnly, true);
+    assert.ok(pick(volumes[String(at(path)?.name)], 'configMap'), `${path} from the ConfigMap`);
+  }
+  // … in a writable emptyDir: gateway.yaml.history/ and gateway.yaml.audit.jsonl go beside gateway.yaml.
+  const dir = gatewayPath.slice(0, gatewayPath.lastIndexOf('/'));
+  assert.deepEqual(pick(volumes[String(at(dir)?.name)], 'emptyDir'), {});
+  assert.notEqual(at(dir)?.readOnly, true);
+  assert.deepEqual(pick(volumes[String(at('/tmp')?.name)], 'emptyDir'), {});
+  assert.equal(at(DEFAULT_ACME_DIR), undefined, 'no ACME: no ACME directory');
+
+  // ACME with the filesystem storage: its directory (the default, or storage.dir) is writable.
+  const acme = render((v) => (sys(v).acme = { contact: ['mailto:ops@example.com'] }));
+  const acmeMounts = list(acme.get('Deployment'), `${CONTAINER}.volumeMounts`);
+  assert.ok(acmeMounts.some((x) => x.mountPath === DEFAULT_ACME_DIR));
+  const custom = render((v) => (sys(v).acme = { storage: { type: 'filesystem', dir: '/var/acme' } }));
+  assert.ok(
+    list(custom.get('Deployment'), `${CONTAINER}.volumeMounts`).some((x) => x.mountPath === '/var/acme'),
+  );
+});
+
+test('F16: the whole system.yaml comes from config.system and passes the gateway system-config validator', () => {
+  // Defaults: the shipped config/system.yaml's settings, with the pod's listeners and a JSON log.
+  const defaultsParsed = parseSystemConfig(file(render().get('ConfigMap'), 'system.yaml'), {
+    ADMIN_PASSWORD: 'x',
+  });
+  assert.deepEqual(defaultsParsed.http2, shipped.http2);
+  assert.deepEqual(defaultsParsed.timeouts, shipped.timeouts);
+  assert.deepEqual(defaultsParsed.debug, shipped.debug);
+  assert.equal(defaultsParsed.workers, shipped.workers);
+  assert.deepEqual(defaultsParsed.access_log, shipped.access_log);
+  assert.equal(defaultsParsed.admin?.ui_enabled, shipped.admin?.ui_enabled);
+  assert.equal(defaultsParsed.logging.format, 'json');
+
+  const m = render((v) => {
+    const s = sys(v);
+    s.access_log = { output: 'stdout', format: 'combined' };
+    s.workers = 2;
+    s.debug = { enabled: true };
+    s.http2 = { enabled: false };
+    s.logging = { level: 'debug', format: 'text' };
+    (s.timeouts as Manifest).shutdown_timeout_seconds = 50;
+    (s.admin as Manifest).metrics_auth = { username: 'prometheus', password: '${METRICS_PASSWORD}' };
+    s.tls = { cert_path: '/app/tls/tls.crt', key_path: '/app/tls/tls.key' };
+    v.extraVolumes = [{ name: 'tls', secret: { secretName: 'edge-tls' } }];
+    v.extraVolumeMounts = [{ name: 'tls', mountPath: '/app/tls', readOnly: true }];
+  });
+  const system = parseSystemConfig(file(m.get('ConfigMap'), 'system.yaml'), {
+    ADMIN_PASSWORD: 'x',
+    METRICS_PASSWORD: 'scrape-secret',
+  });
+  assert.deepEqual(system.access_log.output, 'stdout');
+  assert.equal(system.access_log.format, 'combined');
+  assert.equal(system.workers, 2);
+  assert.equal(system.debug.enabled, true);
+  assert.equal(system.http2.enabled, false);
+  assert.deepEqual(system.logging, { level: 'debug', format: 'text' });
+  assert.deepEqual(system.admin?.metrics_auth, { username: 'prometheus', password: 'scrape-secret' });
+  assert.equal(system.tls?.cert_path, '/app/tls/tls.crt');
+  // The ports stay those of the container, and the drain margin follows the shutdown timeout.
+  assert.equal(system.listener.port, defaults.ports.http);
+  assert.equal(system.admin?.port, defaults.ports.admin);
+  const pod = pick(m.get('Deployment'), 'spec.template.spec');
+  assert.equal(pick(pod, 'terminationGracePeriodSeconds'), 55);
+  assert.deepEqual(pick(pod, 'volumes'), [
+    ...list(pod, 'volumes').slice(0, -1),
+    { name: 'tls', secret: { secretName: 'edge-tls' } },
+  ]);
+  assert.ok(list(pod, 'containers.0.volumeMounts').some((x) => x.mountPath === '/app/tls'));
+  // Any change to system.yaml rolls the pods.
+  assert.notEqual(podAnnotations(m)['checksum/config'], podAnnotations(render())['checksum/config']);
+  assert.notEqual(
+    podAnnotations(render((v) => (v.ports = { http: 18080, admin: 9090 })))['checksum/config'],
+    podAnnotations(render())['checksum/config'],
+  );
 });
