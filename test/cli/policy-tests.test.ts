@@ -297,3 +297,18 @@ test('an unreadable or invalid test file, or a gateway.yaml that does not compil
   assert.match(broken.stderr, /missing/);
   assert.equal(broken.stdout, '');
 });
+
+test('the example of docs/config-as-code.md#policy-tests runs as written and prints what the page shows', async () => {
+  const page = readFileSync(fileURLToPath(new URL('../../docs/config-as-code.md', import.meta.url)), 'utf8');
+  const section = page.slice(page.indexOf('## Policy tests'));
+  const yaml = /```yaml\n([\s\S]*?)```/.exec(section)?.[1];
+  const shown = /```console\n\$ switchyard test --gateway-config gateway\.yaml\n([\s\S]*?)```/.exec(
+    section,
+  )?.[1];
+  assert.ok(yaml !== undefined && shown !== undefined, 'the section has its example and its output');
+  const gateway = join(dir.path, 'gateway.yaml');
+  writeFileSync(gateway, yaml);
+  const run = await cli(['test', '--system-config', SYSTEM, '--gateway-config', gateway]);
+  assert.equal(run.stdout, shown);
+  assert.equal(run.code, 0);
+});
