@@ -24,6 +24,7 @@ import {
   ReadResourceRequestSchema,
   type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
+import { maskSecrets } from '../../../src/admin/mcp/secrets.js';
 import { compileGlob } from '../../../src/plugins/ai/mcp-proxy-access.js';
 import { mcpProxy } from '../../../src/plugins/ai/mcp-proxy.js';
 import { freePort } from '../../support/free-port.js';
@@ -455,4 +456,20 @@ test('mcp-proxy globs: * any run, ? one character, the rest literal', () => {
   assert.ok(g('*', ''));
   assert.ok(!g('web.add', 'webXadd'), 'a dot is a dot');
   assert.ok(g('a*b*c', 'aXXbYYc') && !g('a*b*c', 'aXXbYY'));
+});
+
+test('mcp-proxy secrets: credential headers and env values are masked in the Admin API and MCP replies', () => {
+  const masked = maskSecrets({
+    servers: [
+      {
+        name: 'web',
+        url: 'http://h/mcp',
+        headers: { authorization: 'Bearer s3cr3t', accept: 'application/json' },
+      },
+      { name: 'gh', command: 'node', env: { GITHUB_TOKEN: 'ghp_secret', LOG_LEVEL: 'debug' } },
+    ],
+  });
+  const text = JSON.stringify(masked);
+  assert.ok(!text.includes('s3cr3t') && !text.includes('ghp_secret'), text);
+  assert.ok(text.includes('application/json') && text.includes('debug'), 'harmless values stay visible');
 });
