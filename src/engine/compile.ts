@@ -170,9 +170,12 @@ function* compileSteps(config: GatewayConfig, options: CompileOptions): Generato
   const issues: ConfigIssue[] = [];
   const env = options.env ?? process.env;
   const warnings: string[] = [];
-  const secretsVersion = secretsOf(env)?.version;
-  // A `${secret:…}` without a value refuses the configuration, named by key path (docs/secrets.md).
-  issues.push(...unresolvedSecretIssues(config, secretsOf(env)));
+  const secrets = secretsOf(env);
+  const secretsVersion = secrets?.version;
+  // A `${secret:…}` without a value refuses the configuration, named by key path (docs/secrets.md);
+  // policies are checked below, those taken over unchanged were checked when first compiled.
+  for (const [section, value] of Object.entries(config))
+    if (section !== 'policies') issues.push(...unresolvedSecretIssues(value, secrets, section));
 
   const shared = uniqueByName(config.plugin_configs, 'plugin_configs', issues);
   for (const [name, { item, index }] of shared) {
@@ -236,6 +239,7 @@ function* compileSteps(config: GatewayConfig, options: CompileOptions): Generato
       continue;
     }
     const path = `policies[${index}]`;
+    issues.push(...unresolvedSecretIssues(item, secrets, path));
     const warned = warnings.length;
     const compiled = compilePolicy(withGlobalRules(item, path, globalRules, issues), path, cc, issues);
     if (compiled !== undefined) {

@@ -193,6 +193,64 @@ describe('secret references: the file manager', () => {
     }
   });
 
+  test('a consumer credential from a file rotates too, and an Admin write adding a reference reads it first', async () => {
+    const keyFile = join(dir.path, 'consumer.json');
+    writeFileSync(keyFile, JSON.stringify({ alice: 'alice-key-aaaaaa' }));
+    const extra = join(dir.path, 'extra-key');
+    writeFileSync(extra, 'added-key-bbbbbbb');
+    const { env, store } = fileStore();
+    const yaml = `
+consumers:
+  - name: alice
+    credentials:
+      key-auth: { key: '\${secret:file:${keyFile}#alice}' }
+routes:
+  - { name: api, match: { path: /api }, policy: api }
+policies:
+  - name: api
+    nodes:
+      - { id: in, type: listener }
+      - { id: auth, type: key-auth, config: { use_consumers: true } }
+      - { id: m, type: mocking, config: { response_example: ok, content_type: text/plain } }
+      - { id: out, type: client }
+    edges:
+      - { from: in.out, to: auth.in }
+      - { from: auth.success, to: m.in }
+      - { from: auth.denied, to: out.in }
+      - { from: m.success, to: out.in }
+`;
+    await store.prepare(yaml);
+    const h = await startAdmin({ gatewayYaml: yaml, env });
+    store.start(() => void h.gateway.apply((current) => current, 'secrets').catch(() => undefined));
+    try {
+      const call = (key: string) => fetch(`${h.data}/api`, { headers: { 'x-api-key': key } });
+      assert.equal((await call('alice-key-aaaaaa')).status, 200);
+      writeFileSync(keyFile, JSON.stringify({ alice: 'alice-key-rotated-cc' }));
+      await store.refresh('file');
+      await waitFor(async () => (await call('alice-key-rotated-cc')).status === 200, {
+        timeoutMs: 10000,
+        what: 'the rotated consumer key',
+      });
+      assert.equal((await call('alice-key-aaaaaa')).status, 401);
+      // An Admin write that adds a reference: read before the compile, not refused as unknown.
+      const res = await h.call('POST', '/api/consumers', {
+        name: 'bob',
+        credentials: { 'key-auth': { key: `\${secret:file:${extra}}` } },
+      });
+      assert.equal(res.status, 201, await res.text());
+      assert.equal((await call('added-key-bbbbbbb')).status, 200);
+      const bad = await h.call('POST', '/api/consumers', {
+        name: 'carol',
+        credentials: { 'key-auth': { key: `\${secret:file:${extra}.absent}` } },
+      });
+      assert.equal(bad.status, 400);
+      assert.match(await bad.text(), /consumers\[2\]\.credentials\.key-auth\.key.*ENOENT|ENOENT/);
+    } finally {
+      store.close();
+      await h.stop();
+    }
+  });
+
   test('manager credentials are masked like secret values', () => {
     const masked = JSON.stringify(
       maskSecrets({

@@ -29,19 +29,38 @@ export function secretReferences(text: string): SecretReference[] {
   }));
 }
 
-/** Every reference of a JSON-like value with its key path (`policies[0].nodes[1].config.keys[0]`). */
+/**
+ * Every reference of a JSON-like value with its key path (`policies[0].nodes[1].config.keys[0]`).
+ * The path is only spelled out for a string holding a reference: the compiler walks every
+ * configuration, most of which holds none.
+ */
 export function referencesWithPaths(
   value: unknown,
-  path = '',
-  out: { path: string; reference: SecretReference }[] = [],
+  prefix = '',
 ): { path: string; reference: SecretReference }[] {
-  if (typeof value === 'string') {
-    for (const reference of secretReferences(value)) out.push({ path, reference });
-  } else if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) referencesWithPaths(value[i], `${path}[${i}]`, out);
-  } else if (value !== null && typeof value === 'object') {
-    for (const [key, v] of Object.entries(value))
-      referencesWithPaths(v, path === '' ? key : `${path}.${key}`, out);
-  }
+  const out: { path: string; reference: SecretReference }[] = [];
+  const segments: (string | number)[] = prefix === '' ? [] : [prefix];
+  const spell = () =>
+    segments.map((s, i) => (typeof s === 'number' ? `[${s}]` : i === 0 ? s : `.${s}`)).join('');
+  const walk = (v: unknown): void => {
+    if (typeof v === 'string') {
+      if (!mentionsSecret(v)) return;
+      const path = spell();
+      for (const reference of secretReferences(v)) out.push({ path, reference });
+    } else if (Array.isArray(v)) {
+      for (let i = 0; i < v.length; i++) {
+        segments.push(i);
+        walk(v[i]);
+        segments.pop();
+      }
+    } else if (v !== null && typeof v === 'object') {
+      for (const key in v) {
+        segments.push(key);
+        walk((v as Record<string, unknown>)[key]);
+        segments.pop();
+      }
+    }
+  };
+  walk(value);
   return out;
 }

@@ -158,9 +158,13 @@ export class SecretStore implements SecretLookup {
  * The references of a configuration that have no value, named by key path: a configuration that
  * still holds one is refused (the reference text would otherwise reach a node as a credential).
  */
-export function unresolvedSecretIssues(config: unknown, lookup: SecretLookup | undefined): ConfigIssue[] {
+export function unresolvedSecretIssues(
+  config: unknown,
+  lookup: SecretLookup | undefined,
+  prefix = '',
+): ConfigIssue[] {
   const issues: ConfigIssue[] = [];
-  for (const { path, reference } of referencesWithPaths(config)) {
+  for (const { path, reference } of referencesWithPaths(config, prefix)) {
     if (lookup?.value(reference.text) !== undefined) continue;
     const why =
       lookup === undefined
