@@ -37,6 +37,8 @@ import { checkGatewayShape, emptyGatewayConfig } from './config/gateway.js';
 import { ConfigSourceReadOnly } from './kubernetes/errors.js';
 import { LISTENER_PORT_HEADER } from './kubernetes/translate.js';
 import type { KubernetesSource } from './kubernetes/source.js';
+import { PortCertificates } from './kubernetes/certificates.js';
+import type { Translation } from './kubernetes/translate.js';
 import type { RequestHandler } from './server/listener.js';
 
 export interface GatewayOptions {
@@ -99,6 +101,8 @@ export class Gateway {
   readonly #kubernetes: KubernetesSource | undefined;
   /** `config.source: kubernetes`: one socket per declared Gateway listener port (port + port_offset). */
   readonly #portListeners = new Map<number, Promise<Listener>>();
+  /** Their certificates, for the HTTPS ones (from Secrets; swapped in on rotation). */
+  readonly #portCertificates = new Map<number, PortCertificates>();
   #dataPlane: { handle: RequestHandler } | undefined;
   #etcdWatch: { close(): void } | undefined;
   /** Automatic data-plane certificates; undefined when system.yaml has no `acme:` block. */
@@ -475,7 +479,7 @@ export class Gateway {
       apply: async (translation) => {
         // Through the same path as a file or etcd change: schema check, compile, swap.
         await this.apply(checkGatewayShape(structuredClone(translation.config)), 'kubernetes');
-        await this.#syncPorts(translation.ports);
+        await this.#syncPorts(translation.ports, translation.tls);
       },
     });
   }
@@ -485,26 +489,52 @@ export class Gateway {
    * stamps its declared port on every request (LISTENER_PORT_HEADER, a client's value overwritten),
    * which is what the translated routes match on. Ports no Gateway declares any more are closed.
    */
-  async #syncPorts(ports: number[]): Promise<void> {
+  async #syncPorts(ports: number[], tls: Translation['tls']): Promise<void> {
     const dataPlane = this.#dataPlane;
     const kubernetes = this.#kubernetes;
     if (dataPlane === undefined || kubernetes === undefined) return;
     const wanted = new Set(ports);
+    const unbound: Promise<void>[] = [];
     for (const [port, listener] of this.#portListeners) {
-      if (wanted.has(port)) continue;
+      // HTTPS ports: a rotated certificate is swapped in; plaintext ↔ TLS or other SNI names rebuild the socket.
+      const certs = tls[port];
+      const held = this.#portCertificates.get(port);
+      if (wanted.has(port) && (certs === undefined ? held === undefined : held?.update(certs) === true))
+        continue;
       this.#portListeners.delete(port);
-      void listener
-        .then((l) => l.close(this.system.timeouts.shutdown_timeout_seconds * 1000))
-        .catch(() => undefined);
+      this.#portCertificates.delete(port);
+      // close() unbinds at once (then drains): a socket rebuilt on the same port binds after it.
+      unbound.push(
+        listener
+          .then(
+            (l) => void l.close(this.system.timeouts.shutdown_timeout_seconds * 1000).catch(() => undefined),
+          )
+          .catch(() => undefined),
+      );
     }
+    await Promise.all(unbound);
     for (const port of wanted) {
       if (this.#portListeners.has(port)) continue;
       const declared = String(port);
+      const certs = tls[port];
+      const managed = certs === undefined ? undefined : new PortCertificates(certs);
+      if (managed !== undefined) this.#portCertificates.set(port, managed);
       const started = startListener(
         {
           label: `gateway listener port ${port}`,
           bind: this.system.listener.bind,
           port: port + kubernetes.config.port_offset,
+          ...(managed === undefined
+            ? {}
+            : {
+                tls: {
+                  min_version: '1.2' as const,
+                  client_cert_required: false,
+                  acme: {},
+                  sni_certs: managed.serverNames.map((server_name) => ({ server_name, acme: {} })),
+                },
+                managedCertificates: managed,
+              }),
           http2: this.system.http2.enabled,
           http2Limits: this.system.http2,
           maxConnections: this.system.listener.max_connections,

@@ -53,6 +53,10 @@ const KINDS: { state: Kind; apiVersion: string; kind: string; plural: string; na
     plural: 'endpointslices',
     namespaced: true,
   },
+  // Namespace labels, for `allowedRoutes.namespaces.from: Selector`.
+  { state: 'namespaces', apiVersion: 'v1', kind: 'Namespace', plural: 'namespaces', namespaced: false },
+  // kubernetes.io/tls Secrets named by HTTPS listeners' certificateRefs.
+  { state: 'secrets', apiVersion: 'v1', kind: 'Secret', plural: 'secrets', namespaced: true },
 ];
 
 function pathOf(apiVersion: string, plural: string, namespace: string | undefined): string {
@@ -165,6 +169,8 @@ export class KubernetesSource {
       services: [],
       endpointSlices: [],
       referenceGrants: [],
+      namespaces: [],
+      secrets: [],
     };
     for (const { state: kind, informer } of this.#informers)
       (state[kind] as KObject[]).push(...informer.items);

@@ -5,6 +5,7 @@
 // header the port's socket stamps on each request (LISTENER_PORT_HEADER), and one policy: a chain
 // of `condition` nodes, one per (route, hostname, match) in the Gateway API precedence order; the
 // first that holds runs its rule (filters, then backends), the last `false` answers 404.
+import { createSecureContext } from 'node:tls';
 import type { GatewayConfig, NodeConfig, EdgeConfig, PolicyConfig, RouteConfig } from '../config/gateway.js';
 import type {
   BackendRef,
@@ -13,10 +14,12 @@ import type {
   Gateway,
   HTTPRoute,
   HeaderFilter,
+  LabelSelector,
   Listener,
   ParentRef,
   RouteMatch,
   RouteRule,
+  Secret,
 } from './types.js';
 
 /** Set by each Gateway listener socket on every request (a client's own value is overwritten). */
@@ -38,11 +41,71 @@ export interface StatusUpdate {
   status: Record<string, unknown>;
 }
 
+/** A certificate of an HTTPS listener, from a kubernetes.io/tls Secret (PEM). */
+export interface TlsCertificate {
+  /** The listener's hostname: the SNI name it is presented for (undefined: the port's default). */
+  hostname: string | undefined;
+  cert: string;
+  key: string;
+}
+
 export interface Translation {
   config: GatewayConfig;
-  /** Declared ports of the accepted HTTP listeners (the socket binds port + port_offset). */
+  /** Declared ports of the programmed HTTP and HTTPS listeners (the socket binds port + port_offset). */
   ports: number[];
+  /** Ports of programmed HTTPS listeners (TLS terminated there) and their certificates, by declared port. */
+  tls: Record<number, TlsCertificate[]>;
   statuses: StatusUpdate[];
+}
+
+/** What a listener is, once its protocol, route kinds and certificate references are checked. */
+interface ListenerInfo {
+  /** Why the protocol is not served (Accepted False, UnsupportedProtocol), or undefined. */
+  unsupported: string | undefined;
+  /** ResolvedRefs False: InvalidCertificateRef, RefNotPermitted or InvalidRouteKinds. */
+  refProblem: { reason: string; message: string } | undefined;
+  /** The route kinds it takes (`supportedKinds`): HTTPRoute or none. */
+  kinds: { group: string; kind: string }[];
+  /** Served: an HTTP listener, or an HTTPS one whose certificates all resolved. */
+  programmed: boolean;
+  certificates: { cert: string; key: string }[] | undefined;
+}
+
+/** Does a namespace (its labels) match a LabelSelector? An empty selector matches every namespace. */
+export function selectorMatches(
+  selector: LabelSelector | undefined,
+  labels: Record<string, string>,
+): boolean {
+  for (const [k, v] of Object.entries(selector?.matchLabels ?? {})) if (labels[k] !== v) return false;
+  for (const e of selector?.matchExpressions ?? []) {
+    const has = Object.hasOwn(labels, e.key);
+    const value = labels[e.key];
+    const values = e.values ?? [];
+    if (e.operator === 'In' && !(has && values.includes(value as string))) return false;
+    if (e.operator === 'NotIn' && has && values.includes(value as string)) return false;
+    if (e.operator === 'Exists' && !has) return false;
+    if (e.operator === 'DoesNotExist' && has) return false;
+    if (!['In', 'NotIn', 'Exists', 'DoesNotExist'].includes(e.operator)) return false;
+  }
+  return true;
+}
+
+/** The PEM pair of a kubernetes.io/tls Secret, or why it is not usable. */
+function secretPair(secret: Secret | undefined): { cert: string; key: string } | string {
+  if (secret === undefined) return 'not found';
+  if (secret.type !== 'kubernetes.io/tls') return `type ${secret.type ?? '(unset)'} is not kubernetes.io/tls`;
+  const crt = secret.data?.['tls.crt'];
+  const k = secret.data?.['tls.key'];
+  if (crt === undefined || k === undefined) return 'tls.crt or tls.key is missing';
+  const cert = Buffer.from(crt, 'base64').toString('utf8');
+  const key = Buffer.from(k, 'base64').toString('utf8');
+  try {
+    // Checks that both parse and that the key matches the certificate.
+    createSecureContext({ cert, key });
+  } catch (err) {
+    return `tls.crt/tls.key do not load: ${(err as Error).message}`;
+  }
+  return { cert, key };
 }
 
 function key(ns: string | undefined, name: string): string {
@@ -228,15 +291,48 @@ export function translate(state: ClusterState, options: TranslateOptions): Trans
   const attached = new Map<string, number>(); // gateway key + listener name → count
   const entries: Entry[] = [];
 
-  const granted = (fromNs: string, toNs: string, name: string): boolean =>
+  const granted = (fromNs: string, toNs: string, name: string, fromKind = 'HTTPRoute', toKind = 'Service') =>
     state.referenceGrants.some(
       (g) =>
         g.metadata.namespace === toNs &&
-        g.spec.from.some((f) => f.group === GROUP && f.kind === 'HTTPRoute' && f.namespace === fromNs) &&
+        g.spec.from.some((f) => f.group === GROUP && f.kind === fromKind && f.namespace === fromNs) &&
         g.spec.to.some(
-          (t) => (t.group ?? '') === '' && t.kind === 'Service' && (t.name === undefined || t.name === name),
+          (t) => (t.group ?? '') === '' && t.kind === toKind && (t.name === undefined || t.name === name),
         ),
     );
+  const secrets = new Map(state.secrets.map((s) => [key(s.metadata.namespace, s.metadata.name), s]));
+  const namespaceLabels = (ns: string): Record<string, string> => ({
+    ...(state.namespaces.find((n) => n.metadata.name === ns)?.metadata.labels ?? {}),
+    // Set on every namespace by the API server (Kubernetes ≥ 1.22).
+    'kubernetes.io/metadata.name': ns,
+  });
+  const infos = new Map<string, ListenerInfo>();
+  const infoOf = (gw: Gateway, l: Listener): ListenerInfo => {
+    const id = `${key(gw.metadata.namespace, gw.metadata.name)}#${l.name}`;
+    let info = infos.get(id);
+    if (info === undefined) {
+      info = listenerInfo(l, (ref) => {
+        const gwNs = gw.metadata.namespace ?? 'default';
+        const ns = ref.namespace ?? gwNs;
+        if ((ref.group ?? '') !== '' || (ref.kind ?? 'Secret') !== 'Secret')
+          return {
+            reason: 'InvalidCertificateRef',
+            message: `unsupported certificateRef kind ${ref.kind ?? ''}`,
+          };
+        if (ns !== gwNs && !granted(gwNs, ns, ref.name, 'Gateway', 'Secret'))
+          return {
+            reason: 'RefNotPermitted',
+            message: `no ReferenceGrant in ${ns} allows this Gateway to reference Secret ${ref.name}`,
+          };
+        const pair = secretPair(secrets.get(key(ns, ref.name)));
+        if (typeof pair === 'string')
+          return { reason: 'InvalidCertificateRef', message: `Secret ${ns}/${ref.name}: ${pair}` };
+        return pair;
+      });
+      infos.set(id, info);
+    }
+    return info;
+  };
 
   const resolve = (
     route: HTTPRoute,
@@ -308,11 +404,13 @@ export function translate(state: ClusterState, options: TranslateOptions): Trans
       const gwKey = key(parent.namespace ?? routeNs, parent.name);
       const gw = gatewayByKey.get(gwKey);
       if (gw === undefined) continue; // not ours: another controller reports it
-      const accepted = acceptRoute(gw, route, parent);
+      const accepted = acceptRoute(gw, route, parent, infoOf, namespaceLabels);
       if (accepted.listeners.length > 0) {
         for (const { listener, hosts } of accepted.listeners) {
           const counter = `${gwKey}#${listener.name}`;
           attached.set(counter, (attached.get(counter) ?? 0) + 1);
+          // An HTTPS listener whose certificates do not resolve counts the route but serves nothing.
+          if (!infoOf(gw, listener).programmed) continue;
           for (const host of hosts)
             (route.spec.rules ?? []).forEach((rule, ruleIndex) => {
               const matches = rule.matches !== undefined && rule.matches.length > 0 ? rule.matches : [{}];
@@ -390,81 +488,85 @@ export function translate(state: ClusterState, options: TranslateOptions): Trans
   }
 
   const ports = new Set<number>();
+  const tlsByPort = new Map<number, TlsCertificate[]>();
   for (const gw of gateways) {
     const g = gw.metadata.generation;
     const gwKey = key(gw.metadata.namespace, gw.metadata.name);
     const old = gw.status as
       { conditions?: Condition[]; listeners?: { name: string; conditions?: Condition[] }[] } | undefined;
+    let anyProgrammed = false;
     const listeners = gw.spec.listeners.map((l) => {
-      const http = l.protocol === 'HTTP';
-      if (http) ports.add(l.port);
+      const info = infoOf(gw, l);
+      if (info.programmed) {
+        anyProgrammed = true;
+        ports.add(l.port);
+        if (info.certificates !== undefined) {
+          const list = tlsByPort.get(l.port) ?? [];
+          for (const c of info.certificates) list.push({ ...c, hostname: l.hostname });
+          tlsByPort.set(l.port, list);
+        }
+      }
       const prev = old?.listeners?.find((p) => p.name === l.name)?.conditions;
+      const unsupported = info.unsupported;
+      const refs = info.refProblem;
       return {
         name: l.name,
-        supportedKinds: http ? [{ group: GROUP, kind: 'HTTPRoute' }] : [],
+        supportedKinds: info.kinds,
         attachedRoutes: attached.get(`${gwKey}#${l.name}`) ?? 0,
         conditions: conditions(
           prev,
-          http
-            ? [
-                { type: 'Accepted', status: 'True', reason: 'Accepted', message: '', observedGeneration: g },
-                {
+          [
+            unsupported === undefined
+              ? { type: 'Accepted', status: 'True', reason: 'Accepted', message: '', observedGeneration: g }
+              : {
+                  type: 'Accepted',
+                  status: 'False',
+                  reason: 'UnsupportedProtocol',
+                  message: unsupported,
+                  observedGeneration: g,
+                },
+            info.programmed
+              ? {
                   type: 'Programmed',
                   status: 'True',
                   reason: 'Programmed',
                   message: '',
                   observedGeneration: g,
-                },
-                {
-                  type: 'ResolvedRefs',
-                  status: 'True',
-                  reason: 'ResolvedRefs',
-                  message: '',
-                  observedGeneration: g,
-                },
-                {
-                  type: 'Conflicted',
-                  status: 'False',
-                  reason: 'NoConflicts',
-                  message: '',
-                  observedGeneration: g,
-                },
-              ]
-            : [
-                {
-                  type: 'Accepted',
-                  status: 'False',
-                  reason: 'UnsupportedProtocol',
-                  message: `protocol ${l.protocol} is not supported yet`,
-                  observedGeneration: g,
-                },
-                {
+                }
+              : {
                   type: 'Programmed',
                   status: 'False',
                   reason: 'Invalid',
-                  message: `protocol ${l.protocol} is not supported yet`,
+                  message: unsupported ?? refs?.message ?? '',
                   observedGeneration: g,
                 },
-                {
+            refs === undefined
+              ? {
                   type: 'ResolvedRefs',
                   status: 'True',
                   reason: 'ResolvedRefs',
                   message: '',
                   observedGeneration: g,
-                },
-                {
-                  type: 'Conflicted',
+                }
+              : {
+                  type: 'ResolvedRefs',
                   status: 'False',
-                  reason: 'NoConflicts',
-                  message: '',
+                  reason: refs.reason,
+                  message: refs.message,
                   observedGeneration: g,
                 },
-              ],
+            {
+              type: 'Conflicted',
+              status: 'False',
+              reason: 'NoConflicts',
+              message: '',
+              observedGeneration: g,
+            },
+          ],
           now,
         ),
       };
     });
-    const anyHttp = gw.spec.listeners.some((l) => l.protocol === 'HTTP');
     const ip = /^[0-9.]+$|:/.test(options.statusAddress);
     statuses.push({
       kind: 'Gateway',
@@ -483,7 +585,7 @@ export function translate(state: ClusterState, options: TranslateOptions): Trans
               message: 'Handled by Switchyard',
               observedGeneration: g,
             },
-            anyHttp
+            anyProgrammed
               ? {
                   type: 'Programmed',
                   status: 'True',
@@ -495,7 +597,7 @@ export function translate(state: ClusterState, options: TranslateOptions): Trans
                   type: 'Programmed',
                   status: 'False',
                   reason: 'Invalid',
-                  message: 'no listener is supported',
+                  message: 'no listener is programmed',
                   observedGeneration: g,
                 },
           ],
@@ -518,13 +620,82 @@ export function translate(state: ClusterState, options: TranslateOptions): Trans
     });
     policies.push(portPolicy(name, port, mine, resolve));
   }
-  return { config: { routes, policies } as GatewayConfig, ports: [...ports].sort((a, b) => a - b), statuses };
+  return {
+    config: { routes, policies } as GatewayConfig,
+    ports: [...ports].sort((a, b) => a - b),
+    tls: Object.fromEntries(tlsByPort),
+    statuses,
+  };
+}
+
+function listenerInfo(
+  l: Listener,
+  certificate: (ref: {
+    group?: string;
+    kind?: string;
+    name: string;
+    namespace?: string;
+  }) => { cert: string; key: string } | { reason: string; message: string },
+): ListenerInfo {
+  const supportedProtocol =
+    l.protocol === 'HTTP' || (l.protocol === 'HTTPS' && (l.tls?.mode ?? 'Terminate') === 'Terminate');
+  const unsupported = supportedProtocol
+    ? undefined
+    : l.protocol === 'HTTPS'
+      ? 'HTTPS with tls.mode Passthrough is not supported yet'
+      : `protocol ${l.protocol} is not supported yet`;
+  const declared = l.allowedRoutes?.kinds;
+  const isHttpRoute = (k: { group?: string; kind: string }) =>
+    (k.group ?? GROUP) === GROUP && k.kind === 'HTTPRoute';
+  const kinds =
+    unsupported !== undefined
+      ? []
+      : declared === undefined || declared.length === 0 || declared.some(isHttpRoute)
+        ? [{ group: GROUP, kind: 'HTTPRoute' }]
+        : [];
+  let refProblem: { reason: string; message: string } | undefined;
+  let certificates: { cert: string; key: string }[] | undefined;
+  if (unsupported === undefined && l.protocol === 'HTTPS') {
+    const refs = l.tls?.certificateRefs ?? [];
+    if (refs.length === 0)
+      refProblem = {
+        reason: 'InvalidCertificateRef',
+        message: 'an HTTPS listener needs tls.certificateRefs',
+      };
+    certificates = [];
+    for (const ref of refs) {
+      const r = certificate(ref);
+      if ('reason' in r) {
+        refProblem ??= r;
+        continue;
+      }
+      certificates.push(r);
+    }
+  }
+  const badKinds = (declared ?? []).filter((k) => !isHttpRoute(k));
+  if (refProblem === undefined && unsupported === undefined && badKinds.length > 0)
+    refProblem = {
+      reason: 'InvalidRouteKinds',
+      message: `unsupported route kinds: ${badKinds.map((k) => `${k.group ?? GROUP}/${k.kind}`).join(', ')}`,
+    };
+  const certsOk =
+    l.protocol !== 'HTTPS' ||
+    (refProblem?.reason !== 'InvalidCertificateRef' && refProblem?.reason !== 'RefNotPermitted');
+  return {
+    unsupported,
+    refProblem,
+    kinds,
+    programmed: unsupported === undefined && certsOk && kinds.length > 0,
+    certificates,
+  };
 }
 
 function acceptRoute(
   gw: Gateway,
   route: HTTPRoute,
   parent: ParentRef,
+  infoOf: (gw: Gateway, l: Listener) => ListenerInfo,
+  namespaceLabels: (ns: string) => Record<string, string>,
 ): { listeners: { listener: Listener; hosts: (string | null)[] }[]; reason: string; message: string } {
   const routeNs = route.metadata.namespace ?? 'default';
   let candidates = gw.spec.listeners;
@@ -532,12 +703,18 @@ function acceptRoute(
   if (parent.port !== undefined) candidates = candidates.filter((l) => l.port === parent.port);
   if (candidates.length === 0)
     return { listeners: [], reason: 'NoMatchingParent', message: 'no listener matches the parentRef' };
-  candidates = candidates.filter((l) => l.protocol === 'HTTP');
+  // Listeners that take HTTPRoutes (HTTP, HTTPS; allowedRoutes.kinds) from the route's namespace.
+  candidates = candidates.filter((l) => infoOf(gw, l).kinds.length > 0);
   const allowed = candidates.filter((l) => {
     const from = l.allowedRoutes?.namespaces?.from ?? 'Same';
     if (from === 'All') return true;
     if (from === 'Same') return routeNs === gw.metadata.namespace;
-    return false; // Selector: not supported yet
+    if (from === 'Selector')
+      return (
+        l.allowedRoutes?.namespaces?.selector !== undefined &&
+        selectorMatches(l.allowedRoutes.namespaces.selector, namespaceLabels(routeNs))
+      );
+    return false;
   });
   if (allowed.length === 0)
     return {

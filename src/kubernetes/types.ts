@@ -37,9 +37,22 @@ export interface Listener {
   port: number;
   protocol: string;
   allowedRoutes?: {
-    namespaces?: { from?: 'Same' | 'All' | 'Selector' };
+    namespaces?: { from?: 'Same' | 'All' | 'Selector'; selector?: LabelSelector };
     kinds?: { group?: string; kind: string }[];
   };
+  tls?: {
+    mode?: 'Terminate' | 'Passthrough';
+    certificateRefs?: { group?: string; kind?: string; name: string; namespace?: string }[];
+  };
+}
+
+export interface LabelSelector {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: {
+    key: string;
+    operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+    values?: string[];
+  }[];
 }
 
 export interface Gateway extends KObject {
@@ -132,6 +145,14 @@ export interface ReferenceGrant extends KObject {
   };
 }
 
+export type Namespace = KObject;
+
+export interface Secret extends KObject {
+  type?: string;
+  /** base64 values */
+  data?: Record<string, string>;
+}
+
 /** Everything the informers hold, as one snapshot. */
 export interface ClusterState {
   gatewayClasses: GatewayClass[];
@@ -140,4 +161,6 @@ export interface ClusterState {
   services: Service[];
   endpointSlices: EndpointSlice[];
   referenceGrants: ReferenceGrant[];
+  namespaces: Namespace[];
+  secrets: Secret[];
 }

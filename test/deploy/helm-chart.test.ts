@@ -299,7 +299,9 @@ test('helm: kubernetes.enabled switches on the Gateway API controller with its S
     assert.deepEqual(granted(rules, group, resource).sort(), ['get', 'list', 'watch'], resource);
   for (const resource of ['gatewayclasses/status', 'gateways/status', 'httproutes/status'])
     assert.deepEqual(granted(rules, GW, resource).sort(), ['patch', 'update'], resource);
-  assert.deepEqual(granted(rules, '', 'secrets'), [], 'no Secret access (no HTTPS listeners yet)');
+  // The certificateRefs of HTTPS listeners, and namespace labels for allowedRoutes selectors.
+  assert.deepEqual(granted(rules, '', 'secrets').sort(), ['get', 'list', 'watch'], 'secrets');
+  assert.deepEqual(granted(rules, '', 'namespaces').sort(), ['list', 'watch'], 'namespaces');
   // Leases only in the release namespace, where $POD_NAMESPACE puts the Lease.
   assert.deepEqual(granted(rules, 'coordination.k8s.io', 'leases'), []);
   const role = m.get('Role');

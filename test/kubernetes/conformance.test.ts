@@ -99,6 +99,32 @@ endpoints:
 }
 
 const BASE = `
+apiVersion: v1
+kind: Namespace
+metadata: { name: ${INFRA}, labels: { gateway-conformance: infra } }
+---
+apiVersion: v1
+kind: Namespace
+metadata: { name: gateway-conformance-app-backend, labels: { gateway-conformance: backend } }
+---
+apiVersion: v1
+kind: Namespace
+metadata: { name: ${WEB}, labels: { gateway-conformance: backend } }
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: { name: backend-namespaces, namespace: ${INFRA} }
+spec:
+  gatewayClassName: switchyard
+  listeners:
+    - name: http
+      port: 80
+      protocol: HTTP
+      allowedRoutes:
+        namespaces:
+          from: Selector
+          selector: { matchLabels: { gateway-conformance: backend } }
+---
 apiVersion: gateway.networking.k8s.io/v1
 kind: GatewayClass
 metadata: { name: switchyard }
@@ -954,4 +980,302 @@ test('HTTPRouteInvalidReferenceGrant: a grant for another Service does not permi
   assert.equal(cond(parent?.conditions, 'ResolvedRefs')?.status, 'False');
   assert.equal(cond(parent?.conditions, 'ResolvedRefs')?.reason, 'RefNotPermitted');
   await expectAll([{ path: '/', status: 500 }]);
+});
+
+type ListenerStatus = {
+  name: string;
+  supportedKinds: { group?: string; kind: string }[];
+  attachedRoutes: number;
+  conditions: Cond[];
+};
+
+function gatewayListeners(name: string): ListenerStatus[] | undefined {
+  return (api.get('Gateway', INFRA, name)?.status as { listeners?: ListenerStatus[] } | undefined)?.listeners;
+}
+
+function parentOf(namespace: string, route: string, gateway: string): { conditions: Cond[] } | undefined {
+  const r = api.get('HTTPRoute', namespace, route) as
+    { status?: { parents?: { parentRef: { name: string }; conditions: Cond[] }[] } } | undefined;
+  return r?.status?.parents?.find((p) => p.parentRef.name === gateway);
+}
+
+/** Waits until `check` (the suite's expectations) holds, then asserts it once more for the message. */
+async function eventually(what: string, check: () => string | undefined): Promise<void> {
+  await waitFor(() => check() === undefined, { timeoutMs: 10_000, what }).catch(() => undefined);
+  assert.equal(check(), undefined, what);
+}
+
+function listenerMismatch(
+  gateway: string,
+  expected: {
+    name: string;
+    kinds: string[];
+    attachedRoutes: number;
+    conditions: [string, string, string?][];
+  }[],
+): string | undefined {
+  const got = gatewayListeners(gateway);
+  if (got === undefined) return `${gateway}: no listener status`;
+  for (const e of expected) {
+    const l = got.find((x) => x.name === e.name);
+    if (l === undefined) return `${gateway}/${e.name}: missing`;
+    const kinds = l.supportedKinds.map((k) => `${k.group ?? ''}/${k.kind}`);
+    if (JSON.stringify(kinds) !== JSON.stringify(e.kinds))
+      return `${gateway}/${e.name}: supportedKinds ${kinds.join(',')}`;
+    if (l.attachedRoutes !== e.attachedRoutes)
+      return `${gateway}/${e.name}: attachedRoutes ${l.attachedRoutes}`;
+    for (const [type, status, reason] of e.conditions) {
+      const c = cond(l.conditions, type);
+      if (c?.status !== status || (reason !== undefined && c.reason !== reason))
+        return `${gateway}/${e.name}: ${type} ${c?.status ?? '-'} ${c?.reason ?? '-'}`;
+    }
+  }
+  return undefined;
+}
+
+const HTTPROUTE = 'gateway.networking.k8s.io/HTTPRoute';
+
+test('HTTPRouteCrossNamespace: a route in a namespace the listener selector matches attaches and serves; relabelled, it is not allowed', async (t) => {
+  t.after(await applyCase('httproute-cross-namespace.yaml', []));
+  await eventually('cross-namespace accepted with resolved refs', () => {
+    const p = parentOf(WEB, 'cross-namespace', 'backend-namespaces');
+    return cond(p?.conditions, 'Accepted')?.status === 'True' &&
+      cond(p?.conditions, 'ResolvedRefs')?.status === 'True'
+      ? undefined
+      : JSON.stringify(p?.conditions);
+  });
+  await expectAll([{ path: '/', backend: 'web-backend', namespace: WEB }]);
+  // Not the suite's: the Namespace informer is followed. Without the label the selector asks for,
+  // the route is no longer allowed, and nothing serves /.
+  api.apply({
+    apiVersion: 'v1',
+    kind: 'Namespace',
+    metadata: { name: WEB, labels: { 'gateway-conformance': 'web' } },
+  });
+  t.after(() =>
+    api.apply({
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: WEB, labels: { 'gateway-conformance': 'backend' } },
+    }),
+  );
+  await eventually('cross-namespace NotAllowedByListeners', () => {
+    const c = cond(parentOf(WEB, 'cross-namespace', 'backend-namespaces')?.conditions, 'Accepted');
+    return c?.status === 'False' && c.reason === 'NotAllowedByListeners' ? undefined : JSON.stringify(c);
+  });
+  await expectAll([{ path: '/', status: 404 }]);
+  await eventually('attachedRoutes 0', () =>
+    listenerMismatch('backend-namespaces', [
+      { name: 'http', kinds: [HTTPROUTE], attachedRoutes: 0, conditions: [['Accepted', 'True']] },
+    ]),
+  );
+});
+
+test('Selector matchExpressions: In / NotIn / Exists / DoesNotExist on namespace labels', async (t) => {
+  const gateway = (expr: string) => `
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: { name: by-expression, namespace: ${INFRA} }
+spec:
+  gatewayClassName: switchyard
+  listeners:
+    - name: http
+      port: 80
+      protocol: HTTP
+      hostname: expr.example.com
+      allowedRoutes: { namespaces: { from: Selector, selector: { matchExpressions: [${expr}] } } }
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: { name: by-expression, namespace: ${WEB} }
+spec:
+  parentRefs: [{ name: by-expression, namespace: ${INFRA} }]
+  rules: [{ backendRefs: [{ name: web-backend, port: 8080 }] }]
+`;
+  t.after(() => {
+    api.remove('Gateway', INFRA, 'by-expression');
+    api.remove('HTTPRoute', WEB, 'by-expression');
+  });
+  const cases: [string, string][] = [
+    ['{ key: gateway-conformance, operator: In, values: [backend, other] }', 'True'],
+    ['{ key: gateway-conformance, operator: In, values: [infra] }', 'False'],
+    ['{ key: gateway-conformance, operator: NotIn, values: [infra] }', 'True'],
+    ['{ key: gateway-conformance, operator: NotIn, values: [backend] }', 'False'],
+    ['{ key: kubernetes.io/metadata.name, operator: Exists }', 'True'],
+    ['{ key: gateway-conformance, operator: DoesNotExist }', 'False'],
+  ];
+  for (const [expr, accepted] of cases) {
+    api.applyYaml(gateway(expr));
+    await eventually(`${expr} → Accepted ${accepted}`, () => {
+      const c = cond(parentOf(WEB, 'by-expression', 'by-expression')?.conditions, 'Accepted');
+      return c?.status === accepted && (accepted === 'True' || c.reason === 'NotAllowedByListeners')
+        ? undefined
+        : JSON.stringify(c);
+    });
+    await expectAll([
+      {
+        host: 'expr.example.com',
+        path: '/',
+        ...(accepted === 'True' ? { backend: 'web-backend', namespace: WEB } : { status: 404 }),
+      },
+    ]);
+  }
+});
+
+test('GatewayWithAttachedRoutes: attachedRoutes 1 and 2, NoMatchingListenerHostname, and counted on an HTTPS listener with unresolved refs', async (t) => {
+  t.after(
+    await applyCase('gateway-with-attached-routes.yaml', [
+      'http-route-1',
+      'http-route-2',
+      'http-route-3',
+      'http-route-not-accepted',
+      'http-route-4',
+    ]),
+  );
+  await eventually('one attached route', () =>
+    listenerMismatch('gateway-with-one-attached-route', [
+      {
+        name: 'http',
+        kinds: [HTTPROUTE],
+        attachedRoutes: 1,
+        conditions: [
+          ['Accepted', 'True'],
+          ['ResolvedRefs', 'True'],
+        ],
+      },
+    ]),
+  );
+  await eventually('two attached routes', () =>
+    listenerMismatch('gateway-with-two-attached-routes', [
+      {
+        name: 'http',
+        kinds: [HTTPROUTE],
+        attachedRoutes: 2,
+        conditions: [
+          ['Accepted', 'True'],
+          ['ResolvedRefs', 'True'],
+        ],
+      },
+    ]),
+  );
+  const na = cond(routeParent('http-route-not-accepted')?.conditions, 'Accepted');
+  assert.equal(na?.status, 'False');
+  assert.equal(na?.reason, 'NoMatchingListenerHostname');
+  await eventually('unresolved HTTPS listener', () =>
+    listenerMismatch('unresolved-gateway-with-one-attached-unresolved-route', [
+      {
+        name: 'tls',
+        kinds: [HTTPROUTE],
+        attachedRoutes: 1,
+        conditions: [
+          ['Programmed', 'False'],
+          ['ResolvedRefs', 'False', 'InvalidCertificateRef'],
+        ],
+      },
+    ]),
+  );
+  assert.equal(cond(routeParent('http-route-4')?.conditions, 'ResolvedRefs')?.status, 'False');
+});
+
+test('GatewayInvalidRouteKind: InvalidRouteKinds, supportedKinds without the invalid kind; a route to a listener taking no HTTPRoute is NotAllowedByListeners', async (t) => {
+  t.after(await applyCase('gateway-invalid-route-kind.yaml', []));
+  await eventually('only invalid kind', () =>
+    listenerMismatch('gateway-only-invalid-route-kind', [
+      {
+        name: 'http',
+        kinds: [],
+        attachedRoutes: 0,
+        conditions: [['ResolvedRefs', 'False', 'InvalidRouteKinds']],
+      },
+    ]),
+  );
+  await eventually('supported and invalid kind', () =>
+    listenerMismatch('gateway-supported-and-invalid-route-kind', [
+      {
+        name: 'http',
+        kinds: [HTTPROUTE],
+        attachedRoutes: 0,
+        conditions: [['ResolvedRefs', 'False', 'InvalidRouteKinds']],
+      },
+    ]),
+  );
+  api.applyYaml(`
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: { name: to-invalid-kind, namespace: ${INFRA} }
+spec:
+  parentRefs: [{ name: gateway-only-invalid-route-kind }]
+  rules: [{ backendRefs: [{ name: infra-backend-v1, port: 8080 }] }]
+`);
+  t.after(() => api.remove('HTTPRoute', INFRA, 'to-invalid-kind'));
+  await eventually('NotAllowedByListeners', () => {
+    const c = cond(routeParent('to-invalid-kind')?.conditions, 'Accepted');
+    return c?.status === 'False' && c.reason === 'NotAllowedByListeners' ? undefined : JSON.stringify(c);
+  });
+  await expectAll([{ path: '/', status: 404 }]);
+});
+
+for (const [name, file, route] of [
+  [
+    'HTTPRouteInvalidParentRefNotMatchingSectionName',
+    'httproute-invalid-parentref-not-matching-section-name.yaml',
+    'httproute-listener-not-matching-section-name',
+  ],
+  [
+    'HTTPRouteInvalidParentRefNotMatchingListenerPort',
+    'httproute-invalid-parentref-not-matching-listener-port.yaml',
+    'httproute-listener-not-matching-route-port',
+  ],
+] as const)
+  test(`${name}: Accepted False NoMatchingParent, no accepted parent, 0 routes attached`, async (t) => {
+    t.after(await applyCase(file, [route]));
+    mustHaveResolvedRefsTrue(route);
+    const parents = (api.get('HTTPRoute', INFRA, route)?.status as { parents: { conditions: Cond[] }[] })
+      .parents;
+    for (const p of parents) {
+      assert.equal(cond(p.conditions, 'Accepted')?.status, 'False');
+      assert.equal(cond(p.conditions, 'Accepted')?.reason, 'NoMatchingParent');
+    }
+    await eventually('0 routes attached', () =>
+      listenerMismatch('same-namespace', [
+        { name: 'http', kinds: [HTTPROUTE], attachedRoutes: 0, conditions: [] },
+      ]),
+    );
+    await expectAll([{ path: '/', status: 404 }]);
+  });
+
+function mustHaveResolvedRefsTrue(route: string): void {
+  assert.equal(cond(routeParent(route)?.conditions, 'ResolvedRefs')?.status, 'True', `${route} ResolvedRefs`);
+}
+
+test('HTTPRouteObservedGenerationBump: a spec change bumps generation; conditions follow with the new observedGeneration', async (t) => {
+  t.after(await applyCase('httproute-observed-generation-bump.yaml', ['observed-generation-bump']));
+  const original = api.get('HTTPRoute', INFRA, 'observed-generation-bump') as {
+    metadata: { generation: number };
+    spec: { rules: { backendRefs: { name: string; port: number }[] }[] };
+  };
+  await eventually('latest conditions', () => {
+    const cs = routeParent('observed-generation-bump')?.conditions ?? [];
+    return cs.length > 0 && cs.every((c) => c.observedGeneration === original.metadata.generation)
+      ? undefined
+      : JSON.stringify(cs);
+  });
+  await expectAll([{ path: '/', backend: V1 }]);
+  const mutated = structuredClone(original) as typeof original & { status?: unknown };
+  delete mutated.status;
+  (mutated.spec.rules[0]?.backendRefs[0] as { name: string }).name = V2;
+  api.apply(mutated as never);
+  const updated = api.get('HTTPRoute', INFRA, 'observed-generation-bump') as {
+    metadata: { generation: number };
+  };
+  assert.notEqual(updated.metadata.generation, original.metadata.generation);
+  await eventually('conditions at the new generation', () => {
+    const cs = routeParent('observed-generation-bump')?.conditions ?? [];
+    const ok =
+      cond(cs, 'Accepted')?.status === 'True' &&
+      cond(cs, 'ResolvedRefs')?.status === 'True' &&
+      cs.every((c) => c.observedGeneration === updated.metadata.generation);
+    return ok ? undefined : JSON.stringify(cs);
+  });
+  await expectAll([{ path: '/', backend: V2 }]);
 });

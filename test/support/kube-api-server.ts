@@ -384,6 +384,7 @@ export class KubeApiServer {
       creationTimestamp: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
     };
     if (!type.namespaced) delete stored.metadata.namespace;
+    namespaceLabel(type, stored);
     this.#bucket(type).set(`${ns ?? ''}/${stored.metadata.name}`, stored);
     this.#emit(type, 'ADDED', stored, rv);
     return clone(stored);
@@ -418,6 +419,7 @@ export class KubeApiServer {
       generation: existing.metadata.generation,
     };
     if (ns !== undefined) stored.metadata.namespace = ns;
+    namespaceLabel(type, stored);
     const changedSpec = !sameJson(withoutMeta(existing), withoutMeta(stored));
     if (
       sameJson(existing, {
@@ -746,4 +748,10 @@ export class KubeApiServer {
 function withoutMeta(object: KubeObject): unknown {
   const { metadata: _metadata, status: _status, apiVersion: _apiVersion, kind: _kind, ...rest } = object;
   return rest;
+}
+
+/** A real API server (≥ 1.22) sets `kubernetes.io/metadata.name` on every Namespace. */
+function namespaceLabel(type: ResourceType, object: KubeObject): void {
+  if (type.kind !== 'Namespace') return;
+  object.metadata.labels = { ...object.metadata.labels, 'kubernetes.io/metadata.name': object.metadata.name };
 }
