@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -10,6 +10,9 @@ import { compileWith } from '../../src/gateway.js';
 import { silentLogger } from '../../src/core/logger.js';
 import { DEFAULT_ACME_DIR } from '../../src/config/acme.js';
 import { renderChart, TemplateFailure } from './go-template.js';
+import { freePort } from '../support/free-port.js';
+import { spawnGateway, waitForHttp } from '../support/gateway-process.js';
+import { tempDir } from '../support/temp-dir.js';
 
 // helm is not installed here: the chart is rendered by the Go-template subset in go-template.ts.
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -564,4 +567,57 @@ test('F16: the whole system.yaml comes from config.system and passes the gateway
     podAnnotations(render((v) => (v.ports = { http: 18080, admin: 9090 })))['checksum/config'],
     podAnnotations(render())['checksum/config'],
   );
+});
+
+test('F16: the gateway runs on the rendered files laid out as in the pod: /hello, /readyz, /metrics with the token, history beside gateway.yaml', async () => {
+  const [http, admin] = [await freePort(), await freePort()];
+  const m = render((v) => {
+    v.ports = { http, admin };
+    (v.serviceMonitor as Manifest).enabled = true;
+  });
+  const secret = secretData(m.get('Secret'));
+  const configMap = m.get('ConfigMap');
+  // /app/config: the emptyDir, with the two ConfigMap files mounted read-only inside it.
+  const dir = tempDir('switchyard-helm-');
+  const config = join(dir.path, 'config');
+  mkdirSync(config);
+  for (const name of ['system.yaml', 'gateway.yaml']) {
+    writeFileSync(join(config, name), file(configMap, name));
+    chmodSync(join(config, name), 0o444);
+  }
+  const args = pick(m.get('Deployment'), `${CONTAINER}.args`) as string[];
+  const gw = spawnGateway(
+    args.map((a) => a.replace('/app/config', config)),
+    {
+      ADMIN_USER: secret['admin-username'],
+      ADMIN_PASSWORD: secret['admin-password'],
+      METRICS_TOKEN: secret['metrics-token'],
+    },
+  );
+  try {
+    await waitForHttp(`http://127.0.0.1:${admin}/healthz`, 60_000);
+    const ready = await fetch(`http://127.0.0.1:${admin}/readyz`);
+    assert.equal(ready.status, 200, gw.output());
+    const hello = await fetch(`http://127.0.0.1:${http}/hello`);
+    assert.equal(hello.status, 200);
+    assert.deepEqual(await hello.json(), { message: 'hello from switchyard' });
+    const bearer = { authorization: `Bearer ${secret['metrics-token']}` };
+    const metrics = await fetch(`http://127.0.0.1:${admin}/metrics`, { headers: bearer });
+    assert.equal(metrics.status, 200);
+    assert.match(await metrics.text(), /^# (HELP|TYPE) /m);
+    assert.equal((await fetch(`http://127.0.0.1:${admin}/metrics`)).status, 401);
+    // The token opens /metrics only; the Admin API wants the admin password.
+    assert.equal((await fetch(`http://127.0.0.1:${admin}/api/routes`, { headers: bearer })).status, 401);
+    const basic = `Basic ${Buffer.from(`${secret['admin-username']}:${secret['admin-password']}`).toString('base64')}`;
+    assert.equal(
+      (await fetch(`http://127.0.0.1:${admin}/api/routes`, { headers: { authorization: basic } })).status,
+      200,
+    );
+    // What the gateway writes goes beside gateway.yaml, in the emptyDir.
+    assert.ok(existsSync(join(config, 'gateway.yaml.history')), 'gateway.yaml.history/ beside gateway.yaml');
+    assert.doesNotMatch(gw.output(), /cannot write the configuration history/);
+  } finally {
+    await gw.stop();
+    dir.remove();
+  }
 });
