@@ -160,6 +160,7 @@ describe('secret references: the vault manager against a Vault HTTP API', () => 
       `listener: { bind: 127.0.0.1, port: ${port} }
 timeouts: { shutdown_timeout_seconds: 2 }
 logging: { level: debug }
+debug: { enabled: true, trace_all: true }
 admin:
   bind: 127.0.0.1
   port: ${adminPort}
@@ -216,6 +217,17 @@ secrets:
         await fetch(`${admin}/api/config/export`, { headers: { authorization: viewer } })
       ).text();
       assert.ok(exported.includes('${secret:vault:apps/billing#api_key}'), exported);
+      const list = (await (
+        await fetch(`${admin}/api/debug/traces?limit=50`, { headers: { authorization: adminAuth } })
+      ).json()) as { traces: { id: string }[] };
+      assert.ok(list.traces.length > 0, 'requests were traced');
+      const traces = await Promise.all(
+        list.traces.map(async (t) =>
+          (
+            await fetch(`${admin}/api/debug/traces/${t.id}`, { headers: { authorization: adminAuth } })
+          ).text(),
+        ),
+      );
       const metrics = await (
         await fetch(`${admin}/metrics`, { headers: { authorization: adminAuth } })
       ).text();
@@ -223,6 +235,7 @@ secrets:
       for (const [what, text] of [
         ['export', exported],
         ['metrics', metrics],
+        ['traces', JSON.stringify(list) + traces.join('\n')],
         ['logs', proc.output()],
       ] as const) {
         assert.ok(!text.includes(KEY_1) && !text.includes(KEY_2), `${what} holds a secret value`);
