@@ -17,6 +17,7 @@ import { Redis } from 'ioredis';
 import OpenAI from 'openai';
 import { closeAllStores } from '../../../src/stores/index.js';
 import { aiCache } from '../../../src/plugins/ai/ai-cache.js';
+import { purgeCache } from '../../../src/admin/cache-purge.js';
 import { assertConfigError, assertSchemaRejects } from '../../support/assertions.js';
 import { startGateway, type RunningGateway } from '../../support/in-process.js';
 import { OPENAI_TOOL_CALL_ID, startLlmProvider, type LlmProvider } from '../../support/llm-providers.js';
@@ -465,4 +466,25 @@ test('docs/ai-gateway.md: the whole route runs as described (auth, guard, templa
     await howto.stop();
     await local.close();
   }
+});
+
+test('ai-cache purge: emptying the namespace (DELETE /api/cache/<id>) drops the stored answers; a semantic near match misses too', async () => {
+  await ask('semantic', 'How tall is Mont Blanc?');
+  assert.equal(
+    (await ask('semantic', 'how tall is mont blanc')).response.headers.get('switchyard-cache-status'),
+    'HIT',
+  );
+  const result = await purgeCache(gw.gateway, 'sem');
+  assert.equal(result.kind, 'purged');
+  const before = calls();
+  const near = await ask('semantic', 'HOW tall is Mont Blanc');
+  assert.equal(near.response.headers.get('switchyard-cache-status'), 'MISS');
+  assert.equal(calls(), before + 1, 'after the purge the provider answers again');
+  const again = await ask('semantic', 'How tall is Mont Blanc?');
+  assert.equal(
+    again.response.headers.get('switchyard-cache-status'),
+    'HIT',
+    'the new answer is stored and found',
+  );
+  assert.equal(calls(), before + 1);
 });
