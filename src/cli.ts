@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { ConfigRejected, formatIssues, type ConfigIssue } from './config/schema-validate.js';
 import { loadSystemConfig, type StreamListenerConfig } from './config/system.js';
-import { loadGatewayConfig } from './config/gateway.js';
+import { loadGatewayConfig, type GatewayConfig } from './config/gateway.js';
 import { createLogger, silentLogger } from './core/logger.js';
 import type { Gateway, ApplySource } from './gateway.js';
 import { compileWith } from './plugins/compile-with.js';
@@ -174,9 +174,11 @@ async function validate(args: CliArgs): Promise<number> {
       ? undefined
       : await (await import('./config/secrets/load.js')).loadSecrets(system, silentLogger, args.gatewayPath);
   if (secrets !== undefined) add(args.systemPath, secrets.issues, interpolated);
+  /** Kept for its `tests:` section. */
+  let gatewayConfig: GatewayConfig | undefined;
   try {
     const runtime = compileWith(
-      loadGatewayConfig(args.gatewayPath),
+      (gatewayConfig = loadGatewayConfig(args.gatewayPath)),
       silentLogger,
       process.env,
       args.gatewayPath,
@@ -207,7 +209,9 @@ async function validate(args: CliArgs): Promise<number> {
   );
   // A valid configuration's policy tests run too (docs/config-as-code.md#policy-tests).
   const tests =
-    errors.length > 0 || args.noTests ? undefined : await validateTests(args).catch((err: Error) => err);
+    errors.length > 0 || args.noTests || gatewayConfig === undefined
+      ? undefined
+      : await validateTests(args, gatewayConfig).catch((err: Error) => err);
   const failed =
     tests instanceof Error ? 1 : (tests?.results.filter((r) => r.failures.length > 0).length ?? 0);
   if (args.json) {
@@ -236,10 +240,11 @@ async function validate(args: CliArgs): Promise<number> {
   return failed > 0 ? 1 : 0;
 }
 
-/** The policy tests of gateway.yaml; loaded only when validate runs them. */
-async function validateTests(args: CliArgs) {
+/** The policy tests of gateway.yaml, if it has any; their modules load only then. */
+async function validateTests(args: CliArgs, config: GatewayConfig) {
+  if (config.tests === undefined || config.tests.length === 0) return undefined;
   const { runGatewayTests } = await import('./cli/test-command.js');
-  return runGatewayTests(args.systemGiven ? args.systemPath : undefined, args.gatewayPath);
+  return runGatewayTests(args.systemGiven ? args.systemPath : undefined, args.gatewayPath, config);
 }
 
 async function run(args: CliArgs, early: EarlySignals | undefined): Promise<number> {
@@ -363,9 +368,11 @@ async function run(args: CliArgs, early: EarlySignals | undefined): Promise<numb
     throw err;
   }
   // A changed secret value re-applies the configuration: the policies that use it compile again.
-  secrets?.store?.start(() => {
-    gateway.apply((current) => current, 'secrets').catch(() => undefined);
-  });
+  secrets?.store?.start(
+    () => void gateway.apply((current) => current, 'secrets').catch(() => undefined),
+    // system.yaml's were read once and are kept as they are: only gateway.yaml's are refreshed.
+    () => gateway.runtime.config,
+  );
   // Stopped while the configuration loaded: nothing listens yet, so nothing needs to drain.
   if (stopRequested) {
     await gateway.shutdown();

@@ -64,8 +64,8 @@ export async function runTestCommand(argv: string[]): Promise<number> {
 export async function runGatewayTests(
   systemPath: string | undefined,
   gatewayPath: string,
+  config: GatewayConfig = readGateway(gatewayPath),
 ): Promise<{ results: PolicyTestResult[]; lines: string[] } | undefined> {
-  const config = readGateway(gatewayPath);
   if (config.tests === undefined || config.tests.length === 0) return undefined;
   const tests = config.tests.map((test) => ({ test, source: gatewayPath }));
   const results = await runTests(readSystem(systemPath), config, gatewayPath, tests);

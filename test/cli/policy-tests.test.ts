@@ -254,6 +254,16 @@ test('validate runs the tests of gateway.yaml (exit 1 on a failure) and --no-tes
   assert.match(run.stdout, /not ok - a request without a key is refused: /);
   assert.match(run.stdout, /2 passed, 1 failed\n$/);
   assert.equal(run.code, 1);
+  const json = await cli(['validate', '--json', '--system-config', SYSTEM, '--gateway-config', broken]);
+  const report = JSON.parse(json.stdout) as {
+    valid: boolean;
+    tests: { passed: number; failed: number; results: { name: string; failures: string[] }[] };
+  };
+  assert.equal(report.valid, true);
+  assert.equal(report.tests.passed, 2);
+  assert.equal(report.tests.failed, 1);
+  assert.equal(report.tests.results[0]?.failures[0], 'status 200, expected 401');
+  assert.equal(json.code, 1);
   const skipped = await cli([
     'validate',
     '--no-tests',
