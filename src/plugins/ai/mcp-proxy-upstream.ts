@@ -14,6 +14,8 @@ export type UpstreamSpec =
       args: string[];
       env: Record<string, string>;
       cwd?: string;
+      /** Why the operator does not let this command run (SWITCHYARD_MCP_COMMANDS); never spawned then. */
+      refused?: string;
     };
 
 export interface UpstreamSettings {
@@ -64,6 +66,10 @@ export class Upstream {
   /** The connected client, connecting when due; undefined while the server is down. */
   ready(): Promise<Client | undefined> {
     if (this.#closed) return Promise.resolve(undefined);
+    if (this.spec.kind === 'stdio' && this.spec.refused !== undefined) {
+      this.lastError = this.spec.refused;
+      return Promise.resolve(undefined);
+    }
     if (this.#client !== undefined) return Promise.resolve(this.#client);
     if (this.#connecting !== undefined) return this.#connecting;
     // A supervised stdio server restarts on its own timer; a request does not hurry it.

@@ -21,6 +21,23 @@ interface McpProxyConfig {
   connect_timeout_ms: number;
 }
 
+/**
+ * The environment variable holding the commands stdio servers may run: comma-separated, each
+ * exactly as `command` names it (`node,npx,/opt/mcp/bin/files`), or `*` for any. A stdio server
+ * runs a program on the gateway host, so the operator — not whoever may write the configuration
+ * (Admin API, MCP write tools, etcd) — decides which.
+ */
+export const STDIO_ALLOW_LIST = 'SWITCHYARD_MCP_COMMANDS';
+
+export function stdioAllowed(command: string, list: string | undefined): boolean {
+  if (list === undefined) return false;
+  const names = list
+    .split(',')
+    .map((n) => n.trim())
+    .filter((n) => n !== '');
+  return names.includes('*') || names.includes(command);
+}
+
 /** A server name is the tool prefix up to the first `_`, so it holds none. */
 const SERVER_NAME = /^[A-Za-z0-9][A-Za-z0-9.-]{0,63}$/;
 
@@ -189,10 +206,17 @@ function serverSpec(s: McpServerConfig, at: string, seen: Set<string>, env: Plug
       : isAbsolute(s.cwd)
         ? s.cwd
         : resolve(env.configDir ?? process.cwd(), s.cwd);
+  const command = s.command!;
+  let refused: string | undefined;
+  if (!stdioAllowed(command, process.env[STDIO_ALLOW_LIST])) {
+    refused = `command '${command}' is not in ${STDIO_ALLOW_LIST}: the operator has not allowed it to run on the gateway host`;
+    env.warn(`${at}.command`, `${refused}; the server stays down (docs/plugins/mcp-proxy.md#stdio-servers)`);
+  }
   return {
     name: s.name,
     kind: 'stdio',
-    command: s.command!,
+    command,
+    ...(refused === undefined ? {} : { refused }),
     args: s.args ?? [],
     env: s.env ?? {},
     ...(cwd === undefined ? {} : { cwd }),

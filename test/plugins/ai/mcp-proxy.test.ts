@@ -9,6 +9,8 @@ import { createServer, type Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
@@ -31,8 +33,12 @@ import { freePort } from '../../support/free-port.js';
 import { capturingLogger, instantiate, pluginEnv, requestContext } from '../../support/plugin-env.js';
 import { startGateway, type RunningGateway } from '../../support/in-process.js';
 import { waitFor } from '../../support/wait.js';
+import { tempDir } from '../../support/temp-dir.js';
 
 const STDIO_SERVER = fileURLToPath(new URL('../../support/mcp-stdio-server.mjs', import.meta.url));
+// The operator's allow-list of stdio commands (docs/plugins/mcp-proxy.md#stdio-servers).
+const ALLOWED_COMMANDS = [process.execPath, '/nonexistent/switchyard-mcp-server'].join(',');
+process.env.SWITCHYARD_MCP_COMMANDS = ALLOWED_COMMANDS;
 const WEB_TOKEN = 'web-upstream-token';
 
 /** The `web` upstream: counts every tool call it receives and the authorization it was sent. */
@@ -472,4 +478,39 @@ test('mcp-proxy secrets: credential headers and env values are masked in the Adm
   const text = JSON.stringify(masked);
   assert.ok(!text.includes('s3cr3t') && !text.includes('ghp_secret'), text);
   assert.ok(text.includes('application/json') && text.includes('debug'), 'harmless values stay visible');
+});
+
+test('a stdio command the operator did not list in SWITCHYARD_MCP_COMMANDS is never started', async () => {
+  const dir = tempDir();
+  const marker = join(dir.path, 'started');
+  const env = pluginEnv();
+  process.env.SWITCHYARD_MCP_COMMANDS = '/opt/other-server';
+  let node;
+  try {
+    node = instantiate(
+      mcpProxy,
+      {
+        servers: [
+          {
+            name: 'sh',
+            command: process.execPath,
+            args: ['-e', `require('node:fs').writeFileSync(${JSON.stringify(marker)}, 'x')`],
+          },
+        ],
+      },
+      env,
+    );
+  } finally {
+    process.env.SWITCHYARD_MCP_COMMANDS = ALLOWED_COMMANDS;
+  }
+  try {
+    assert.match(env.warnings[0]?.message ?? '', /not in SWITCHYARD_MCP_COMMANDS/);
+    await assert.rejects(Promise.resolve(node.run(rpc('tools/list', {}))), (err: Error) =>
+      /every MCP server is down: sh \(command .* is not in SWITCHYARD_MCP_COMMANDS/.test(err.message),
+    );
+    assert.equal(existsSync(marker), false, 'the program never ran');
+  } finally {
+    await node.close?.();
+    dir.remove();
+  }
 });
