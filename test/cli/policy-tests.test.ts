@@ -6,7 +6,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -321,4 +321,18 @@ test('the example of docs/config-as-code.md#policy-tests runs as written and pri
   const run = await cli(['test', '--system-config', SYSTEM, '--gateway-config', gateway]);
   assert.equal(run.stdout, shown);
   assert.equal(run.code, 0);
+});
+
+test('every shipped example with a tests: section passes switchyard test', async () => {
+  const examples = fileURLToPath(new URL('../../examples/', import.meta.url));
+  const withTests = readdirSync(examples)
+    .map((name) => join(examples, name, 'gateway.yaml'))
+    .filter((file) => existsSync(file) && /^tests:/m.test(readFileSync(file, 'utf8')));
+  assert.ok(withTests.length >= 3, `only ${withTests.length} examples have tests`);
+  for (const file of withTests) {
+    const run = await cli(['test', '--system-config', SYSTEM, '--gateway-config', file]);
+    assert.match(run.stdout, /\n\d+ passed, 0 failed\n$/, `${file}:\n${run.stdout}${run.stderr}`);
+    assert.doesNotMatch(run.stdout, /^not ok/m, file);
+    assert.equal(run.code, 0, file);
+  }
 });
