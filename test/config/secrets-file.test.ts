@@ -198,7 +198,9 @@ describe('secret references: the file manager', () => {
     writeFileSync(keyFile, JSON.stringify({ alice: 'alice-key-aaaaaa' }));
     const extra = join(dir.path, 'extra-key');
     writeFileSync(extra, 'added-key-bbbbbbb');
-    const { env, store } = fileStore();
+    const lines: string[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(line) });
+    const { env, store } = fileStore(300, logger);
     const yaml = `
 consumers:
   - name: alice
@@ -221,7 +223,10 @@ policies:
 `;
     await store.prepare(yaml);
     const h = await startAdmin({ gatewayYaml: yaml, env });
-    store.start(() => void h.gateway.apply((current) => current, 'secrets').catch(() => undefined));
+    store.start(
+      () => void h.gateway.apply((current) => current, 'secrets').catch(() => undefined),
+      () => h.gateway.runtime.config,
+    );
     try {
       const call = (key: string) => fetch(`${h.data}/api`, { headers: { 'x-api-key': key } });
       assert.equal((await call('alice-key-aaaaaa')).status, 200);
@@ -245,6 +250,14 @@ policies:
       });
       assert.equal(bad.status, 400);
       assert.match(await bad.text(), /consumers\[2\]\.credentials\.key-auth\.key.*ENOENT|ENOENT/);
+      // The refused write's reference is not read forever: the next round forgets it, silently.
+      const before = lines.length;
+      await store.refresh('file');
+      assert.deepEqual(
+        lines.slice(before).filter((l) => l.includes('cannot read')),
+        [],
+      );
+      assert.equal((await call('added-key-bbbbbbb')).status, 200);
     } finally {
       store.close();
       await h.stop();

@@ -28,6 +28,7 @@ export class SecretStore implements SecretLookup {
   readonly #failing = new Set<string>();
   #version = 0;
   #onChange: ((references: string[]) => void) | undefined;
+  #inUse: (() => unknown) | undefined;
 
   constructor(managers: Iterable<SecretManager>, logger: Logger) {
     this.#managers = new Map([...managers].map((m) => [m.type, m]));
@@ -75,9 +76,14 @@ export class SecretStore implements SecretLookup {
     await this.#read(fresh);
   }
 
-  /** Starts the refresh rounds; `onChange` is called after a round that changed any value. */
-  start(onChange: (references: string[]) => void): void {
+  /**
+   * Starts the refresh rounds; `onChange` is called after a round that changed any value.
+   * `inUse`: the running configuration(s); a reference none of them holds any more (edited out,
+   * or only in a refused write) is forgotten at the next round instead of being read forever.
+   */
+  start(onChange: (references: string[]) => void, inUse?: () => unknown): void {
     this.#onChange = onChange;
+    this.#inUse = inUse;
     for (const manager of this.#managers.values()) {
       const timer = setInterval(() => void this.refresh(manager.type), manager.refreshMs);
       timer.unref();
@@ -87,6 +93,11 @@ export class SecretStore implements SecretLookup {
 
   /** One refresh round of a manager: every one of its references read again. */
   async refresh(type: string): Promise<string[]> {
+    if (this.#inUse !== undefined) {
+      const used = new Set(referencesWithPaths(this.#inUse()).map((r) => r.reference.text));
+      for (const [text, entry] of this.#entries)
+        if (entry.reference.manager === type && !used.has(text)) this.#entries.delete(text);
+    }
     const references = [...this.#entries.values()].map((e) => e.reference).filter((r) => r.manager === type);
     if (references.length === 0) return [];
     const changed = await this.#read(references);
