@@ -27,10 +27,15 @@ interface Scope {
 }
 
 /** Helm's `lookup apiVersion kind namespace name`: a copy of the object, or an empty map. */
-function lookup(cluster: readonly Record<string, unknown>[], [apiVersion, kind, namespace, name]: unknown[]): unknown {
+function lookup(
+  cluster: readonly Record<string, unknown>[],
+  [apiVersion, kind, namespace, name]: unknown[],
+): unknown {
   const found = cluster.find((o) => {
     const meta = (o.metadata ?? {}) as Record<string, unknown>;
-    return o.apiVersion === apiVersion && o.kind === kind && meta.namespace === namespace && meta.name === name;
+    return (
+      o.apiVersion === apiVersion && o.kind === kind && meta.namespace === namespace && meta.name === name
+    );
   });
   return found === undefined ? {} : structuredClone(found);
 }
