@@ -30,6 +30,26 @@ let provider: LlmProvider;
 let redis: RedisServer | undefined;
 let embeddings: { server: Server; url: string; calls: number };
 let gw: RunningGateway;
+/** An OpenAI-compatible server whose streams stop after two chunks: the connection is destroyed. */
+let cutter: { server: Server; url: string; calls: number };
+
+async function startCutter(): Promise<typeof cutter> {
+  const state = { server: undefined as unknown as Server, url: '', calls: 0 };
+  state.server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      state.calls++;
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      const chunk = (content: string) =>
+        `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 0, model: 'm', choices: [{ index: 0, delta: { content }, finish_reason: null }] })}\n\n`;
+      res.write(chunk('Half '));
+      res.write(chunk('an '), () => setImmediate(() => res.socket?.destroy()));
+    });
+  });
+  await new Promise<void>((resolve) => state.server.listen(0, '127.0.0.1', resolve));
+  state.url = `http://127.0.0.1:${(state.server.address() as AddressInfo).port}`;
+  return state;
+}
 
 /**
  * A local OpenAI-compatible embeddings endpoint: a bag-of-words vector (each lower-cased word,
@@ -70,7 +90,7 @@ async function startEmbeddings(): Promise<{ server: Server; url: string; calls: 
 }
 
 /** One policy: lookup → ai-proxy → store → client, under `/<name>/…`. */
-function policy(name: string, lookup: string, store: string): string {
+function policy(name: string, lookup: string, store: string, endpoint = provider.url): string {
   return `
   - name: ${name}
     nodes:
@@ -79,7 +99,7 @@ function policy(name: string, lookup: string, store: string): string {
       - id: ai
         type: ai-proxy
         config:
-          targets: [{ name: local, provider: openai-compatible, endpoint: "${provider.url}", api_key: openai-test-key, model: gpt-4o-mini }]
+          targets: [{ name: local, provider: openai-compatible, endpoint: "${endpoint}", api_key: openai-test-key, model: gpt-4o-mini }]
       - { id: keep, type: ai-cache, config: ${store} }
       - { id: out, type: client }
     edges:
@@ -97,6 +117,7 @@ function policy(name: string, lookup: string, store: string): string {
 before(async () => {
   provider = await startLlmProvider('openai');
   embeddings = await startEmbeddings();
+  cutter = await startCutter();
   if (skipRedis === false) redis = await startRedis();
   const semantic = `{ target: { endpoint: "${embeddings.url}", model: embed-small, api_key: embed-key }, threshold: 0.95 }`;
   const yaml = `
@@ -105,8 +126,9 @@ routes:
   - { name: main, match: { path: /main/* }, policy: main }
   - { name: ttl, match: { path: /ttl/* }, policy: ttl }
   - { name: semantic, match: { path: /semantic/* }, policy: semantic }
+  - { name: cut, match: { path: /cut/* }, policy: cut }
 ${redis === undefined ? '' : '  - { name: redis, match: { path: /redis/* }, policy: redis }'}
-policies:${policy('main', '{ phase: lookup, id: main }', '{ phase: store, id: main, ttl_s: 300 }')}${policy(
+policies:${policy('main', '{ phase: lookup, id: main }', '{ phase: store, id: main, ttl_s: 300 }')}${policy('cut', '{ phase: lookup, id: cut }', '{ phase: store, id: cut }', cutter.url)}${policy(
     'ttl',
     '{ phase: lookup, id: short }',
     '{ phase: store, id: short, ttl_s: 1 }',
@@ -128,6 +150,7 @@ after(async () => {
   await closeAllStores();
   await provider?.close();
   await new Promise((resolve) => embeddings?.server.close(resolve));
+  await new Promise((resolve) => cutter?.server.close(resolve));
   await redis?.stop();
 });
 
@@ -487,4 +510,21 @@ test('ai-cache purge: emptying the namespace (DELETE /api/cache/<id>) drops the 
     'the new answer is stored and found',
   );
   assert.equal(calls(), before + 1);
+});
+
+test('ai-cache: a stream the provider cut short is not stored; the next ask reaches the provider', async () => {
+  const before = cutter.calls;
+  const stream = await openai('cut').chat.completions.create({
+    model: 'chat-model',
+    messages: [{ role: 'user', content: 'Cut me short.' }],
+    stream: true,
+  });
+  let text = '';
+  await assert.rejects(async () => {
+    for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? '';
+  });
+  assert.equal(text, 'Half an ');
+  const next = await ask('cut', 'Cut me short.', { stream: true });
+  assert.equal(next.response.headers.get('switchyard-cache-status'), 'MISS');
+  assert.equal(cutter.calls, before + 2, 'the cut answer was not stored');
 });
