@@ -38,6 +38,18 @@ export function stdioAllowed(command: string, list: string | undefined): boolean
   return names.includes('*') || names.includes(command);
 }
 
+/**
+ * Variables that make an allowed program load or run something else (the dynamic loader, the
+ * command lookup, interpreter start-up hooks, npx's registry): with them a config writer could
+ * get around the command list, so only `*` lets a config set them.
+ */
+const LOADER_VARIABLE =
+  /^(PATH|LD_\w*|DYLD_\w*|NODE_OPTIONS|NODE_PATH|NODE_REPL_EXTERNAL_MODULE|PYTHON(STARTUP|PATH|HOME|INSPECT|USERBASE)|PERL5?(OPT|LIB)|RUBY(OPT|LIB)|BASH_ENV|ENV|SHELLOPTS|BASHOPTS|PS4|JAVA_TOOL_OPTIONS|_JAVA_OPTIONS|JDK_JAVA_OPTIONS|CLASSPATH|GIT_\w*|NPM_CONFIG_\w*|YARN_\w*|COREPACK_\w*|UV_\w*|PIP_\w*)$/i;
+
+function loaderVariable(env: Record<string, string> | undefined): string | undefined {
+  return Object.keys(env ?? {}).find((name) => LOADER_VARIABLE.test(name));
+}
+
 /** A server name is the tool prefix up to the first `_`, so it holds none. */
 const SERVER_NAME = /^[A-Za-z0-9][A-Za-z0-9.-]{0,63}$/;
 
@@ -208,9 +220,16 @@ function serverSpec(s: McpServerConfig, at: string, seen: Set<string>, env: Plug
         : resolve(env.configDir ?? process.cwd(), s.cwd);
   const command = s.command!;
   let refused: string | undefined;
-  if (!stdioAllowed(command, process.env[STDIO_ALLOW_LIST])) {
+  const list = process.env[STDIO_ALLOW_LIST];
+  const loader = list?.split(',').some((n) => n.trim() === '*') === true ? undefined : loaderVariable(s.env);
+  if (!stdioAllowed(command, list)) {
     refused = `command '${command}' is not in ${STDIO_ALLOW_LIST}: the operator has not allowed it to run on the gateway host`;
-    env.warn(`${at}.command`, `${refused}; the server stays down (docs/plugins/mcp-proxy.md#stdio-servers)`);
+  } else if (loader !== undefined) {
+    refused = `env ${loader} can change what the program loads or runs; it is refused unless ${STDIO_ALLOW_LIST} is '*'`;
+  }
+  if (refused !== undefined) {
+    const key = loader !== undefined && stdioAllowed(command, list) ? `${at}.env.${loader}` : `${at}.command`;
+    env.warn(key, `${refused}; the server stays down (docs/plugins/mcp-proxy.md#stdio-servers)`);
   }
   return {
     name: s.name,

@@ -514,3 +514,23 @@ test('a stdio command the operator did not list in SWITCHYARD_MCP_COMMANDS is ne
     dir.remove();
   }
 });
+
+test('an env variable that changes what an allowed program loads (NODE_OPTIONS, LD_PRELOAD, PATH) keeps it from starting', async () => {
+  for (const name of ['NODE_OPTIONS', 'LD_PRELOAD', 'PATH', 'npm_config_registry']) {
+    const env = pluginEnv();
+    const node = instantiate(
+      mcpProxy,
+      { servers: [{ name: 'n', command: process.execPath, args: [STDIO_SERVER], env: { [name]: 'x' } }] },
+      env,
+    );
+    try {
+      assert.equal(env.warnings[0]?.key, `servers[0].env.${name}`);
+      await assert.rejects(
+        Promise.resolve(node.run(rpc('tools/list', {}))),
+        new RegExp(`env ${name} can change`),
+      );
+    } finally {
+      await node.close?.();
+    }
+  }
+});
