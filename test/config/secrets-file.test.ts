@@ -9,6 +9,7 @@ import { bindSecrets, createSecretStore, type SecretStore } from '../../src/conf
 import { loadSecrets } from '../../src/config/secrets/load.js';
 import { maskSecrets } from '../../src/admin/mcp/secrets.js';
 import { compileWith } from '../../src/plugins/compile-with.js';
+import { interpolateEnv } from '../../src/config/interpolate.js';
 import { silentLogger } from '../../src/core/logger.js';
 import { startAdmin, basic } from '../admin/harness.js';
 import { spawnGateway } from '../support/gateway-process.js';
@@ -262,6 +263,19 @@ policies:
       store.close();
       await h.stop();
     }
+  });
+
+  test('interpolation: ${NAME} first, then ${secret:…}; a value is never read as placeholders', async () => {
+    const file = join(dir.path, 'tricky');
+    writeFileSync(file, 'val-${HOME}-$' + '{secret:file:/etc/passwd}');
+    const { env, store } = fileStore();
+    env['REGION'] = 'eu';
+    const text = `\${REGION}:\${secret:file:${file}}`;
+    await store.prepare(text);
+    assert.equal(interpolateEnv(text, env), 'eu:val-${HOME}-$' + '{secret:file:/etc/passwd}');
+    // Another environment object sees no store: the reference stays as written (and compiling refuses it).
+    assert.equal(interpolateEnv(text, { REGION: 'eu' }), `eu:\${secret:file:${file}}`);
+    store.close();
   });
 
   test('manager credentials are masked like secret values', () => {
