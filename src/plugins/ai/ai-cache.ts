@@ -3,7 +3,13 @@ import { pipeline, Transform, type Readable } from 'node:stream';
 import type { Context } from '../../core/context.js';
 import { compatNames } from '../../config/compat-names.js';
 import type { CacheEvent } from '../../core/gateway-scope.js';
-import { ConfigError, definePlugin, type CacheTarget, type PluginEnv } from '../../core/plugin.js';
+import {
+  ConfigError,
+  definePlugin,
+  type CacheTarget,
+  type PluginEnv,
+  type Template,
+} from '../../core/plugin.js';
 import { throttledWarning } from '../throttled-warning.js';
 import { LocalResponseCache } from '../traffic/local-cache.js';
 import { namespacePrefix, type CachedResponse, type ResponseCache } from '../traffic/response-cache.js';
@@ -30,6 +36,7 @@ interface AiCacheConfig {
   store?: string;
   client_format: 'auto' | ClientFormat;
   max_answer_bytes: number;
+  vary: string[];
   semantic?: {
     target: { endpoint: string; model: string; api_key?: string; timeout_ms: number };
     threshold: number;
@@ -119,6 +126,13 @@ export const aiCache = definePlugin({
         default: DEFAULT_MAX_ANSWER_BYTES,
         description: 'Larger answers (the bytes sent to the client) are served but not stored.',
       },
+      vary: {
+        type: 'array',
+        items: { type: 'string' },
+        default: [],
+        description:
+          'More key components, each a legacy $var or {{…}} template (e.g. $consumer_name): requests differing in one never share an answer, exact or semantic. Identical on both halves.',
+      },
       semantic: {
         type: 'object',
         additionalProperties: false,
@@ -178,6 +192,7 @@ export const aiCache = definePlugin({
       description: "The answer came from the cache, in the client's format; wire to client.",
     },
   },
+  templated: ['vary[]'],
   readsResponseBody: () => false,
   create(config: AiCacheConfig, env) {
     if (hasControl(config.id)) throw new ConfigError('id', 'must not contain control characters');
@@ -210,8 +225,10 @@ export const aiCache = definePlugin({
         return removed;
       },
     };
+    const vary = config.vary.map((text, i) => env.template(text, `vary[${i}]`, { legacy: true }));
     const s: Settings = {
       id: config.id,
+      vary,
       prefix: `${namespacePrefix(config.id)}ai:`,
       clientFormat: config.client_format,
       ttl: config.ttl_s,
@@ -233,6 +250,7 @@ export const aiCache = definePlugin({
 
 interface Settings {
   id: string;
+  vary: Template[];
   prefix: string;
   clientFormat: 'auto' | ClientFormat;
   ttl: number;
@@ -273,14 +291,17 @@ function readRequest(
   if (typeof req === 'string') return undefined;
   const normal = normalise(req);
   if (normal === undefined) return undefined;
-  const key = s.prefix + createHash('sha256').update(normal.exact).digest('base64url');
+  // The vary components go in front of both the exact input and the semantic group.
+  const varied = s.vary.length === 0 ? '' : JSON.stringify(s.vary.map((t) => t.render(ctx)));
+  const key =
+    s.prefix + createHash('sha256').update(varied).update('\u0000').update(normal.exact).digest('base64url');
   return {
     format,
     stream: req.stream,
     includeUsage:
       format === 'openai' && (req.body as OpenAiChatRequest).stream_options?.include_usage === true,
     key,
-    rest: normal.rest,
+    rest: varied + normal.rest,
     text: normal.text,
   };
 }

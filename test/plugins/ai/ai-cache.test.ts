@@ -127,8 +127,9 @@ routes:
   - { name: ttl, match: { path: /ttl/* }, policy: ttl }
   - { name: semantic, match: { path: /semantic/* }, policy: semantic }
   - { name: cut, match: { path: /cut/* }, policy: cut }
+  - { name: vary, match: { path: /vary/* }, policy: vary }
 ${redis === undefined ? '' : '  - { name: redis, match: { path: /redis/* }, policy: redis }'}
-policies:${policy('main', '{ phase: lookup, id: main }', '{ phase: store, id: main, ttl_s: 300 }')}${policy('cut', '{ phase: lookup, id: cut }', '{ phase: store, id: cut }', cutter.url)}${policy(
+policies:${policy('main', '{ phase: lookup, id: main }', '{ phase: store, id: main, ttl_s: 300 }')}${policy('cut', '{ phase: lookup, id: cut }', '{ phase: store, id: cut }', cutter.url)}${policy('vary', '{ phase: lookup, id: tenants, vary: [$http_x_tenant] }', '{ phase: store, id: tenants, vary: [$http_x_tenant] }')}${policy(
     'ttl',
     '{ phase: lookup, id: short }',
     '{ phase: store, id: short, ttl_s: 1 }',
@@ -527,4 +528,24 @@ test('ai-cache: a stream the provider cut short is not stored; the next ask reac
   const next = await ask('cut', 'Cut me short.', { stream: true });
   assert.equal(next.response.headers.get('switchyard-cache-status'), 'MISS');
   assert.equal(cutter.calls, before + 2, 'the cut answer was not stored');
+});
+
+test('ai-cache vary: requests differing in a vary component (a tenant header) never share an answer', async () => {
+  const asTenant = (tenant: string) =>
+    new OpenAI({
+      apiKey: 'client-key',
+      baseURL: `${gw.url}/vary/v1`,
+      maxRetries: 0,
+      defaultHeaders: { 'x-tenant': tenant },
+    }).chat.completions
+      .create({ model: 'chat-model', messages: [{ role: 'user', content: 'Our roadmap?' }] })
+      .withResponse();
+  const status = async (tenant: string) =>
+    (await asTenant(tenant)).response.headers.get('switchyard-cache-status');
+  const before = calls();
+  assert.equal(await status('acme'), 'MISS');
+  assert.equal(await status('acme'), 'HIT');
+  assert.equal(await status('globex'), 'MISS', "another tenant does not get acme's answer");
+  assert.equal(await status('globex'), 'HIT');
+  assert.equal(calls(), before + 2);
 });
