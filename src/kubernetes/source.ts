@@ -196,7 +196,12 @@ export class KubernetesSource {
       controllerName: this.config.controller_name,
       statusAddress: this.#statusAddress,
     });
-    const text = JSON.stringify({ config: translation.config, ports: translation.ports });
+    // A rotated certificate Secret changes `tls` only: applied too (the port's TLS listener swaps it in).
+    const text = JSON.stringify({
+      config: translation.config,
+      ports: translation.ports,
+      tls: translation.tls,
+    });
     if (text !== this.#lastConfig) {
       await this.#hooks.apply(translation);
       this.#lastConfig = text;

@@ -6,6 +6,8 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, request as httpRequest, type Server } from 'node:http';
 import { readFileSync } from 'node:fs';
+import { X509Certificate } from 'node:crypto';
+import type { TLSSocket } from 'node:tls';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { parseSystemConfig } from '../../src/config/system.js';
@@ -17,6 +19,8 @@ import { KubeApiServer } from '../support/kube-api-server.js';
 import { freePort } from '../support/free-port.js';
 import { tempDir } from '../support/temp-dir.js';
 import { waitFor } from '../support/wait.js';
+import { createAuthority, type Authority } from '../support/certs.js';
+import { request as httpsRequest, Agent as HttpsAgent } from 'node:https';
 
 const INFRA = 'gateway-conformance-infra';
 const WEB = 'gateway-conformance-web-backend';
@@ -33,6 +37,8 @@ const BACKENDS: [string, string][] = [
 let api: KubeApiServer;
 let gateway: Gateway;
 let base: string;
+/** port_offset: a listener declared on port P is bound on P + offset. */
+let offset = 0;
 const echoes: Server[] = [];
 const dir = tempDir('switchyard-k8s-conf-');
 
@@ -191,6 +197,7 @@ before(async () => {
     api.applyYaml(serviceYaml(ns, name, await startEcho(ns, `${name}-pod-1`)));
   api.applyYaml(BASE);
   const port = await freePort();
+  offset = port - 80;
   const kubeconfig = api.writeKubeconfig(join(dir.path, 'kubeconfig'));
   const system = parseSystemConfig(`
 listener: { bind: 127.0.0.1, port: 0 }
@@ -1278,4 +1285,360 @@ test('HTTPRouteObservedGenerationBump: a spec change bumps generation; condition
     return ok ? undefined : JSON.stringify(cs);
   });
   await expectAll([{ path: '/', backend: V2 }]);
+});
+
+// ---- HTTPS listeners (tls.mode Terminate, certificateRefs to kubernetes.io/tls Secrets) ----
+
+let authority: Authority | undefined;
+function ca(): Authority {
+  authority ??= createAuthority(dir.path, 'k8s-ca');
+  return authority;
+}
+
+let issued = 0;
+/** A leaf certificate from the test CA as a kubernetes.io/tls Secret. */
+function tlsSecret(namespace: string, name: string, dns: string[]): { yaml: string; fingerprint: string } {
+  const leaf = ca().issue(`leaf-${++issued}`, { cn: dns[0] as string, dns });
+  const fingerprint = new X509Certificate(leaf.certPem).fingerprint256;
+  const yaml = `
+apiVersion: v1
+kind: Secret
+metadata: { name: ${name}, namespace: ${namespace} }
+type: kubernetes.io/tls
+data:
+  tls.crt: ${Buffer.from(leaf.certPem).toString('base64')}
+  tls.key: ${Buffer.from(leaf.keyPem).toString('base64')}
+`;
+  return { yaml, fingerprint };
+}
+
+interface TlsAnswer {
+  status: number;
+  echo: Echo | undefined;
+  /** SHA-256 fingerprint of the certificate the handshake presented. */
+  fingerprint: string;
+  reusedSocket: boolean;
+}
+
+/** GET over TLS to a declared port, SNI and Host = `host`, verified against the test CA. */
+function tlsGet(port: number, host: string, path = '/', agent?: HttpsAgent): Promise<TlsAnswer> {
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(
+      {
+        host: '127.0.0.1',
+        port: port + offset,
+        path,
+        servername: host,
+        headers: { host },
+        ca: ca().certPem,
+        agent: agent ?? false,
+      },
+      (res) => {
+        // Read now: a keep-alive socket goes back to the agent (res.socket null) once the body ends.
+        const fingerprint = (res.socket as TLSSocket).getPeerCertificate().fingerprint256;
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          let echo: Echo | undefined;
+          try {
+            const parsed = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Partial<Echo>;
+            if (typeof parsed.pod === 'string') echo = parsed as Echo;
+          } catch {
+            echo = undefined;
+          }
+          resolve({
+            status: res.statusCode ?? 0,
+            echo,
+            fingerprint,
+            reusedSocket: req.reusedSocket,
+          });
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+async function tlsEventually(
+  what: string,
+  port: number,
+  host: string,
+  check: (a: TlsAnswer) => boolean,
+): Promise<TlsAnswer> {
+  let last: TlsAnswer | Error | undefined;
+  await waitFor(
+    async () => {
+      try {
+        last = await tlsGet(port, host);
+        return check(last);
+      } catch (err) {
+        last = err as Error;
+        return false;
+      }
+    },
+    { timeoutMs: 10_000, what },
+  ).catch(() => undefined);
+  assert.ok(
+    !(last instanceof Error) && last !== undefined && check(last),
+    `${what}: ${last instanceof Error ? last.message : JSON.stringify(last)}`,
+  );
+  return last;
+}
+
+const HTTPS_GATEWAY = `
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: { name: same-namespace-with-https-listener, namespace: ${INFRA} }
+spec:
+  gatewayClassName: switchyard
+  listeners:
+    - name: https
+      port: 443
+      protocol: HTTPS
+      allowedRoutes: { namespaces: { from: Same } }
+      tls: { certificateRefs: [{ group: "", kind: Secret, name: tls-validity-checks-certificate, namespace: ${INFRA} }] }
+    - name: https-with-hostname
+      port: 443
+      hostname: second-example.org
+      protocol: HTTPS
+      allowedRoutes: { namespaces: { from: Same } }
+      tls: { certificateRefs: [{ group: "", kind: Secret, name: tls-validity-checks-certificate, namespace: ${INFRA} }] }
+    - name: https-with-wildcard-hostname
+      port: 443
+      hostname: "*.wildcard.org"
+      protocol: HTTPS
+      allowedRoutes: { namespaces: { from: Same } }
+      tls: { certificateRefs: [{ group: "", kind: Secret, name: tls-validity-checks-certificate, namespace: ${INFRA} }] }
+    - name: https-with-hostname-matching-wildcard
+      port: 443
+      hostname: "fourth-example.wildcard.org"
+      protocol: HTTPS
+      allowedRoutes: { namespaces: { from: Same } }
+      tls: { certificateRefs: [{ group: "", kind: Secret, name: tls-validity-checks-certificate, namespace: ${INFRA} }] }
+`;
+
+test('HTTPRouteHTTPSListener: TLS terminated with the Secret certificate; routes by hostname and sectionName', async (t) => {
+  const secret = tlsSecret(INFRA, 'tls-validity-checks-certificate', [
+    'example.org',
+    'second-example.org',
+    'unknown-example.org',
+    '*.wildcard.org',
+  ]);
+  const base = api.applyYaml(secret.yaml + '---' + HTTPS_GATEWAY);
+  t.after(() => {
+    for (const o of base) api.remove(o.kind as string, o.metadata.namespace, o.metadata.name);
+  });
+  t.after(
+    await applyCase('httproute-https-listener.yaml', [
+      'httproute-https-test',
+      'httproute-https-test-no-hostname',
+    ]),
+  );
+  mustHaveResolvedRefs('httproute-https-test');
+  mustHaveResolvedRefs('httproute-https-test-no-hostname');
+  await eventually('HTTPS listeners programmed', () =>
+    listenerMismatch(
+      'same-namespace-with-https-listener',
+      [
+        'https',
+        'https-with-hostname',
+        'https-with-wildcard-hostname',
+        'https-with-hostname-matching-wildcard',
+      ].map((name) => ({
+        name,
+        kinds: [HTTPROUTE],
+        attachedRoutes: name === 'https' || name === 'https-with-hostname' ? 1 : 0,
+        conditions: [
+          ['Accepted', 'True'],
+          ['Programmed', 'True'],
+          ['ResolvedRefs', 'True'],
+        ],
+      })),
+    ),
+  );
+  const first = await tlsEventually(
+    'example.org over TLS → v1',
+    443,
+    'example.org',
+    (a) => a.echo?.pod === `${V1}-pod-1`,
+  );
+  assert.equal(first.fingerprint, secret.fingerprint);
+  assert.equal(first.status, 200);
+  assert.equal((await tlsGet(443, 'unknown-example.org')).status, 404);
+  const second = await tlsGet(443, 'second-example.org');
+  assert.equal(second.status, 200);
+  assert.equal(second.echo?.pod, `${V2}-pod-1`);
+  assert.equal(second.echo?.namespace, INFRA);
+  // The plaintext port 80 does not answer for the HTTPS routes.
+  await expectAll([{ host: 'example.org', path: '/', status: 404 }]);
+});
+
+test('HTTPS: SNI picks the certificate of the matching listener on a shared port; a rotated Secret is served from the next handshake, without a restart; a broken Secret → InvalidCertificateRef', async (t) => {
+  const a = tlsSecret(INFRA, 'cert-a', ['a.example.com']);
+  const b = tlsSecret(INFRA, 'cert-b', ['b.example.com']);
+  const objects = api.applyYaml(`${a.yaml}---${b.yaml}---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: { name: sni, namespace: ${INFRA} }
+spec:
+  gatewayClassName: switchyard
+  listeners:
+    - { name: a, port: 444, protocol: HTTPS, hostname: a.example.com, tls: { mode: Terminate, certificateRefs: [{ name: cert-a }] } }
+    - { name: b, port: 444, protocol: HTTPS, hostname: b.example.com, tls: { mode: Terminate, certificateRefs: [{ name: cert-b }] } }
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: { name: sni, namespace: ${INFRA} }
+spec:
+  parentRefs: [{ name: sni }]
+  rules: [{ backendRefs: [{ name: infra-backend-v1, port: 8080 }] }]
+`);
+  t.after(() => {
+    for (const o of objects) api.remove(o.kind as string, o.metadata.namespace, o.metadata.name);
+  });
+  const viaA = await tlsEventually('a.example.com', 444, 'a.example.com', (r) => r.status === 200);
+  assert.equal(viaA.fingerprint, a.fingerprint);
+  assert.equal(viaA.echo?.pod, `${V1}-pod-1`);
+  const viaB = await tlsGet(444, 'b.example.com');
+  assert.equal(viaB.fingerprint, b.fingerprint);
+  assert.equal(viaB.status, 200);
+
+  // A keep-alive connection opened before the rotation: if the socket were rebuilt it would be closed.
+  const agent = new HttpsAgent({ keepAlive: true, maxSockets: 1 });
+  t.after(() => agent.destroy());
+  const before = await tlsGet(444, 'a.example.com', '/', agent);
+  assert.equal(before.fingerprint, a.fingerprint);
+  const a2 = tlsSecret(INFRA, 'cert-a', ['a.example.com']);
+  assert.notEqual(a2.fingerprint, a.fingerprint);
+  api.applyYaml(a2.yaml);
+  await tlsEventually(
+    'the rotated certificate',
+    444,
+    'a.example.com',
+    (r) => r.fingerprint === a2.fingerprint,
+  );
+  const kept = await tlsGet(444, 'a.example.com', '/', agent);
+  assert.equal(kept.reusedSocket, true, 'the connection opened before the rotation still serves');
+  assert.equal(kept.status, 200);
+  assert.equal((await tlsGet(444, 'b.example.com')).fingerprint, b.fingerprint);
+
+  // A Secret whose certificate does not load: the listener's refs do not resolve; b keeps serving.
+  api.apply({
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: 'cert-a', namespace: INFRA },
+    type: 'kubernetes.io/tls',
+    data: {
+      'tls.crt': Buffer.from('not a certificate').toString('base64'),
+      'tls.key': Buffer.from('nope').toString('base64'),
+    },
+  });
+  await eventually('cert-a invalid', () =>
+    listenerMismatch('sni', [
+      {
+        name: 'a',
+        kinds: [HTTPROUTE],
+        attachedRoutes: 1,
+        conditions: [
+          ['Programmed', 'False'],
+          ['ResolvedRefs', 'False', 'InvalidCertificateRef'],
+        ],
+      },
+      {
+        name: 'b',
+        kinds: [HTTPROUTE],
+        attachedRoutes: 1,
+        conditions: [
+          ['Programmed', 'True'],
+          ['ResolvedRefs', 'True'],
+        ],
+      },
+    ]),
+  );
+  await tlsEventually(
+    'b still serves',
+    444,
+    'b.example.com',
+    (r) => r.status === 200 && r.fingerprint === b.fingerprint,
+  );
+  // A missing Secret: the same reason.
+  api.remove('Secret', INFRA, 'cert-b');
+  await eventually('cert-b missing', () =>
+    listenerMismatch('sni', [
+      {
+        name: 'b',
+        kinds: [HTTPROUTE],
+        attachedRoutes: 1,
+        conditions: [
+          ['Programmed', 'False'],
+          ['ResolvedRefs', 'False', 'InvalidCertificateRef'],
+        ],
+      },
+    ]),
+  );
+});
+
+test('HTTPS: a certificate Secret in another namespace needs a ReferenceGrant (RefNotPermitted until granted)', async (t) => {
+  const secret = tlsSecret(WEB, 'shared-cert', ['grant.example.com']);
+  const objects = api.applyYaml(`${secret.yaml}---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: { name: cross-ns-cert, namespace: ${INFRA} }
+spec:
+  gatewayClassName: switchyard
+  listeners:
+    - { name: https, port: 445, protocol: HTTPS, tls: { certificateRefs: [{ kind: Secret, name: shared-cert, namespace: ${WEB} }] } }
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: { name: cross-ns-cert, namespace: ${INFRA} }
+spec:
+  parentRefs: [{ name: cross-ns-cert }]
+  rules: [{ backendRefs: [{ name: infra-backend-v2, port: 8080 }] }]
+`);
+  t.after(() => {
+    for (const o of objects) api.remove(o.kind as string, o.metadata.namespace, o.metadata.name);
+  });
+  await eventually('RefNotPermitted', () =>
+    listenerMismatch('cross-ns-cert', [
+      {
+        name: 'https',
+        kinds: [HTTPROUTE],
+        attachedRoutes: 1,
+        conditions: [
+          ['Programmed', 'False'],
+          ['ResolvedRefs', 'False', 'RefNotPermitted'],
+        ],
+      },
+    ]),
+  );
+  await assert.rejects(tlsGet(445, 'grant.example.com'), 'nothing serves the port');
+  const grant = api.applyYaml(`
+apiVersion: gateway.networking.k8s.io/v1beta1
+kind: ReferenceGrant
+metadata: { name: gateways-read-certs, namespace: ${WEB} }
+spec:
+  from: [{ group: gateway.networking.k8s.io, kind: Gateway, namespace: ${INFRA} }]
+  to: [{ group: "", kind: Secret, name: shared-cert }]
+`);
+  t.after(() => {
+    for (const o of grant) api.remove(o.kind as string, o.metadata.namespace, o.metadata.name);
+  });
+  const served = await tlsEventually('granted', 445, 'grant.example.com', (r) => r.status === 200);
+  assert.equal(served.fingerprint, secret.fingerprint);
+  assert.equal(served.echo?.pod, `${V2}-pod-1`);
+  await eventually('resolved', () =>
+    listenerMismatch('cross-ns-cert', [
+      {
+        name: 'https',
+        kinds: [HTTPROUTE],
+        attachedRoutes: 1,
+        conditions: [
+          ['Programmed', 'True'],
+          ['ResolvedRefs', 'True'],
+        ],
+      },
+    ]),
+  );
 });
