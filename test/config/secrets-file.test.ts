@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { writeFileSync, renameSync } from 'node:fs';
+import { mkdirSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { parseGatewayConfig } from '../../src/config/gateway.js';
@@ -275,6 +275,34 @@ policies:
     assert.equal(interpolateEnv(text, env), 'eu:val-${HOME}-$' + '{secret:file:/etc/passwd}');
     // Another environment object sees no store: the reference stays as written (and compiling refuses it).
     assert.equal(interpolateEnv(text, { REGION: 'eu' }), `eu:\${secret:file:${file}}`);
+    store.close();
+  });
+
+  test('secrets.file.dirs: a path outside the listed folders (or a link leading out) is refused', async () => {
+    const inside = join(dir.path, 'allowed');
+    mkdirSync(inside, { recursive: true });
+    writeFileSync(join(inside, 'ok'), 'inside-value-1');
+    writeFileSync(join(dir.path, 'outside'), 'outside-value-1');
+    symlinkSync(join(dir.path, 'outside'), join(inside, 'link-out'));
+    const env: NodeJS.ProcessEnv = {};
+    const system = parseSystemConfig(`secrets: { file: { dirs: ['${inside}'] } }\n`, env);
+    const store = createSecretStore(system.secrets, silentLogger, env)!;
+    const refs = [
+      join(inside, 'ok'),
+      join(dir.path, 'outside'),
+      join(inside, 'link-out'),
+      `${inside}/../outside`,
+    ];
+    await store.prepare(refs.map((p) => `\${secret:file:${p}}`).join(' '));
+    assert.equal(store.value(`\${secret:file:${refs[0]}}`), 'inside-value-1');
+    for (const p of refs.slice(1)) {
+      const ref = `\${secret:file:${p}}`;
+      assert.equal(store.value(ref), undefined, p);
+      assert.match(
+        store.problem({ text: ref, manager: 'file', path: p, field: undefined }) ?? '',
+        /outside secrets\.file\.dirs/,
+      );
+    }
     store.close();
   });
 

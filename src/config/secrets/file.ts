@@ -1,4 +1,5 @@
-import { readFile, stat } from 'node:fs/promises';
+import { readFile, realpath, stat } from 'node:fs/promises';
+import { resolve, sep } from 'node:path';
 import type { FileManagerConfig } from './schema.js';
 import { SecretError, type SecretManager } from './manager.js';
 
@@ -11,12 +12,16 @@ export class FileSecretManager implements SecretManager {
   readonly type = 'file';
   readonly refreshMs: number;
   readonly #seen = new Map<string, { stamp: string; text: string }>();
+  /** `dirs`, resolved; undefined: no restriction. */
+  readonly #dirs: string[] | undefined;
 
   constructor(config: FileManagerConfig) {
     this.refreshMs = config.refresh_s * 1000;
+    this.#dirs = config.dirs?.map((d) => resolve(d));
   }
 
   async load(path: string): Promise<string> {
+    if (this.#dirs !== undefined) await this.#checkInside(path);
     let stamp: string;
     try {
       const s = await stat(path);
@@ -34,6 +39,19 @@ export class FileSecretManager implements SecretManager {
     }
     this.#seen.set(path, { stamp, text });
     return text;
+  }
+
+  /** A path (symbolic links followed) inside one of `dirs`: a config writer cannot read any file. */
+  async #checkInside(path: string): Promise<void> {
+    let real: string;
+    try {
+      real = await realpath(resolve(path));
+    } catch (err) {
+      throw new SecretError(`cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+    }
+    const dirs = await Promise.all((this.#dirs ?? []).map((d) => realpath(d).catch(() => d)));
+    if (!dirs.some((d) => real === d || real.startsWith(d.endsWith(sep) ? d : d + sep)))
+      throw new SecretError(`${path} is outside secrets.file.dirs`);
   }
 
   close(): void {

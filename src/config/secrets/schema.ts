@@ -16,7 +16,16 @@ export const secretsSchema = {
     file: {
       type: 'object',
       additionalProperties: false,
-      properties: { refresh_s: refresh },
+      properties: {
+        refresh_s: refresh,
+        dirs: {
+          type: 'array',
+          minItems: 1,
+          items: str,
+          description:
+            'Folders references may read from (a path elsewhere is refused); unset: any file the gateway can read.',
+        },
+      },
     },
     vault: {
       type: 'object',
@@ -65,6 +74,7 @@ export const secretsSchema = {
 
 export interface FileManagerConfig {
   refresh_s: number;
+  dirs?: string[];
 }
 
 export interface VaultManagerConfig {
