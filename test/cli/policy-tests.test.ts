@@ -249,12 +249,18 @@ test('--junit writes well-formed JUnit XML with one testcase per test and a fail
 
 test('validate runs the tests of gateway.yaml (exit 1 on a failure) and --no-tests skips them', async () => {
   const broken = writeGateway('broken-validate.yaml', BROKEN_WIRING, ISSUE_TESTS);
-  const run = await cli(['validate', '--system-config', SYSTEM, '--gateway-config', broken]);
+  const good = writeGateway('good-validate.yaml', RIGHT_WIRING, ISSUE_TESTS);
+  // Four processes in parallel, each with its own gateway.
+  const [run, json, skipped, passing] = await Promise.all([
+    cli(['validate', '--system-config', SYSTEM, '--gateway-config', broken]),
+    cli(['validate', '--json', '--system-config', SYSTEM, '--gateway-config', broken]),
+    cli(['validate', '--no-tests', '--system-config', SYSTEM, '--gateway-config', broken]),
+    cli(['validate', '--system-config', SYSTEM, '--gateway-config', good]),
+  ]);
   assert.match(run.stdout, /configuration is valid/);
   assert.match(run.stdout, /not ok - a request without a key is refused: /);
   assert.match(run.stdout, /2 passed, 1 failed\n$/);
   assert.equal(run.code, 1);
-  const json = await cli(['validate', '--json', '--system-config', SYSTEM, '--gateway-config', broken]);
   const report = JSON.parse(json.stdout) as {
     valid: boolean;
     tests: { passed: number; failed: number; results: { name: string; failures: string[] }[] };
@@ -264,45 +270,30 @@ test('validate runs the tests of gateway.yaml (exit 1 on a failure) and --no-tes
   assert.equal(report.tests.failed, 1);
   assert.equal(report.tests.results[0]?.failures[0], 'status 200, expected 401');
   assert.equal(json.code, 1);
-  const skipped = await cli([
-    'validate',
-    '--no-tests',
-    '--system-config',
-    SYSTEM,
-    '--gateway-config',
-    broken,
-  ]);
   assert.equal(skipped.stdout, 'configuration is valid\n');
   assert.equal(skipped.code, 0);
-  const good = writeGateway('good-validate.yaml', RIGHT_WIRING, ISSUE_TESTS);
-  const passing = await cli(['validate', '--system-config', SYSTEM, '--gateway-config', good]);
   assert.match(passing.stdout, /3 passed, 0 failed\n$/);
   assert.equal(passing.code, 0);
 });
 
 test('an unreadable or invalid test file, or a gateway.yaml that does not compile, exits 2', async () => {
   const gateway = writeGateway('good-errors.yaml', RIGHT_WIRING, '');
-  const missing = await cli([
-    'test',
-    '--system-config',
-    SYSTEM,
-    '--gateway-config',
-    gateway,
-    join(dir.path, 'nope.yaml'),
-  ]);
-  assert.equal(missing.code, 2);
-  assert.match(missing.stderr, /cannot read .*nope\.yaml/);
   const invalid = join(dir.path, 'invalid.tests.yaml');
   writeFileSync(invalid, 'tests:\n  - name: no request\n    expect: { status: 200 }\n');
-  const bad = await cli(['test', '--system-config', SYSTEM, '--gateway-config', gateway, invalid]);
-  assert.equal(bad.code, 2);
-  assert.match(bad.stderr, /request/);
   const uncompilable = join(dir.path, 'uncompilable.yaml');
   writeFileSync(
     uncompilable,
     `routes: [{ name: r, match: { path: / }, policy: missing }]\ntests:\n  - { name: t, request: { path: / }, expect: { status: 200 } }\n`,
   );
-  const broken = await cli(['test', '--system-config', SYSTEM, '--gateway-config', uncompilable]);
+  const [missing, bad, broken] = await Promise.all([
+    cli(['test', '--system-config', SYSTEM, '--gateway-config', gateway, join(dir.path, 'nope.yaml')]),
+    cli(['test', '--system-config', SYSTEM, '--gateway-config', gateway, invalid]),
+    cli(['test', '--system-config', SYSTEM, '--gateway-config', uncompilable]),
+  ]);
+  assert.equal(missing.code, 2);
+  assert.match(missing.stderr, /cannot read .*nope\.yaml/);
+  assert.equal(bad.code, 2);
+  assert.match(bad.stderr, /request/);
   assert.equal(broken.code, 2);
   assert.match(broken.stderr, /missing/);
   assert.equal(broken.stdout, '');
@@ -329,10 +320,43 @@ test('every shipped example with a tests: section passes switchyard test', async
     .map((name) => join(examples, name, 'gateway.yaml'))
     .filter((file) => existsSync(file) && /^tests:/m.test(readFileSync(file, 'utf8')));
   assert.ok(withTests.length >= 3, `only ${withTests.length} examples have tests`);
-  for (const file of withTests) {
-    const run = await cli(['test', '--system-config', SYSTEM, '--gateway-config', file]);
+  // In parallel: each is its own process and gateway (on its own random port).
+  const runs = await Promise.all(
+    withTests.map((file) => cli(['test', '--system-config', SYSTEM, '--gateway-config', file])),
+  );
+  for (const [i, run] of runs.entries()) {
+    const file = withTests[i];
     assert.match(run.stdout, /\n\d+ passed, 0 failed\n$/, `${file}:\n${run.stdout}${run.stderr}`);
     assert.doesNotMatch(run.stdout, /^not ok/m, file);
     assert.equal(run.code, 0, file);
   }
+});
+
+test('a callout that is not an upstream is mocked when a test names its id, and then opens no socket either', async () => {
+  const before = connections;
+  const gateway = join(dir.path, 'forward-auth.yaml');
+  writeFileSync(
+    gateway,
+    `routes: [{ name: r, match: { path: /x }, policy: p }]
+policies:
+  - name: p
+    nodes:
+      - { id: listener, type: listener }
+      - { id: check, type: forward-auth, config: { uri: 'http://127.0.0.1:${targetPort}/verify' } }
+      - { id: client, type: client }
+    edges:
+      - { from: listener.out, to: check.in }
+      - { from: check.success, to: client.in }
+      - { from: check.denied, to: client.in }
+tests:
+  - name: the auth service is mocked
+    request: { path: /x }
+    upstreams: { check: { status: 202, body: checked } }
+    expect: { status: 202, ports_exact: [check.success], body: checked }
+`,
+  );
+  const run = await cli(['test', '--system-config', SYSTEM, '--gateway-config', gateway]);
+  assert.equal(run.stdout, 'ok - the auth service is mocked\n1 passed, 0 failed\n');
+  assert.equal(run.code, 0);
+  assert.equal(connections, before, 'the auth service was not called');
 });
