@@ -9,6 +9,9 @@
  *   name an existing output port of a node the block declares;
  * - on a plugin's page (docs/plugins/<type>.md), a `config:` mapping: that plugin's schema.
  *
+ * - on a migration page (docs/migrating-from-kong.md, -apisix.md), a Kong or APISIX file: imported
+ *   with every item mapped, and the gateway.yaml it becomes compiled.
+ *
  * A block that is a piece of one of these and cannot stand alone starts with a `# fragment` line
  * (docs/configuration.md#examples-in-these-docs); it must still be valid YAML.
  * `${NAME}` placeholders read an environment where every variable is set.
@@ -18,7 +21,10 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parse } from 'yaml';
+import { parse, stringify } from 'yaml';
+import { importKong } from '../../src/migrate/import-kong.js';
+import { importApisix } from '../../src/migrate/import-apisix.js';
+import { ImportReport } from '../../src/migrate/import-report.js';
 import { compileIssues } from '../../src/migrate/migrate.js';
 import { parseSystemConfig } from '../../src/config/system.js';
 import { systemSchema } from '../../src/config/system-schema.js';
@@ -150,6 +156,26 @@ const allNodes = (doc: Record<string, unknown>): unknown[] =>
     isObject(p) && Array.isArray(p.nodes) ? (p.nodes as unknown[]) : [],
   );
 
+/**
+ * A Kong or APISIX file on its migration page: it is the importer's input, so it must import with
+ * every item mapped and the gateway.yaml it becomes must compile.
+ */
+function importedIssues(file: string, doc: Record<string, unknown>): string[] | undefined {
+  const importer =
+    file === 'docs/migrating-from-kong.md' && '_format_version' in doc
+      ? importKong
+      : file === 'docs/migrating-from-apisix.md' && ('routes' in doc || 'upstreams' in doc)
+        ? importApisix
+        : undefined;
+  if (importer === undefined) return undefined;
+  const report = new ImportReport();
+  const { gateway } = importer(doc, report);
+  return [
+    ...report.unmapped.map((e) => `not mapped: ${JSON.stringify(e)}`),
+    ...compileIssues(stringify(gateway), { env }).map((i) => `imported: ${i.path}: ${i.message}`),
+  ];
+}
+
 function check(block: Block): string[] {
   const fragment = /^\s*#\s*fragment\b/.test(block.text);
   let doc: unknown;
@@ -158,6 +184,8 @@ function check(block: Block): string[] {
   } catch (err) {
     return [`not valid YAML: ${(err as Error).message.split('\n')[0]}`];
   }
+  const imported = isObject(doc) ? importedIssues(block.file, doc) : undefined;
+  if (imported !== undefined) return imported;
   const keys = isObject(doc) ? Object.keys(doc) : [];
   if (isObject(doc) && keys.length > 0 && keys.every((k) => GATEWAY_KEYS.has(k))) {
     // A fragment (routes naming policies it does not show, a policy without its listener): its
