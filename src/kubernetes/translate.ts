@@ -152,6 +152,8 @@ export function intersectHost(
 
 interface Entry {
   port: number;
+  /** The listener terminates TLS: a redirect without scheme keeps https. */
+  https: boolean;
   host: string | null;
   match: RouteMatch;
   route: HTTPRoute;
@@ -415,7 +417,16 @@ export function translate(state: ClusterState, options: TranslateOptions): Trans
             (route.spec.rules ?? []).forEach((rule, ruleIndex) => {
               const matches = rule.matches !== undefined && rule.matches.length > 0 ? rule.matches : [{}];
               matches.forEach((match, matchIndex) =>
-                entries.push({ port: listener.port, host, match, route, rule, ruleIndex, matchIndex }),
+                entries.push({
+                  port: listener.port,
+                  https: listener.protocol === 'HTTPS',
+                  host,
+                  match,
+                  route,
+                  rule,
+                  ruleIndex,
+                  matchIndex,
+                }),
               );
             });
         }
@@ -830,7 +841,7 @@ function ruleNodes(
   nodes.push({ id: `${id}-req`, type: 'proxy-rewrite', config: rq });
   edges.push({ from, to: `${id}-req.in` });
   if (redirect !== undefined) {
-    const scheme = redirect.scheme ?? 'http';
+    const scheme = redirect.scheme ?? (e.https ? 'https' : 'http');
     const host = redirect.hostname ?? (e.host !== null && !e.host.startsWith('*.') ? e.host : '$host');
     const p = redirect.port ?? (redirect.scheme !== undefined ? (scheme === 'https' ? 443 : 80) : port);
     const showPort = !((scheme === 'http' && p === 80) || (scheme === 'https' && p === 443));

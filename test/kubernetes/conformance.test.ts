@@ -9,14 +9,13 @@ import { readFileSync } from 'node:fs';
 import { X509Certificate } from 'node:crypto';
 import type { TLSSocket } from 'node:tls';
 import { join } from 'node:path';
-import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { parseSystemConfig } from '../../src/config/system.js';
 import { Gateway } from '../../src/gateway.js';
 import { silentLogger } from '../../src/core/logger.js';
 import { KubernetesSource } from '../../src/kubernetes/source.js';
 import { ConfigSourceReadOnly } from '../../src/kubernetes/errors.js';
 import { KubeApiServer } from '../support/kube-api-server.js';
-import { freePort } from '../support/free-port.js';
 import { tempDir } from '../support/temp-dir.js';
 import { waitFor } from '../support/wait.js';
 import { createAuthority, type Authority } from '../support/certs.js';
@@ -191,13 +190,34 @@ async function applyCase(file: string, routes: string[]): Promise<() => void> {
   };
 }
 
+/**
+ * A port_offset below the ephemeral range (32768+) whose declared ports used here are all free:
+ * inside that range a client socket's local port can take a Gateway port before it is bound.
+ */
+async function freeOffset(): Promise<number> {
+  const declared = [80, 443, 444, 445, 8080];
+  const bindable = (port: number) =>
+    new Promise<boolean>((resolve) => {
+      const probe = createNetServer();
+      probe.once('error', () => resolve(false));
+      probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
+    });
+  for (let i = 0; i < 200; i++) {
+    const offset = 10_000 + Math.floor(Math.random() * 12_000);
+    let ok = true;
+    for (const p of declared) if (!(await bindable(p + offset))) ok = false;
+    if (ok) return offset;
+  }
+  throw new Error('no free port_offset');
+}
+
 before(async () => {
   api = await KubeApiServer.start({ bookmarkIntervalMs: 200 });
   for (const [ns, name] of BACKENDS)
     api.applyYaml(serviceYaml(ns, name, await startEcho(ns, `${name}-pod-1`)));
   api.applyYaml(BASE);
-  const port = await freePort();
-  offset = port - 80;
+  offset = await freeOffset();
+  const port = 80 + offset;
   const kubeconfig = api.writeKubeconfig(join(dir.path, 'kubeconfig'));
   const system = parseSystemConfig(`
 listener: { bind: 127.0.0.1, port: 0 }
@@ -1318,6 +1338,7 @@ interface TlsAnswer {
   /** SHA-256 fingerprint of the certificate the handshake presented. */
   fingerprint: string;
   reusedSocket: boolean;
+  location: string | undefined;
 }
 
 /** GET over TLS to a declared port, SNI and Host = `host`, verified against the test CA. */
@@ -1351,6 +1372,7 @@ function tlsGet(port: number, host: string, path = '/', agent?: HttpsAgent): Pro
             echo,
             fingerprint,
             reusedSocket: req.reusedSocket,
+            location: res.headers.location,
           });
         });
       },
@@ -1641,4 +1663,47 @@ spec:
       },
     ]),
   );
+});
+
+test('HTTPRouteRedirectPortAndScheme (listeners on 80 and 443): a redirect without scheme keeps the listener scheme; ports of the scheme left out', async (t) => {
+  const secret = tlsSecret(INFRA, 'tls-validity-checks-certificate', ['example.org']);
+  const base = api.applyYaml(secret.yaml + '---' + HTTPS_GATEWAY);
+  t.after(() => {
+    for (const o of base) api.remove(o.kind as string, o.metadata.namespace, o.metadata.name);
+  });
+  t.after(
+    await applyCase('httproute-redirect-port-and-scheme.yaml', [
+      'http-route-for-listener-on-port-80',
+      'http-route-for-listener-on-port-443',
+    ]),
+  );
+  mustHaveResolvedRefs('http-route-for-listener-on-port-80');
+  mustHaveResolvedRefs('http-route-for-listener-on-port-443');
+  await expectAll([
+    { path: '/scheme-nil-and-port-nil', redirect: { scheme: 'http', host: 'example.org' } },
+    { path: '/scheme-nil-and-port-80', redirect: { scheme: 'http', host: 'example.org' } },
+    { path: '/scheme-nil-and-port-8080', redirect: { scheme: 'http', host: 'example.org', port: '8080' } },
+    { path: '/scheme-https-and-port-nil', redirect: { scheme: 'https', host: 'example.org' } },
+    { path: '/scheme-https-and-port-443', redirect: { scheme: 'https', host: 'example.org' } },
+    { path: '/scheme-https-and-port-8443', redirect: { scheme: 'https', host: 'example.org', port: '8443' } },
+  ]);
+  const over443: [string, string, string][] = [
+    ['/scheme-nil-and-port-nil', 'https', ''],
+    ['/scheme-nil-and-port-443', 'https', ''],
+    ['/scheme-nil-and-port-8443', 'https', '8443'],
+    ['/scheme-http-and-port-nil', 'http', ''],
+    ['/scheme-http-and-port-80', 'http', ''],
+    ['/scheme-http-and-port-8080', 'http', '8080'],
+  ];
+  await tlsEventually('port 443 serves', 443, 'example.org', (r) => r.status === 302 || r.status === 404);
+  for (const [path, scheme, port] of over443) {
+    const r = await tlsGet(443, 'example.org', path);
+    assert.equal(r.status, 302, path);
+    const location = new URL(r.location ?? '');
+    assert.deepEqual(
+      [location.protocol, location.hostname, location.port, location.pathname],
+      [`${scheme}:`, 'example.org', port, path],
+      `${path}: ${r.location ?? ''}`,
+    );
+  }
 });
