@@ -283,3 +283,69 @@ function grpcStreamIdle(req: Http2ServerRequest, res: Http2ServerResponse, ms: n
   // RST_STREAM(NO_ERROR) once the answer is out (RFC 9113 §8.1): stop the client sending the rest.
   stream.close(NGHTTP2_NO_ERROR);
 }
+
+/**
+ * HEADERS frames handed to nghttp2 per event-loop turn, at most (see {@link StreamOpenPacer}); under
+ * Node's 100 refusals in a row, so one turn's refused streams can never end a session.
+ */
+const STREAMS_OPENED_PER_TURN = 64;
+const PREFACE_LENGTH = 24;
+const FRAME_HEADER_LENGTH = 9;
+const HEADERS_FRAME = 0x1;
+
+/**
+ * Paces the bytes of a client connection fed to nghttp2 from JavaScript (h2c
+ * after sniffing): at most {@link STREAMS_OPENED_PER_TURN} HEADERS frames per
+ * event-loop turn. Node 22 and 24 (not 20) keep each stream that a read
+ * opened and reset until the loop turns, and refuse new ones beyond
+ * `max_concurrent_streams`; 100 refusals in a row end the session with GOAWAY
+ * INTERNAL_ERROR (`maxSessionRejectedStreams`) before the rapid-reset guard
+ * hears of any of those streams, which on a JS-fed session happens only after
+ * the read. One read of a few KB (a client's rapid resets that piled up while
+ * the loop was busy) is enough. Per turn the guard sees every reset, so it
+ * answers with its own GOAWAY ENHANCE_YOUR_CALM.
+ */
+export class StreamOpenPacer {
+  #preface = PREFACE_LENGTH;
+  readonly #header = Buffer.alloc(FRAME_HEADER_LENGTH);
+  #headerBytes = 0;
+  #payloadLeft = 0;
+  #opened = 0;
+
+  /**
+   * How many bytes of `chunk` may go to nghttp2 in this turn: all of it, or up
+   * to the next HEADERS frame after this turn's quota (0: wait for the next turn).
+   */
+  admit(chunk: Buffer): number {
+    let at = 0;
+    while (at < chunk.length) {
+      if (this.#preface > 0 || this.#payloadLeft > 0) {
+        const skipped = Math.min(this.#preface || this.#payloadLeft, chunk.length - at);
+        if (this.#preface > 0) this.#preface -= skipped;
+        else this.#payloadLeft -= skipped;
+        at += skipped;
+        continue;
+      }
+      // Cut only before a HEADERS frame: a stream's RST_STREAM stays in the piece of its HEADERS.
+      if (
+        this.#headerBytes === 0 &&
+        this.#opened >= STREAMS_OPENED_PER_TURN &&
+        chunk[at + 3] === HEADERS_FRAME
+      )
+        return at;
+      const copied = chunk.copy(
+        this.#header,
+        this.#headerBytes,
+        at,
+        at + FRAME_HEADER_LENGTH - this.#headerBytes,
+      );
+      this.#headerBytes += copied;
+      at += copied;
+      if (this.#headerBytes < FRAME_HEADER_LENGTH) break;
+      this.#headerBytes = 0;
+      this.#payloadLeft = this.#header.readUIntBE(0, 3);
+      if (this.#header[3] === HEADERS_FRAME && this.#opened++ === 0) setImmediate(() => (this.#opened = 0));
+    }
+    return chunk.length;
+  }
+}

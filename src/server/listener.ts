@@ -12,7 +12,7 @@ import { Duplex } from 'node:stream';
 import type { Http2Config, SystemConfig, TlsConfig } from '../config/system.js';
 import type { Logger } from '../core/logger.js';
 import { capConnections, ClientBudget, resolveMaxConnections } from './connection-limit.js';
-import { createGuardedHttp2Server } from './h2-guard.js';
+import { createGuardedHttp2Server, StreamOpenPacer } from './h2-guard.js';
 import { ThrottledLog } from './throttled-log.js';
 import { ACME_TLS_ALPN, TlsMaterial, type ManagedCertificates } from './tls-material.js';
 import { BAD_REQUEST, REQUEST_TIMEOUT } from './client-errors.js';
@@ -302,12 +302,42 @@ function hasPeerCertificate(socket: TLSSocket): boolean {
  * nghttp2 reads straight from a socket's native handle, which would skip the
  * bytes already read while sniffing. Handing it a JS duplex makes Node wrap
  * the connection in a JS stream that sees the replayed preface. The peer
- * address is carried along for the request context.
+ * address is carried along for the request context. The duplex hands bytes on
+ * only when the session asks (high-water mark 0: nothing piles up while it is
+ * paused) and paced (StreamOpenPacer: a bounded number of new streams per turn).
  */
 function replayable(socket: Socket): Duplex {
+  const pacer = new StreamOpenPacer();
+  /** Bytes read from the socket and not yet handed on; the socket is paused meanwhile. */
+  let pending: Buffer | undefined;
+  let wanted = false;
+  let waiting = false;
+  const handOn = (): void => {
+    while (wanted && pending !== undefined) {
+      const n = pacer.admit(pending);
+      // Scheduled before the piece goes in, so the rest of this read comes before the dispatch of
+      // the piece's requests (h2-guard: one macrotask late), and their RST_STREAMs are seen first.
+      if (n < pending.length && !waiting) {
+        waiting = true;
+        setImmediate(nextTurn);
+      }
+      if (n === 0) return;
+      const piece = n === pending.length ? pending : pending.subarray(0, n);
+      pending = n === pending.length ? undefined : pending.subarray(n);
+      wanted = false;
+      duplex.push(piece);
+    }
+    if (wanted && pending === undefined) socket.resume();
+  };
+  const nextTurn = (): void => {
+    waiting = false;
+    handOn();
+  };
   const duplex = new Duplex({
+    readableHighWaterMark: 0,
     read() {
-      socket.resume();
+      wanted = true;
+      handOn();
     },
     write(chunk: Buffer, _encoding, done) {
       socket.write(chunk, done);
@@ -321,7 +351,9 @@ function replayable(socket: Socket): Duplex {
     },
   });
   socket.on('data', (chunk: Buffer) => {
-    if (!duplex.push(chunk)) socket.pause();
+    pending = pending === undefined ? chunk : Buffer.concat([pending, chunk]);
+    socket.pause();
+    handOn();
   });
   socket.once('end', () => duplex.push(null));
   socket.once('close', () => duplex.destroy());

@@ -79,6 +79,35 @@ test('h2 limits: streams reset in the same packet as their HEADERS open no upstr
   }
 });
 
+// Node 22 and 24 keep the streams that one read opens and resets until the event loop turns, and
+// refuse new streams beyond the 128 of SETTINGS (in force once the client acknowledged them); the
+// 101st refusal in a row used to end the session with Node's GOAWAY INTERNAL_ERROR before the
+// guard heard of any reset. 230 pairs in one read sufficed; a Node client's resets arrive in such
+// reads after the gateway's loop was busy for a moment. The first rapid-reset test, so its WARN is
+// not throttled (one per 10 s).
+test('h2 limits: 400 resets in one read after SETTINGS are acknowledged get GOAWAY ENHANCE_YOUR_CALM', async () => {
+  const logged = gw.process.output().length;
+  const resets = rapidResetBytes(400, '/up/burst');
+  const PREFACE_AND_SETTINGS = 24 + 9;
+  const SETTINGS_ACK = Buffer.from([0, 0, 0, 0x4, 0x1, 0, 0, 0, 0]);
+  const client = await rawClient(
+    gw.dataPort,
+    Buffer.concat([
+      resets.subarray(0, PREFACE_AND_SETTINGS),
+      SETTINGS_ACK,
+      resets.subarray(PREFACE_AND_SETTINGS),
+    ]),
+  );
+  await waitClosed(client, 5000, 'the gateway to close the rapid-reset connection');
+  const code = goawayCode(Buffer.from(client.received(), 'latin1'));
+  assert.equal(code, constants.NGHTTP2_ENHANCE_YOUR_CALM, `GOAWAY code ${code}`);
+  await waitFor(() => gw.process.output().slice(logged).includes('(rapid reset); GOAWAY ENHANCE_YOUR_CALM'), {
+    what: "the gateway's rapid-reset WARN",
+  });
+  assert.equal(upstream.requests('/up/burst-'), 0, 'no reset stream reached the upstream');
+  assert.equal(await hello(), 200);
+});
+
 test('h2 limits: rapid reset gets GOAWAY ENHANCE_YOUR_CALM and the gateway keeps serving', async () => {
   const before = upstream.accepted;
   // 150 resets in one packet: over http2.max_reset_streams (100) within the window.
