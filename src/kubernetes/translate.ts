@@ -69,6 +69,8 @@ interface ListenerInfo {
   /** Served: an HTTP listener, or an HTTPS one whose certificates all resolved. */
   programmed: boolean;
   certificates: { cert: string; key: string }[] | undefined;
+  /** Conflicted True: another listener already serves this port with another protocol. */
+  conflict: string | undefined;
 }
 
 /** Does a namespace (its labels) match a LabelSelector? An empty selector matches every namespace. */
@@ -391,6 +393,26 @@ export function translate(state: ClusterState, options: TranslateOptions): Trans
     return { backend: { weight, targets } };
   };
 
+  // One protocol per port (a socket is plaintext or TLS): the oldest Gateway's listener decides;
+  // listeners of the other protocol on that port are Conflicted (ProtocolConflict) and not served.
+  const byAge = [...gateways].sort(
+    (a, b) =>
+      (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? '') ||
+      key(a.metadata.namespace, a.metadata.name).localeCompare(key(b.metadata.namespace, b.metadata.name)),
+  );
+  const portProtocol = new Map<number, string>();
+  for (const gw of byAge)
+    for (const l of gw.spec.listeners) {
+      const info = infoOf(gw, l);
+      if (!info.programmed) continue;
+      const first = portProtocol.get(l.port);
+      if (first === undefined) portProtocol.set(l.port, l.protocol);
+      else if (first !== l.protocol) {
+        info.programmed = false;
+        info.conflict = `port ${l.port} is served as ${first} by an older listener`;
+      }
+    }
+
   for (const route of state.httpRoutes) {
     const routeNs = route.metadata.namespace ?? 'default';
     const parents: unknown[] = [];
@@ -548,7 +570,7 @@ export function translate(state: ClusterState, options: TranslateOptions): Trans
                   type: 'Programmed',
                   status: 'False',
                   reason: 'Invalid',
-                  message: unsupported ?? refs?.message ?? '',
+                  message: unsupported ?? refs?.message ?? info.conflict ?? '',
                   observedGeneration: g,
                 },
             refs === undefined
@@ -566,13 +588,21 @@ export function translate(state: ClusterState, options: TranslateOptions): Trans
                   message: refs.message,
                   observedGeneration: g,
                 },
-            {
-              type: 'Conflicted',
-              status: 'False',
-              reason: 'NoConflicts',
-              message: '',
-              observedGeneration: g,
-            },
+            info.conflict === undefined
+              ? {
+                  type: 'Conflicted',
+                  status: 'False',
+                  reason: 'NoConflicts',
+                  message: '',
+                  observedGeneration: g,
+                }
+              : {
+                  type: 'Conflicted',
+                  status: 'True',
+                  reason: 'ProtocolConflict',
+                  message: info.conflict,
+                  observedGeneration: g,
+                },
           ],
           now,
         ),
@@ -698,6 +728,7 @@ function listenerInfo(
     kinds,
     programmed: unsupported === undefined && certsOk && kinds.length > 0,
     certificates,
+    conflict: undefined,
   };
 }
 

@@ -1707,3 +1707,46 @@ test('HTTPRouteRedirectPortAndScheme (listeners on 80 and 443): a redirect witho
     );
   }
 });
+
+test('HTTPS on a port already served as HTTP by an older Gateway: Conflicted True ProtocolConflict, not programmed; the port stays plaintext', async (t) => {
+  const secret = tlsSecret(INFRA, 'conflict-cert', ['conflict.example.com']);
+  const objects = api.applyYaml(`${secret.yaml}---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: { name: tls-on-80, namespace: ${INFRA} }
+spec:
+  gatewayClassName: switchyard
+  listeners:
+    - { name: https, port: 80, protocol: HTTPS, hostname: conflict.example.com, tls: { certificateRefs: [{ name: conflict-cert }] } }
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: { name: tls-on-80, namespace: ${INFRA} }
+spec:
+  parentRefs: [{ name: tls-on-80 }]
+  rules: [{ backendRefs: [{ name: infra-backend-v1, port: 8080 }] }]
+`);
+  t.after(() => {
+    for (const o of objects) api.remove(o.kind as string, o.metadata.namespace, o.metadata.name);
+  });
+  await eventually('ProtocolConflict', () =>
+    listenerMismatch('tls-on-80', [
+      {
+        name: 'https',
+        kinds: [HTTPROUTE],
+        attachedRoutes: 1,
+        conditions: [
+          ['Conflicted', 'True', 'ProtocolConflict'],
+          ['Programmed', 'False'],
+          ['ResolvedRefs', 'True'],
+        ],
+      },
+    ]),
+  );
+  await expectAll([{ host: 'conflict.example.com', path: '/', status: 404 }]);
+  assert.equal(
+    cond(gatewayListeners('same-namespace')?.[0]?.conditions, 'Conflicted')?.status,
+    'False',
+    'the older listener keeps the port',
+  );
+});
