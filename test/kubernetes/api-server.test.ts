@@ -330,3 +330,17 @@ spec: { parentRefs: [{ name: gw }] }
     assert.equal(route.metadata.generation, 2, 'a status patch keeps the generation');
   },
 );
+
+test('Namespaces carry kubernetes.io/metadata.name, as a real API server (≥ 1.22) sets it, also after a relabel', async (t) => {
+  const { server } = await setup(t);
+  server.applyYaml('apiVersion: v1\nkind: Namespace\nmetadata: { name: apps, labels: { team: a } }\n');
+  assert.deepEqual(server.get('Namespace', undefined, 'apps')?.metadata.labels, {
+    team: 'a',
+    'kubernetes.io/metadata.name': 'apps',
+  });
+  server.apply({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'apps', labels: { team: 'b' } } });
+  assert.deepEqual(server.get('Namespace', undefined, 'apps')?.metadata.labels, {
+    team: 'b',
+    'kubernetes.io/metadata.name': 'apps',
+  });
+});
