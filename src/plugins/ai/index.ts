@@ -4,6 +4,7 @@ import { aiPromptGuard } from './ai-prompt-guard.js';
 import { aiPromptTemplate } from './ai-prompt-template.js';
 import { aiProxy } from './ai-proxy.js';
 import { aiRateLimit } from './ai-rate-limit.js';
+import { mcpProxy } from './mcp-proxy.js';
 
 /** LLM traffic: prompt guards and rewrites, token budgets, the LLM call (docs/ai-gateway.md). */
 export const aiPlugins = [
@@ -13,4 +14,5 @@ export const aiPlugins = [
   aiPromptTemplate,
   aiPromptDecorator,
   aiCache,
+  mcpProxy,
 ] as const;
