@@ -62,8 +62,10 @@ describe('editor journey', { skip: chromiumSkipReason() }, () => {
         await form(page).getByRole('spinbutton', { name: 'time_window' }).fill('60');
         await addFromPalette(page, 'upstream');
         await form(page).getByRole('button', { name: 'Add targets item' }).click();
-        await form(page).getByRole('textbox', { name: 'host', exact: true }).fill('127.0.0.1');
-        await form(page).getByRole('spinbutton', { name: 'port' }).fill(String(originPort));
+        // The upstream form also has discovery's host and port: fill the target's.
+        const targets = form(page).locator('fieldset[data-field="config.targets"]');
+        await targets.getByRole('textbox', { name: 'host', exact: true }).fill('127.0.0.1');
+        await targets.getByRole('spinbutton', { name: 'port' }).fill(String(originPort));
 
         // A mistake, undone.
         await addFromPalette(page, 'redirect');
