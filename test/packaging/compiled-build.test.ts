@@ -46,8 +46,12 @@ function loadShippedConfig(): Loaded {
   `;
   // Records every module the ES loader loads (a CommonJS package imported from ESM included);
   // require.cache adds those loaded by require().
-  const hook = `export async function load(url, context, next) {
-    process.stderr.write('LOADED ' + url + '\\n');
+  // Node 22+ runs module hooks on their own thread, whose process.stderr is flushed
+  // asynchronously: a loaded machine could end the process before the lines arrived. writeSync
+  // puts each line on fd 2 before the module loads.
+  const hook = `import { writeSync } from 'node:fs';
+  export async function load(url, context, next) {
+    writeSync(2, 'LOADED ' + url + '\\n');
     return next(url, context);
   }`;
   const register = `import { register } from 'node:module';
