@@ -4,6 +4,7 @@ import { DnsSource } from './dns.js';
 import { ConsulSource } from './consul.js';
 import { EurekaSource } from './eureka.js';
 import { NacosSource } from './nacos.js';
+import { KubernetesSource } from './kubernetes.js';
 import type { DiscoverySource } from './source.js';
 
 /** A counted use of a shared source; `release()` once, when the upstream node is closed. */
@@ -65,6 +66,8 @@ function createSource(spec: DiscoverySpec, logger: Logger): DiscoverySource {
       return new EurekaSource(spec, logger);
     case 'nacos':
       return new NacosSource(spec, logger);
+    case 'kubernetes':
+      return new KubernetesSource(spec, logger);
   }
 }
 

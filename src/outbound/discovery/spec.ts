@@ -33,8 +33,24 @@ export type ConsulDiscoveryOptions = RegistryDiscoveryOptions<'consul'>;
 export type EurekaDiscoveryOptions = RegistryDiscoveryOptions<'eureka'>;
 export type NacosDiscoveryOptions = RegistryDiscoveryOptions<'nacos'>;
 
+/** `discovery: {type: kubernetes}`, checked: a Service's EndpointSlices. */
+export interface KubernetesDiscoveryOptions {
+  readonly type: 'kubernetes';
+  readonly namespace: string;
+  /** The Service name (the slices' `kubernetes.io/service-name` label). */
+  readonly service: string;
+  /** A port name (looked up in each slice's `ports`) or an endpoint port number. */
+  readonly port: string | number;
+  /** A kubeconfig file; null: in-cluster credentials, else $KUBECONFIG or ~/.kube/config. */
+  readonly kubeconfig: string | null;
+}
+
 export type DiscoverySpec =
-  DnsDiscoveryOptions | ConsulDiscoveryOptions | EurekaDiscoveryOptions | NacosDiscoveryOptions;
+  | DnsDiscoveryOptions
+  | ConsulDiscoveryOptions
+  | EurekaDiscoveryOptions
+  | NacosDiscoveryOptions
+  | KubernetesDiscoveryOptions;
 
 export const DISCOVERY_DEFAULTS = {
   minTtlS: 1,
@@ -43,13 +59,14 @@ export const DISCOVERY_DEFAULTS = {
   nacosGroup: 'DEFAULT_GROUP',
 } as const;
 
-export const DISCOVERY_TYPES = ['dns', 'consul', 'eureka', 'nacos'] as const;
+export const DISCOVERY_TYPES = ['dns', 'consul', 'eureka', 'nacos', 'kubernetes'] as const;
 
 const DNS_KEYS = new Set(['type', 'host', 'port', 'srv', 'resolvers', 'min_ttl_s', 'max_ttl_s']);
 const REGISTRY_KEYS: Readonly<Record<string, ReadonlySet<string>>> = {
   consul: new Set(['type', 'address', 'service', 'refresh_s', 'token']),
   eureka: new Set(['type', 'address', 'service', 'refresh_s']),
   nacos: new Set(['type', 'address', 'service', 'refresh_s', 'group', 'namespace_id']),
+  kubernetes: new Set(['type', 'service', 'port', 'kubeconfig']),
 };
 
 /**
@@ -68,7 +85,11 @@ export const discoverySchema = {
       minLength: 1,
       description: 'dns: the name whose A/AAAA records are the targets.',
     },
-    port: { type: 'integer', minimum: 1, maximum: 65535, description: 'dns with host: the targets’ port.' },
+    port: {
+      type: ['integer', 'string'],
+      description:
+        'dns with host: the targets’ port; kubernetes: a port name of the EndpointSlices, or a port number.',
+    },
     srv: {
       type: 'string',
       minLength: 1,
@@ -99,7 +120,7 @@ export const discoverySchema = {
     service: {
       type: 'string',
       minLength: 1,
-      description: 'consul, eureka, nacos: the service (Eureka: app) name.',
+      description: 'consul, eureka, nacos: the service (Eureka: app) name; kubernetes: namespace/name.',
     },
     refresh_s: {
       type: 'integer',
@@ -107,6 +128,12 @@ export const discoverySchema = {
       description: `eureka, nacos: the poll interval; consul: the wait of each blocking query. Default ${DISCOVERY_DEFAULTS.refreshS}.`,
     },
     token: { type: 'string', description: 'consul: ACL token (X-Consul-Token).' },
+    kubeconfig: {
+      type: 'string',
+      minLength: 1,
+      description:
+        'kubernetes: a kubeconfig file. Default: in-cluster credentials, else $KUBECONFIG or ~/.kube/config.',
+    },
     group: { type: 'string', minLength: 1, description: 'nacos: groupName. Default DEFAULT_GROUP.' },
     namespace_id: {
       type: 'string',
@@ -135,6 +162,7 @@ export function resolveDiscovery(raw: unknown): DiscoverySpec {
     if (!allowed.has(key)) throw new ConfigError(`discovery.${key}`, `is not a key of type ${type}`);
   }
   if (type === 'dns') return resolveDns(config);
+  if (type === 'kubernetes') return resolveKubernetes(config);
   return resolveRegistry(type as 'consul' | 'eureka' | 'nacos', config);
 }
 
@@ -206,6 +234,30 @@ function resolveRegistry<T extends 'consul' | 'eureka' | 'nacos'>(
     token: typeof config.token === 'string' ? config.token : '',
     group: optionalString(config, 'group') ?? DISCOVERY_DEFAULTS.nacosGroup,
     namespaceId: optionalString(config, 'namespace_id') ?? '',
+  };
+}
+
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+const PORT_NAME = /^[a-z0-9]([-a-z0-9]{0,13}[a-z0-9])?$/;
+
+function resolveKubernetes(config: Record<string, unknown>): KubernetesDiscoveryOptions {
+  const service = optionalString(config, 'service');
+  if (service === null) throw new ConfigError('discovery.service', 'is required with type kubernetes');
+  const parts = service.split('/');
+  if (parts.length !== 2 || !DNS_LABEL.test(parts[0]!) || !DNS_LABEL.test(parts[1]!))
+    throw new ConfigError('discovery.service', 'must be namespace/name (lowercase DNS labels)');
+  const port = config.port;
+  if (typeof port === 'number') {
+    if (!Number.isInteger(port) || port < 1 || port > 65535)
+      throw new ConfigError('discovery.port', 'must be a port name or an integer between 1 and 65535');
+  } else if (typeof port !== 'string' || !PORT_NAME.test(port))
+    throw new ConfigError('discovery.port', 'is required: a port name of the Service (http) or a number');
+  return {
+    type: 'kubernetes',
+    namespace: parts[0]!,
+    service: parts[1]!,
+    port,
+    kubeconfig: optionalString(config, 'kubeconfig'),
   };
 }
 

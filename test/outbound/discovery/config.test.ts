@@ -79,3 +79,15 @@ test('discovery config: eureka and nacos take their own keys only', () => {
 test('discovery config: gRPC upstreams keep static targets', () => {
   assert.equal(rejectedAt({ discovery: dns, scheme: 'grpc' }), 'discovery');
 });
+
+test('discovery config: kubernetes needs service as namespace/name and a port name or number', () => {
+  const k8s = { type: 'kubernetes', service: 'shop/web', port: 'http' };
+  assert.equal(rejectedAt({ discovery: k8s }), 'accepted');
+  assert.equal(rejectedAt({ discovery: { ...k8s, port: 8080 } }), 'accepted');
+  assert.equal(rejectedAt({ discovery: { ...k8s, service: 'web' } }), 'discovery.service');
+  assert.equal(rejectedAt({ discovery: { ...k8s, service: 'Shop/web' } }), 'discovery.service');
+  assert.equal(rejectedAt({ discovery: { type: 'kubernetes', service: 'shop/web' } }), 'discovery.port');
+  assert.equal(rejectedAt({ discovery: { ...k8s, port: 70000 } }), 'discovery.port');
+  assert.equal(rejectedAt({ discovery: { ...k8s, address: 'http://x' } }), 'discovery.address');
+  assert.equal(rejectedAt({ discovery: { type: 'dns', host: 'web.test', port: 'http' } }), 'discovery.port');
+});
