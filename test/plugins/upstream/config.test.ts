@@ -24,7 +24,7 @@ function configError(config: Record<string, unknown>): ConfigError {
 /** `create` without the schema pass, as a defensive second line. */
 function createError(config: Record<string, unknown>): ConfigError {
   try {
-    (upstream.create(config as never, pluginEnv()) as UpstreamNode).close();
+    (upstream.create(config, pluginEnv()) as UpstreamNode).close();
   } catch (err) {
     assert.ok(err instanceof ConfigError, `expected a ConfigError, got ${String(err)}`);
     return err;
