@@ -71,9 +71,15 @@ const upstreamTargets = {
 const streamUpstream = {
   type: 'object',
   additionalProperties: false,
-  required: ['targets'],
   properties: {
     targets: { ...upstreamTargets, minItems: 1 },
+    // Checked in full when the listener starts (src/outbound/discovery/spec.ts, docs/discovery.md).
+    discovery: {
+      type: 'object',
+      required: ['type'],
+      properties: { type: { type: 'string', enum: ['dns', 'consul', 'eureka', 'nacos', 'kubernetes'] } },
+      description: 'Where the targets come from instead of targets (docs/discovery.md).',
+    },
     load_balancing: {
       type: 'string',
       enum: ['round_robin', 'least_connections', 'ip_hash'],

@@ -179,7 +179,10 @@ export interface Http2Config {
 
 /** A backend pool of a stream listener (docs/stream.md). */
 export interface StreamUpstreamConfig {
+  /** Empty with `discovery`. */
   targets: { host: string; port: number; weight: number }[];
+  /** One of `targets` or `discovery` (docs/stream.md#service-discovery). */
+  discovery?: Record<string, unknown>;
   load_balancing: 'round_robin' | 'least_connections' | 'ip_hash';
 }
 
@@ -291,6 +294,15 @@ function streamIssues(listeners: readonly StreamListenerConfig[]): ConfigIssue[]
   const issues: ConfigIssue[] = [];
   const seen = new Map<string, number>();
   const pool = (path: string, upstream: StreamUpstreamConfig) => {
+    if ((upstream.targets === undefined) === (upstream.discovery === undefined)) {
+      issues.push({ path: `${path}.targets`, message: 'set one of targets or discovery' });
+      upstream.targets ??= [];
+      return;
+    }
+    if (upstream.discovery !== undefined) {
+      upstream.targets = [];
+      return;
+    }
     if (upstream.targets.every((t) => t.weight === 0))
       issues.push({ path: `${path}.targets`, message: 'every target has weight 0: nothing to connect to' });
   };

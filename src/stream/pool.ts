@@ -1,5 +1,9 @@
 import type { StreamUpstreamConfig } from '../config/system.js';
+import type { Logger } from '../core/logger.js';
 import { leastLoaded, smoothWeighted } from '../outbound/balancer/weighted.js';
+import { DiscoveryRegistry, type SourceLease } from '../outbound/discovery/registry.js';
+import { resolveDiscovery } from '../outbound/discovery/spec.js';
+import { toTargetSpecs } from '../outbound/discovery/targets.js';
 
 /** One backend of a stream pool, with the live connection count least_connections reads. */
 export interface StreamTarget {
@@ -17,31 +21,94 @@ export interface StreamTarget {
 const ALWAYS = (): boolean => true;
 
 /**
+ * The discovery sources of the stream listeners of this process: one per distinct block, shared
+ * by every pool that declares it, kept running across a reload that keeps the block (the new
+ * pool acquires it before the old one releases it).
+ */
+const STREAM_DISCOVERY = new DiscoveryRegistry();
+
+interface PoolTarget {
+  readonly host: string;
+  readonly port: number;
+  readonly weight: number;
+}
+
+/**
  * The targets of a stream listener (or of one SNI route) and the order in
  * which to try them for a new connection: the balancer's choice first, then
  * the others, so a connect failure can fall over. Targets of weight 0 are
- * never chosen.
+ * never chosen. With `discovery` the pool starts empty (connections are
+ * refused until the first answer) and follows the source in the background
+ * (`setTargets`); `close()` stops following it.
  */
 export class StreamPool {
-  readonly targets: readonly StreamTarget[];
+  #targets: readonly StreamTarget[] = [];
   readonly #kind: StreamUpstreamConfig['load_balancing'];
   /** Smooth weighted round robin state, one credit per target. */
-  readonly #credit: Float64Array;
+  #credit = new Float64Array(0);
   #offset = 0;
+  #lease: SourceLease | null = null;
+  #unsubscribe: (() => void) | null = null;
 
-  constructor(config: StreamUpstreamConfig) {
-    this.targets = config.targets
-      .map((t) => ({
-        host: t.host,
-        port: t.port,
-        weight: t.weight,
-        address: t.host.includes(':') ? `[${t.host}]:${t.port}` : `${t.host}:${t.port}`,
-        active: 0,
-        isAvailable: ALWAYS,
-      }))
-      .filter((t) => t.weight > 0);
+  /** `logger` is needed with `discovery`; a bad `discovery` block throws a ConfigError at its key. */
+  constructor(config: StreamUpstreamConfig, logger?: Logger) {
     this.#kind = config.load_balancing;
-    this.#credit = new Float64Array(this.targets.length);
+    if (config.discovery === undefined) {
+      this.setTargets(config.targets);
+      return;
+    }
+    const spec = resolveDiscovery(config.discovery);
+    if (logger === undefined) throw new Error('a stream pool with discovery needs a logger');
+    const lease = STREAM_DISCOVERY.acquire(spec, logger);
+    this.#lease = lease;
+    // No health checks here, so the lowest SRV priority group is always "up": only it is used.
+    this.#unsubscribe = lease.source.subscribe((found) => {
+      const specs = toTargetSpecs(found);
+      const lowest = Math.min(...specs.map((t) => t.priority ?? 0));
+      this.setTargets(specs.filter((t) => (t.priority ?? 0) === lowest));
+    });
+  }
+
+  get targets(): readonly StreamTarget[] {
+    return this.#targets;
+  }
+
+  /** The discovery source's label (`dns:db.internal`), or null with static targets. */
+  get source(): string | null {
+    return this.#lease?.source.label ?? null;
+  }
+
+  /**
+   * Replaces the targets while connections run: a target kept (same host, port and weight)
+   * keeps its live connection count; open tunnels to a removed one stay up.
+   */
+  setTargets(targets: readonly PoolTarget[]): void {
+    const old = new Map(this.#targets.map((t) => [`${t.address}/${t.weight}`, t]));
+    this.#targets = targets
+      .filter((t) => t.weight > 0)
+      .map((t) => {
+        const address = t.host.includes(':') ? `[${t.host}]:${t.port}` : `${t.host}:${t.port}`;
+        return (
+          old.get(`${address}/${t.weight}`) ?? {
+            host: t.host,
+            port: t.port,
+            weight: t.weight,
+            address,
+            active: 0,
+            isAvailable: ALWAYS,
+          }
+        );
+      });
+    this.#credit = new Float64Array(this.#targets.length);
+    this.#offset = 0;
+  }
+
+  /** Stops following the discovery source (the last pool using it stops it). */
+  close(): void {
+    this.#unsubscribe?.();
+    this.#unsubscribe = null;
+    this.#lease?.release();
+    this.#lease = null;
   }
 
   /** Targets in the order to try them for a client at `clientIp`. */

@@ -1,4 +1,5 @@
 import type { StreamUpstreamConfig } from '../config/system.js';
+import type { Logger } from '../core/logger.js';
 import { StreamPool } from './pool.js';
 
 /**
@@ -14,14 +15,22 @@ export class SniRouter {
   constructor(
     fallback: StreamPool,
     routes: readonly { server_name: string; upstream: StreamUpstreamConfig }[],
+    logger?: Logger,
   ) {
     this.fallback = fallback;
     for (const route of routes) {
       const name = route.server_name.toLowerCase().replace(/\.$/, '');
-      const pool = new StreamPool(route.upstream);
+      const pool = new StreamPool(route.upstream, logger);
       if (name.startsWith('*.')) this.#wildcard.set(name.slice(1), pool);
       else this.#exact.set(name, pool);
     }
+  }
+
+  /** Stops the pools following their discovery sources (docs/stream.md#service-discovery). */
+  close(): void {
+    this.fallback.close();
+    for (const pool of this.#exact.values()) pool.close();
+    for (const pool of this.#wildcard.values()) pool.close();
   }
 
   /** True when some route depends on the server name (the ClientHello must be read first). */

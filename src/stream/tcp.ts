@@ -33,7 +33,7 @@ export async function startTcpStream(
 ): Promise<StreamListener> {
   const { logger, connectTimeoutMs } = options;
   const label = `tcp ${config.bind}:${config.port}`;
-  let router = new SniRouter(new StreamPool(config.upstream), config.sni_routes);
+  let router = newRouter(config, logger);
   /** Every socket of the listener, client and upstream sides, for the shutdown cut. */
   const open = new Set<Socket>();
   const clients = new Set<Socket>();
@@ -90,6 +90,7 @@ export async function startTcpStream(
   const address = await listenOn(server, config.bind, config.port, `stream ${label}`).catch(
     (err: unknown) => {
       material?.close();
+      router.close();
       throw err;
     },
   );
@@ -106,13 +107,27 @@ export async function startTcpStream(
     update(next) {
       // Terminating TLS or not, and the TLS settings, are fixed by the server object: rebind.
       if (JSON.stringify(next.tls) !== JSON.stringify(config.tls)) return false;
-      router = new SniRouter(new StreamPool(next.upstream), next.sni_routes);
+      const previous = router;
+      try {
+        router = newRouter(next, logger);
+      } catch (err) {
+        // A bad discovery block (checked here, not in system.yaml): keep serving the old pools.
+        const e = err as Error & { path?: string };
+        logger.error(
+          { listener: `stream ${label}`, key: e.path, error: e.message },
+          'stream pool not updated; keeping the previous one',
+        );
+        return true;
+      }
+      // After the new pools acquired their sources: an unchanged discovery block keeps running.
+      previous.close();
       return true;
     },
     close: (graceMs) =>
       new Promise<void>((resolve) => {
         server.close();
         material?.close();
+        router.close();
         if (open.size === 0) return resolve();
         const cut = setTimeout(() => open.forEach((s) => s.destroy()), graceMs);
         cut.unref();
@@ -124,6 +139,17 @@ export async function startTcpStream(
         open.forEach((s) => s.once('close', () => setImmediate(check)));
       }),
   };
+}
+
+/** The listener's pools; a pool with a bad discovery block throws (its key path under the listener). */
+function newRouter(config: StreamListenerConfig, logger: Logger): SniRouter {
+  const fallback = new StreamPool(config.upstream, logger);
+  try {
+    return new SniRouter(fallback, config.sni_routes, logger);
+  } catch (err) {
+    fallback.close();
+    throw err;
+  }
 }
 
 /** The server name a terminated TLS client asked for, lowercase without a trailing dot. */

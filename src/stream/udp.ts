@@ -40,7 +40,7 @@ export async function startUdpStream(
       { listener: `stream ${label}` },
       'sni_routes apply to TCP only; ignored for this UDP listener',
     );
-  let pool = new StreamPool(config.upstream);
+  let pool = new StreamPool(config.upstream, logger);
   const sessions = new Map<string, Session>();
   const server = createSocket({ type: isIPv6(config.bind) ? 'udp6' : 'udp4' });
   let warnedFull = false;
@@ -101,7 +101,10 @@ export async function startUdpStream(
     logger.error({ listener: `stream ${label}`, err: err.message }, 'stream udp socket error'),
   );
 
-  const address = await bindOn(server, config.bind, config.port, `stream ${label}`);
+  const address = await bindOn(server, config.bind, config.port, `stream ${label}`).catch((err: unknown) => {
+    pool.close();
+    throw err;
+  });
   const sweep = setInterval(
     () => {
       const cutoff = Date.now() - idleTimeoutMs;
@@ -120,13 +123,26 @@ export async function startUdpStream(
     open: () => sessions.size,
     // New sessions use the new pool; a session keeps its target until it expires.
     update(next) {
-      pool = new StreamPool(next.upstream);
+      const previous = pool;
+      try {
+        pool = new StreamPool(next.upstream, logger);
+      } catch (err) {
+        // A bad discovery block (checked here, not in system.yaml): keep serving the old pools.
+        const e = err as Error & { path?: string };
+        logger.error(
+          { listener: `stream ${label}`, key: e.path, error: e.message },
+          'stream pool not updated; keeping the previous one',
+        );
+        return true;
+      }
+      previous.close();
       return true;
     },
     // Datagrams have no graceful end: stop, and close every session now.
     close: () =>
       new Promise<void>((resolve) => {
         clearInterval(sweep);
+        pool.close();
         for (const [key, session] of sessions) end(key, session);
         server.close(() => resolve());
       }),

@@ -1,0 +1,183 @@
+/**
+ * Service discovery for L4 stream pools (docs/stream.md#service-discovery): a TCP stream
+ * listener whose pool comes from DNS follows an A-record change of a real dnsmasq, while a
+ * tunnel opened before the change stays up; system.yaml takes `discovery:` in place of targets.
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
+import { parseSystemConfig } from '../../src/config/system.js';
+import type { StreamListenerConfig } from '../../src/config/system.js';
+import { ConfigRejected } from '../../src/config/schema-validate.js';
+import { silentLogger } from '../../src/core/logger.js';
+import { startTcpStream } from '../../src/stream/tcp.js';
+import type { StreamListener } from '../../src/stream/listener.js';
+import { dnsmasqSkip, startDnsmasq, type Dnsmasq } from '../support/dnsmasq.js';
+import { waitFor } from '../support/wait.js';
+
+const skip = dnsmasqSkip();
+
+interface Origin {
+  server: Server;
+  sockets: Set<Socket>;
+  port: number;
+}
+
+/** A TCP origin on `ip` that greets each connection with `<name>:` and echoes. */
+async function echoOrigin(name: string, ip: string, port = 0): Promise<Origin> {
+  const sockets = new Set<Socket>();
+  const server = createServer({ allowHalfOpen: true }, (socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+    socket.write(`${name}:`);
+    socket.pipe(socket);
+  });
+  server.listen(port, ip);
+  await once(server, 'listening');
+  return { server, sockets, port: (server.address() as AddressInfo).port };
+}
+
+async function closeOrigin(origin: Origin | undefined): Promise<void> {
+  if (origin === undefined) return;
+  for (const s of origin.sockets) s.destroy();
+  await new Promise<void>((resolve) => origin.server.close(() => resolve()));
+}
+
+/** Connects, sends `text`, half-closes, and returns what came back until the proxy closed. */
+async function exchange(listener: StreamListener, text: string): Promise<string> {
+  const socket = connect({ host: '127.0.0.1', port: listener.address.port, allowHalfOpen: true });
+  let received = '';
+  socket.on('data', (d: Buffer) => (received += d.toString()));
+  socket.on('error', () => undefined);
+  await once(socket, 'connect');
+  socket.end(text);
+  await new Promise((resolve) => socket.once('close', resolve));
+  return received;
+}
+
+let dns: Dnsmasq;
+let blue: Origin;
+let green: Origin;
+
+before(async () => {
+  if (skip !== false) return;
+  for (let attempt = 0; ; attempt++) {
+    blue = await echoOrigin('blue', '127.0.0.2');
+    try {
+      green = await echoOrigin('green', '127.0.0.3', blue.port);
+      break;
+    } catch (err) {
+      await closeOrigin(blue);
+      if (attempt >= 5) throw err;
+    }
+  }
+  dns = await startDnsmasq({ hosts: { 'db.test': ['127.0.0.2'] }, srv: [] });
+});
+
+after(async () => {
+  await dns?.stop();
+  await closeOrigin(blue);
+  await closeOrigin(green);
+});
+
+test(
+  'stream discovery: a TCP stream pool follows an A-record change; an open tunnel stays up',
+  { skip },
+  async () => {
+    const config: StreamListenerConfig = {
+      protocol: 'tcp',
+      bind: '127.0.0.1',
+      port: 0,
+      upstream: {
+        targets: [],
+        discovery: { type: 'dns', host: 'db.test', port: blue.port, resolvers: [dns.server] },
+        load_balancing: 'round_robin',
+      },
+      sni_routes: [],
+    };
+    const listener = await startTcpStream(config, { logger: silentLogger, connectTimeoutMs: 2000 });
+    try {
+      await waitFor(async () => (await exchange(listener, 'x')) === 'blue:x', {
+        timeoutMs: 15000,
+        what: 'the first DNS answer (blue)',
+      });
+      // A tunnel opened now, before the record moves.
+      const held = connect({ host: '127.0.0.1', port: listener.address.port, allowHalfOpen: true });
+      let heldText = '';
+      held.on('data', (d: Buffer) => (heldText += d.toString()));
+      await waitFor(() => heldText === 'blue:', { timeoutMs: 5000, what: 'the held tunnel to blue' });
+
+      await dns.set({ hosts: { 'db.test': ['127.0.0.3'] }, srv: [] });
+      await waitFor(async () => (await exchange(listener, 'y')) === 'green:y', {
+        timeoutMs: 15000,
+        what: 'new connections to follow the record to green',
+      });
+      for (let i = 0; i < 5; i++) assert.equal(await exchange(listener, `z${i}`), `green:z${i}`);
+
+      // A reload with a broken block keeps the running pool (logged), rather than dropping the listener.
+      const broken = { ...config.upstream, discovery: { type: 'dns', host: 'db.test' } };
+      assert.equal(listener.update({ ...config, upstream: broken }), true);
+      assert.equal(await exchange(listener, 'w'), 'green:w');
+
+      held.write('still');
+      await waitFor(() => heldText === 'blue:still', { timeoutMs: 5000, what: 'the old tunnel to carry on' });
+      held.destroy();
+    } finally {
+      await listener.close(0);
+    }
+  },
+);
+
+test('stream discovery: system.yaml takes discovery in place of targets, one of the two', () => {
+  const parsed = parseSystemConfig(
+    [
+      'stream:',
+      '  - protocol: tcp',
+      '    port: 5432',
+      '    upstream: { discovery: { type: dns, host: db.internal, port: 5432 } }',
+      '',
+    ].join('\n'),
+  );
+  assert.deepEqual(parsed.stream[0]!.upstream.targets, []);
+  assert.equal(parsed.stream[0]!.upstream.discovery?.type, 'dns');
+  const rejected = (text: string): string => {
+    try {
+      parseSystemConfig(text);
+    } catch (err) {
+      if (err instanceof ConfigRejected) return err.issues.map((i) => i.path).join(' ');
+      throw err;
+    }
+    return 'accepted';
+  };
+  assert.match(
+    rejected(
+      'stream:\n  - { protocol: tcp, port: 5432, upstream: { targets: [{ host: 10.0.0.1, port: 5432 }], discovery: { type: dns, host: db.internal, port: 5432 } } }\n',
+    ),
+    /stream\[0\]\.upstream\.targets/,
+  );
+  assert.match(
+    rejected('stream:\n  - { protocol: tcp, port: 5432, upstream: {} }\n'),
+    /stream\[0\]\.upstream/,
+  );
+  assert.match(
+    rejected('stream:\n  - { protocol: tcp, port: 5432, upstream: { discovery: { type: zookeeper } } }\n'),
+    /stream\[0\]\.upstream\.discovery/,
+  );
+});
+
+test('stream discovery: a bad discovery block fails the listener at its key', async () => {
+  await assert.rejects(
+    startTcpStream(
+      {
+        protocol: 'tcp',
+        bind: '127.0.0.1',
+        port: 0,
+        upstream: { targets: [], discovery: { type: 'dns', host: 'db.test' }, load_balancing: 'round_robin' },
+        sni_routes: [],
+      },
+      { logger: silentLogger, connectTimeoutMs: 2000 },
+    ),
+    (err: Error & { path?: string }) => err.path === 'discovery.port',
+  );
+});
