@@ -23,6 +23,7 @@ import { waitFor } from '../../support/wait.js';
 let api: KubeApiServer;
 let gw: RunningGateway;
 let dir: { path: string; remove(): void };
+let savedKubeconfig: string | undefined;
 const web: NamedOrigin[] = [];
 const FOLLOW_MS = 10000;
 
@@ -69,6 +70,9 @@ before(async () => {
   api = await KubeApiServer.start({ bookmarkIntervalMs: 200 });
   dir = tempDir('switchyard-k8s-discovery-');
   const kubeconfig = api.writeKubeconfig(join(dir.path, 'kubeconfig'));
+  // Without `kubeconfig` (and outside a pod) the source reads $KUBECONFIG: told apart by its token.
+  savedKubeconfig = process.env.KUBECONFIG;
+  process.env.KUBECONFIG = api.writeKubeconfig(join(dir.path, 'env-kubeconfig'), 'env-token');
   api.apply(slice('web-a', 'web', [{ ip: '127.0.0.1' }]));
   // Another Service's slice in the same namespace: never a target of shop/web.
   api.apply(slice('other-a', 'other', [{ ip: '127.0.0.3' }]));
@@ -76,10 +80,15 @@ before(async () => {
     [
       'routes:',
       '  - { name: k8s, match: { path: /k8s }, policy: k8s }',
+      '  - { name: k8s-env, match: { path: /env }, policy: k8s-env }',
       'policies:',
       upstreamPolicy(
         'k8s',
         `{ discovery: { type: kubernetes, service: shop/web, port: http, kubeconfig: "${kubeconfig}" } }`,
+      ),
+      upstreamPolicy(
+        'k8s-env',
+        `{ discovery: { type: kubernetes, service: shop/web, port: ${web[0]!.port} } }`,
       ),
       '',
     ].join('\n'),
@@ -91,6 +100,8 @@ after(async () => {
   await api?.close();
   for (const origin of web) await origin.close();
   dir?.remove();
+  if (savedKubeconfig === undefined) delete process.env.KUBECONFIG;
+  else process.env.KUBECONFIG = savedKubeconfig;
 });
 
 const targets = () =>
@@ -150,6 +161,22 @@ test('discovery kubernetes: a change the watch missed (410 Gone) is found by lis
     what: 'web2 (ready absent) to join',
   });
   assert.deepEqual(await names(10), ['web1', 'web2']);
+});
+
+test('discovery kubernetes: without kubeconfig the source reads $KUBECONFIG; a port number is used as is', async () => {
+  await waitFor(async () => (await whoAnswers(`${gw.url}/env`)) === 'web1', {
+    timeoutMs: FOLLOW_MS,
+    what: 'the policy without kubeconfig to be served',
+  });
+  const slices = api.requests.filter((r) => r.path.endsWith('/namespaces/shop/endpointslices'));
+  assert.ok(
+    slices.some((r) => r.token === 'env-token'),
+    'a list or watch with the $KUBECONFIG token',
+  );
+  assert.ok(
+    slices.some((r) => r.token === 'test-token'),
+    'and one with the kubeconfig file’s token',
+  );
 });
 
 test('discovery kubernetes: following the slices is not a configuration reload', async () => {
