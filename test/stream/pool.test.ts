@@ -51,3 +51,24 @@ test('stream pool: ip_hash sends one client to one target and spreads clients ov
   for (let i = 0; i < 200; i++) used.add(pool.order(`198.51.100.${i}`)[0]?.host ?? '');
   assert.equal(used.size, 3);
 });
+
+test('stream pool: setTargets replaces the set; a kept target keeps its live connection count', () => {
+  const pool = new StreamPool({ targets: targets(1, 1), load_balancing: 'least_connections' });
+  const kept = pool.targets[1]!;
+  kept.active = 3;
+  pool.setTargets([
+    { host: '10.0.0.2', port: 9001, weight: 1 },
+    { host: '10.0.0.9', port: 9009, weight: 1 },
+    { host: '10.0.0.8', port: 9008, weight: 0 },
+  ]);
+  assert.deepEqual(
+    pool.targets.map((t) => t.address),
+    ['10.0.0.2:9001', '10.0.0.9:9009'],
+  );
+  assert.equal(pool.targets[0], kept, 'the same target object, with its count');
+  assert.equal(pool.targets[0].active, 3);
+  // least_connections sends new connections to the idle newcomer.
+  assert.deepEqual(firsts(pool, 2), ['9', '9']);
+  pool.setTargets([]);
+  assert.deepEqual(pool.order('192.0.2.1'), []);
+});
