@@ -20,6 +20,7 @@ import { whoamiRoute } from './whoami.js';
 import { routeOrderRoute } from './route-order.js';
 import { configHistoryRoutes } from './config-history.js';
 import { auditRoutes } from './audit.js';
+import { shadowRoutes } from './shadow-routes.js';
 import { dirname, resolve } from 'node:path';
 import { listScripts } from '../lua/sources.js';
 
@@ -77,6 +78,7 @@ export function adminRoutes(gateway: Gateway, startedAt: number = Date.now()): A
     routeOrderRoute(gateway),
     ...configHistoryRoutes(gateway),
     ...auditRoutes(gateway),
+    ...shadowRoutes(gateway),
     { method: 'GET', path: '/api/vars', auth: true, handler: () => json(200, listVars()) },
     {
       method: 'GET',

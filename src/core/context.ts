@@ -232,6 +232,11 @@ export class Context {
   readonly startedAt = performance.now();
   /** Fired by the server when the client connection closes before the response went out. */
   readonly clientGone = new ClientGone();
+  /**
+   * Called once the policy run ended, just before the server sends `response` (proxy-mirror's
+   * `compare`): a watcher may only observe (listen on `response.stream`), never change the answer.
+   */
+  responseWatchers: ((ctx: Context) => void)[] | undefined = undefined;
   #signal: AbortSignal | undefined;
 
   /** A given `signal` (tests, sandbox) also counts as the client going away when it aborts. */
@@ -265,6 +270,20 @@ export class Context {
     this.consumer = consumer;
     this.message['consumer.name'] = consumer.name;
     if (consumer.group !== undefined) this.message['consumer.group'] = consumer.group;
+  }
+}
+
+/** Runs the context's response watchers; one that throws is skipped, the answer goes out anyway. */
+export function notifyResponseWatchers(ctx: Context): void {
+  const watchers = ctx.responseWatchers;
+  if (watchers === undefined) return;
+  ctx.responseWatchers = undefined;
+  for (const watch of watchers) {
+    try {
+      watch(ctx);
+    } catch {
+      // An observer's failure must not change what the client gets.
+    }
   }
 }
 

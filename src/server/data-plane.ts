@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import type { TLSSocket } from 'node:tls';
-import { Context } from '../core/context.js';
+import { Context, notifyResponseWatchers } from '../core/context.js';
 import { NO_ROUTE_BODY, PROXY_LOOP_BODY } from '../core/errors.js';
 import { timesSeen } from '../outbound/via.js';
 import { runPolicy, type RunHooks } from '../engine/run.js';
@@ -269,6 +269,7 @@ export function createDataPlaneHandler(options: DataPlaneOptions) {
       target,
       () => {
         if (stream !== undefined) releaseRequestStream(ctx);
+        if (ctx.responseWatchers !== undefined) notifyResponseWatchers(ctx);
         if (isRelayed(ctx)) finish();
         else if (grpc) sendGrpcResponse(res, ctx, finish);
         else if (grpcWeb) sendGrpcWebResponse(res, ctx, finish);
