@@ -43,6 +43,21 @@ function answer(shadow: boolean) {
     if (last === 'json') body = JSON.stringify({ id: 7, served_by: shadow ? 'shadow' : 'primary' });
     if (last === 'json-bad') body = JSON.stringify({ id: shadow ? 8 : 7 });
     if (last === 'big') body = (shadow ? 'b' : 'a').repeat(2000);
+    if (last === 'stream-same' || last === 'stream-diff') {
+      // 300 KB in 30 chunks: relayed as a stream, not whole with the headers.
+      res.writeHead(200, { 'content-type': 'application/octet-stream' });
+      let i = 0;
+      const next = (): void => {
+        if (i === 30) {
+          res.end(shadow && last === 'stream-diff' ? 'Z' : 'A');
+          return;
+        }
+        res.write(Buffer.alloc(10_000, 48 + (i++ % 10)));
+        setImmediate(next);
+      };
+      next();
+      return;
+    }
     res.writeHead(status, {
       'content-type': 'text/plain',
       'x-version': version,
@@ -95,6 +110,7 @@ routes:
   - { name: hang, match: { path: /hang/* }, policy: hang }
   - { name: small, match: { path: /small/* }, policy: small }
   - { name: dead, match: { path: /dead/* }, policy: dead }
+  - { name: stream, match: { path: /stream/* }, policy: stream }
 policies:${policy('cmp', `{ host: "${sh}", compare: true, compare_headers: [x-version] }`)}${policy(
     'plain',
     `{ host: "${sh}" }`,
@@ -104,7 +120,7 @@ policies:${policy('cmp', `{ host: "${sh}", compare: true, compare_headers: [x-ve
   )}${policy('hang', `{ host: "http://127.0.0.1:${silentPort}", compare: true, timeout_ms: 60000 }`)}${policy(
     'small',
     `{ host: "${sh}", compare: true, compare_max_body_bytes: 1000 }`,
-  )}${policy('dead', `{ host: "http://127.0.0.1:${await deadPort()}", compare: true, timeout_ms: 2000 }`)}
+  )}${policy('stream', `{ host: "${sh}", compare: true, compare_max_body_bytes: 1048576 }`)}${policy('dead', `{ host: "http://127.0.0.1:${await deadPort()}", compare: true, timeout_ms: 2000 }`)}
 `.replaceAll('@PRIMARY@', String(primary.port));
   config = await spawnedConfig(SYSTEM, gateway);
   gw = await startSpawned(config);
@@ -291,6 +307,26 @@ test('compare: a shadow that cannot be reached is counted as kind error, listed 
   assert.deepEqual(m?.kinds, ['error']);
   assert.equal(m?.shadow, null);
   assert.equal(m?.primary.body, 'answer of body');
+});
+
+test('compare: a streamed primary body reaches the client unchanged and is compared whole', async () => {
+  const same = await get('/stream/stream-same');
+  const diff = await get('/stream/stream-diff');
+  const plain = await get('/plain/stream-diff');
+  assert.equal(diff.body.length, 300_001);
+  assert.equal(diff.body, plain.body, 'byte-identical to the answer without compare');
+  assert.equal(same.body, plain.body);
+  await waitFor(async () => (await counts('stream'))['body'] === 1, { what: 'the streamed body mismatch' });
+  const list = await mismatches('stream');
+  assert.deepEqual(
+    list.map((m) => m.path),
+    ['/stream/stream-diff'],
+    'the equal 300 KB bodies matched',
+  );
+  const m = list[0] as unknown as { primary: { body_bytes: number; body_truncated: boolean; body: string } };
+  assert.equal(m.primary.body_bytes, 300_001);
+  assert.equal(m.primary.body_truncated, true);
+  assert.equal(m.primary.body.length, 2048, 'the kept body is cut');
 });
 
 test('compare config errors name the key', () => {
