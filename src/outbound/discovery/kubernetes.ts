@@ -8,6 +8,12 @@ import type { KubernetesDiscoveryOptions } from './spec.js';
 const SERVICE_LABEL = 'kubernetes.io/service-name';
 
 /**
+ * A look-up that has no first list after this long fails (counted, logged, retried) while the
+ * informer keeps trying; once listed, the watch's own retries carry on without failing look-ups.
+ */
+const FIRST_LIST_MS = 5000;
+
+/**
  * A Service's EndpointSlices (`discovery.k8s.io/v1`), followed with the Gateway API
  * controller's list + watch (../../kubernetes/informer.ts: resourceVersion, bookmarks, a 410
  * lists again) over the Service's namespace; the slices whose `kubernetes.io/service-name` label
@@ -36,10 +42,16 @@ export class KubernetesSource extends DiscoverySource {
 
   protected async lookup(signal: AbortSignal): Promise<Answer> {
     const informer = this.#informer ?? (await this.#start(signal));
+    const deadline = Date.now() + FIRST_LIST_MS;
     while (!informer.listed || this.#version === this.#seen) {
       if (signal.aborted) throw new Error('stopped');
+      const left = deadline - Date.now();
+      if (!informer.listed && left <= 0)
+        throw new Error(`the EndpointSlices of ${this.#options.namespace} could not be listed yet`);
       await new Promise<void>((resolve) => {
+        const timer = informer.listed ? undefined : setTimeout(() => done(), left);
         const done = () => {
+          clearTimeout(timer);
           this.#wake = null;
           signal.removeEventListener('abort', done);
           resolve();

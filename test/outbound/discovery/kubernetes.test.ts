@@ -73,6 +73,10 @@ before(async () => {
   // Without `kubeconfig` (and outside a pod) the source reads $KUBECONFIG: told apart by its token.
   savedKubeconfig = process.env.KUBECONFIG;
   process.env.KUBECONFIG = api.writeKubeconfig(join(dir.path, 'env-kubeconfig'), 'env-token');
+  // An API server that is not there: a closed port.
+  const dead = await KubeApiServer.start();
+  const deadKubeconfig = dead.writeKubeconfig(join(dir.path, 'dead-kubeconfig'));
+  await dead.close();
   api.apply(slice('web-a', 'web', [{ ip: '127.0.0.1' }]));
   // Another Service's slice in the same namespace: never a target of shop/web.
   api.apply(slice('other-a', 'other', [{ ip: '127.0.0.3' }]));
@@ -81,10 +85,15 @@ before(async () => {
       'routes:',
       '  - { name: k8s, match: { path: /k8s }, policy: k8s }',
       '  - { name: k8s-env, match: { path: /env }, policy: k8s-env }',
+      '  - { name: k8s-dead, match: { path: /dead }, policy: k8s-dead }',
       'policies:',
       upstreamPolicy(
         'k8s',
         `{ discovery: { type: kubernetes, service: shop/web, port: http, kubeconfig: "${kubeconfig}" } }`,
+      ),
+      upstreamPolicy(
+        'k8s-dead',
+        `{ discovery: { type: kubernetes, service: shop/dead, port: http, kubeconfig: "${deadKubeconfig}" } }`,
       ),
       upstreamPolicy(
         'k8s-env',
@@ -177,6 +186,18 @@ test('discovery kubernetes: without kubeconfig the source reads $KUBECONFIG; a p
     slices.some((r) => r.token === 'test-token'),
     'and one with the kubeconfig file’s token',
   );
+});
+
+test('discovery kubernetes: an API server that cannot be reached counts errors; the pool stays empty', async () => {
+  await waitFor(
+    async () =>
+      (await metricSum(gw, 'gateway_discovery_errors_total', { source: 'kubernetes:shop/dead' })) >= 1,
+    {
+      timeoutMs: 20000,
+      what: 'a failed first list to be counted',
+    },
+  );
+  assert.equal(await whoAnswers(`${gw.url}/dead`), '502 UPSTREAM_NO_HEALTHY_TARGET');
 });
 
 test('discovery kubernetes: following the slices is not a configuration reload', async () => {
