@@ -13,7 +13,13 @@ import { ConfigRejected } from '../../src/config/schema-validate.js';
 import { silentLogger } from '../../src/core/logger.js';
 import { startTcpStream } from '../../src/stream/tcp.js';
 import type { StreamListener } from '../../src/stream/listener.js';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { BASE_YAML } from '../admin/harness.js';
 import { dnsmasqSkip, startDnsmasq, type Dnsmasq } from '../support/dnsmasq.js';
+import { spawnGateway } from '../support/gateway-process.js';
+import { freePort } from '../support/free-port.js';
+import { tempDir } from '../support/temp-dir.js';
 import { waitFor } from '../support/wait.js';
 
 const skip = dnsmasqSkip();
@@ -181,3 +187,72 @@ test('stream discovery: a bad discovery block fails the listener at its key', as
     (err: Error & { path?: string }) => err.path === 'discovery.port',
   );
 });
+
+/** The greeting of a new connection to `port`, or undefined when nothing answers there. */
+async function greeting(port: number): Promise<string | undefined> {
+  const socket = connect({ host: '127.0.0.1', port });
+  try {
+    return await new Promise<string | undefined>((resolve) => {
+      socket.once('data', (d: Buffer) => resolve(d.toString()));
+      socket.once('error', () => resolve(undefined));
+      socket.once('close', () => resolve(undefined));
+    });
+  } finally {
+    socket.destroy();
+  }
+}
+
+test(
+  'stream discovery: the gateway process follows the record from system.yaml, also across a SIGHUP reload',
+  { skip },
+  async () => {
+    await dns.set({ hosts: { 'db.test': ['127.0.0.2'] }, srv: [] });
+    const port = await freePort();
+    const dir = tempDir();
+    const sys = join(dir.path, 'system.yaml');
+    const gw = join(dir.path, 'gateway.yaml');
+    const stream = (lb: string) =>
+      [
+        'listener: { bind: 127.0.0.1, port: 0 }',
+        'logging: { level: info }',
+        'stream:',
+        '  - bind: 127.0.0.1',
+        `    port: ${port}`,
+        `    upstream: { load_balancing: ${lb}, discovery: { type: dns, host: db.test, port: ${blue.port}, resolvers: ["${dns.server}"] } }`,
+        '',
+      ].join('\n');
+    writeFileSync(sys, stream('round_robin'));
+    writeFileSync(gw, BASE_YAML);
+    const gateway = spawnGateway(['--system-config', sys, '--gateway-config', gw]);
+    try {
+      await waitFor(async () => (await greeting(port)) === 'blue:', {
+        timeoutMs: 60_000,
+        what: 'the stream listener to reach blue',
+      }).catch((err: unknown) => {
+        throw new Error(`${(err as Error).message}\n${gateway.output()}`, { cause: err });
+      });
+      await dns.set({ hosts: { 'db.test': ['127.0.0.3'] }, srv: [] });
+      await waitFor(async () => (await greeting(port)) === 'green:', {
+        timeoutMs: 20_000,
+        what: 'the listener to follow the record to green',
+      });
+      // A reload that changes the pool but keeps the block: the pool starts with the known answer.
+      writeFileSync(sys, stream('least_connections'));
+      gateway.child.kill('SIGHUP');
+      await waitFor(
+        () => /"updated":\["tcp 127\.0\.0\.1:\d+"\].*stream listeners reloaded/.test(gateway.output()),
+        {
+          timeoutMs: 20_000,
+          what: 'the reload to update the listener in place',
+        },
+      ).catch((err: unknown) => {
+        throw new Error(`${(err as Error).message}\n${gateway.output()}`, { cause: err });
+      });
+      for (let i = 0; i < 5; i++) assert.equal(await greeting(port), 'green:');
+      assert.doesNotMatch(gateway.output(), /stream pool not updated/);
+    } finally {
+      await gateway.stop();
+      dir.remove();
+    }
+  },
+);
