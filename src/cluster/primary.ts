@@ -10,6 +10,7 @@ import { ClusterMetrics } from './metrics.js';
 import type { ToPrimary, ToWorker, WorkerMetrics } from './protocol.js';
 import { SharedService } from './shared-service.js';
 import { sendInPieces } from '../config/document-pieces.js';
+import { shadowRecords } from '../plugins/traffic/shadow-compare.js';
 
 export interface ClusterPrimaryOptions {
   /** The control-plane gateway: compiles and validates, serves the Admin API, holds the counters. */
@@ -357,6 +358,9 @@ export class ClusterPrimary {
         store.add({ ...trace, seq: store.nextSeq() });
         return;
       }
+      case 'shadow':
+        shadowRecords(this.#gateway.scope).keep(message.p, message.n, message.m);
+        return;
       case 'metrics':
         this.#metrics.update(handle.worker.id, message.m);
         handle.scrapes.get(message.id)?.resolve(message.m);

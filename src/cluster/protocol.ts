@@ -1,3 +1,4 @@
+import type { ShownMismatch } from '../plugins/traffic/shadow-compare.js';
 import type { DocumentPiece } from '../config/document-pieces.js';
 import type { GatewayConfig } from '../config/gateway.js';
 import type { StreamListenerConfig, SystemConfig } from '../config/system.js';
@@ -59,6 +60,8 @@ export type ToPrimary =
   | { t: 'calls'; c: SharedCall[] }
   /** A finished trace, v8-serialized (its snapshots may hold bytes) and base64-encoded. */
   | { t: 'trace'; v8: string }
+  /** A proxy-mirror `compare` mismatch, already counted and redacted by the worker. */
+  | { t: 'shadow'; p: string; n: string; m: ShownMismatch }
   /**
    * The worker's registry: the answer to `metrics?` `id`, or (`id` 0) a snapshot sent unasked every
    * METRICS_PUSH_MS while it answers requests and once more after it drained (src/cluster/metrics.ts).

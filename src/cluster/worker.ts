@@ -10,6 +10,7 @@ import { ConfigPieces } from './config-pieces.js';
 import type { ToPrimary, ToWorker, WorkerMetrics } from './protocol.js';
 import { WindowLeases, workerSharedState } from './worker-shared.js';
 import { METRICS_PUSH_COST_FACTOR, METRICS_PUSH_MS } from './metrics.js';
+import { shadowRecords } from '../plugins/traffic/shadow-compare.js';
 
 type Init = Extract<ToWorker, { t: 'init' }>;
 
@@ -160,6 +161,7 @@ export async function runClusterWorker(): Promise<number> {
     );
     const debugStore = gateway.debug.store;
     debugStore.forward = (trace) => send({ t: 'trace', v8: serialize(trace).toString('base64') });
+    shadowRecords(gateway.scope).forward = (p, n, m) => send({ t: 'shadow', p, n, m });
     await gateway.listen();
     const running = await StreamListeners.start(system, logger);
     streams = running;

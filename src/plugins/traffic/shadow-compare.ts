@@ -50,6 +50,11 @@ export interface ShownMismatch {
 export class ShadowRecords {
   readonly #counter: Counter<'policy' | 'node_id' | 'kind'>;
   readonly #lists = new Map<string, ShownMismatch[]>();
+  /**
+   * Set in a worker (src/cluster/worker.ts): mismatches go to the primary, whose Admin API lists
+   * them; the counter stays here (the primary sums the workers' registries).
+   */
+  forward: ((policy: string, node: string, mismatch: ShownMismatch) => void) | undefined;
 
   constructor(scope: GatewayScope) {
     this.#counter = new Counter({
@@ -68,6 +73,12 @@ export class ShadowRecords {
 
   record(policy: string, node: string, mismatch: ShownMismatch): void {
     for (const kind of mismatch.kinds) this.#counter.inc({ policy, node_id: node, kind });
+    if (this.forward !== undefined) this.forward(policy, node, mismatch);
+    else this.keep(policy, node, mismatch);
+  }
+
+  /** Lists a mismatch without counting it (one a worker counted and forwarded). */
+  keep(policy: string, node: string, mismatch: ShownMismatch): void {
     const key = keyOf(policy, node);
     let list = this.#lists.get(key);
     if (list === undefined) this.#lists.set(key, (list = []));
