@@ -3,17 +3,10 @@ import { pipeline, Transform, type Readable } from 'node:stream';
 import type { Context } from '../../core/context.js';
 import { compatNames } from '../../config/compat-names.js';
 import type { CacheEvent } from '../../core/gateway-scope.js';
-import {
-  ConfigError,
-  definePlugin,
-  type CacheTarget,
-  type PluginEnv,
-  type Template,
-} from '../../core/plugin.js';
+import { ConfigError, definePlugin, type CacheTarget, type Template } from '../../core/plugin.js';
 import { throttledWarning } from '../throttled-warning.js';
-import { LocalResponseCache } from '../traffic/local-cache.js';
+import { resolveCacheBackend } from '../traffic/cache-backend.js';
 import { namespacePrefix, type CachedResponse, type ResponseCache } from '../traffic/response-cache.js';
-import { StoreResponseCache } from '../traffic/store-cache.js';
 import {
   decodeAnswer,
   encodeAnswer,
@@ -206,7 +199,7 @@ export const aiCache = definePlugin({
         throw new ConfigError('semantic.target.endpoint', 'must be an absolute http or https URL');
       }
     }
-    const cache = resolveBackend(config, env);
+    const cache = resolveCacheBackend(config, env);
     const index = env.scope.shared(
       `ai-cache.semantic\u0000${config.id}`,
       () => new SemanticIndex(config.semantic?.max_entries ?? DEFAULT_SEMANTIC_ENTRIES),
@@ -260,22 +253,6 @@ interface Settings {
 }
 
 type Warn = (err: unknown, message: string) => void;
-
-function resolveBackend(config: AiCacheConfig, env: PluginEnv): ResponseCache {
-  if (config.policy === 'local') {
-    if (config.store !== undefined) env.warn('store', "ignored: policy is 'local'");
-    // The one in-process LRU proxy-cache uses: one bound (cache.max_entries) and one purge per id.
-    return env.scope.shared(
-      'proxy-cache.local',
-      () => new LocalResponseCache(env.scope.cacheMaxEntries, env.scope.metrics),
-    );
-  }
-  if (config.store === undefined)
-    throw new ConfigError('store', `is required when policy is '${config.policy}'`);
-  const store = env.stores.get(config.store);
-  if (store === undefined) throw new ConfigError('store', `unknown store '${config.store}'`);
-  return new StoreResponseCache(store);
-}
 
 /** The request as the cache reads it, or undefined when it is none it can cache. */
 function readRequest(

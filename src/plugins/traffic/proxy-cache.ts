@@ -13,14 +13,13 @@ import {
 } from '../../core/plugin.js';
 import { mentionsResponseBody } from '../response-body-refs.js';
 import { throttledWarning } from '../throttled-warning.js';
-import { LocalResponseCache } from './local-cache.js';
+import { resolveCacheBackend } from './cache-backend.js';
 import {
   namespacePrefix,
   storableHeaders,
   type CachedResponse,
   type ResponseCache,
 } from './response-cache.js';
-import { StoreResponseCache } from './store-cache.js';
 
 type Phase = 'lookup' | 'store' | 'purge';
 
@@ -174,7 +173,7 @@ export const proxyCache = definePlugin({
     const phase = config.phase ?? config.role;
     if (phase === undefined) throw new ConfigError('phase', "is required: 'lookup', 'store' or 'purge'");
     if (hasControl(config.id)) throw new ConfigError('id', 'must not contain control characters');
-    const cache = resolveBackend(config, env);
+    const cache = resolveCacheBackend(config, env);
     const metrics = env.scope.metrics;
     const count = (event: CacheEvent): void => metrics.cacheEvent(cache.backend, cache.store, event);
     const target: CacheTarget = {
@@ -206,21 +205,6 @@ interface Settings {
   maxBytes: number;
   statusHeader: string;
   hideCacheHeaders: boolean;
-}
-
-function resolveBackend(config: ProxyCacheConfig, env: PluginEnv): ResponseCache {
-  if (config.policy === 'local') {
-    if (config.store !== undefined) env.warn('store', "ignored: policy is 'local'");
-    return env.scope.shared(
-      'proxy-cache.local',
-      () => new LocalResponseCache(env.scope.cacheMaxEntries, env.scope.metrics),
-    );
-  }
-  if (config.store === undefined)
-    throw new ConfigError('store', `is required when policy is '${config.policy}'`);
-  const store = env.stores.get(config.store);
-  if (store === undefined) throw new ConfigError('store', `unknown store '${config.store}'`);
-  return new StoreResponseCache(store);
 }
 
 function compileSettings(config: ProxyCacheConfig, env: PluginEnv): Settings {
