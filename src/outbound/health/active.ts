@@ -96,7 +96,8 @@ function onTick(check: TargetCheck): void {
  * that subscribes with the same `checkKey` (./registry.ts): one probe at a time, the next
  * `intervalMs` after the previous one ended, so a slow target cannot pile probes up. The probe
  * goes through the newest subscriber's connections; a probe whose subscriber left meanwhile is
- * not counted (its connections may be closing) and is sent again through another one. Flips
+ * not counted (its connections may be closing) and the next one, an interval later, goes through
+ * another one. Flips
  * `up` after the configured streaks and tells every subscriber. Starts with the first
  * subscriber; `stop()` (the registry calls it when the last one leaves) ends the timer and
  * aborts a probe in flight.
@@ -166,7 +167,8 @@ export class TargetCheck {
     this.#probing = false;
     if (this.stopped) return;
     if (!this.#subscribers.includes(by)) {
-      this.#schedule(0);
+      // The probe reached the target: the next one keeps the interval, so a reload never bursts.
+      this.#schedule(this.#policy.intervalMs);
       return;
     }
     this.#record(verdict.healthy, verdict.reason);
