@@ -127,6 +127,40 @@ const TYPES: ResourceType[] = [
     status: false,
     builtin: false,
   })),
+  {
+    group: '',
+    version: 'v1',
+    plural: 'configmaps',
+    kind: 'ConfigMap',
+    namespaced: true,
+    status: false,
+    builtin: true,
+  },
+  ...(['v1', 'v1alpha3'] as const).map((version) => ({
+    group: 'gateway.networking.k8s.io',
+    version,
+    plural: 'backendtlspolicies',
+    kind: 'BackendTLSPolicy',
+    namespaced: true,
+    status: true,
+    builtin: false,
+  })),
+  // Switchyard's own CRDs (deploy/helm/switchyard/crds/).
+  ...(
+    [
+      ['switchyardpolicies', 'SwitchyardPolicy'],
+      ['switchyardconsumers', 'SwitchyardConsumer'],
+      ['switchyardglobalrules', 'SwitchyardGlobalRule'],
+    ] as const
+  ).map(([plural, kind]) => ({
+    group: 'switchyard.dev',
+    version: 'v1alpha1',
+    plural,
+    kind,
+    namespaced: true,
+    status: true,
+    builtin: false,
+  })),
 ];
 
 /** The storage key of a kind: versions of one group share their objects, as a real server does. */
