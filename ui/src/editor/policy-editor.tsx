@@ -13,7 +13,8 @@ import {
   type NodeTypes,
 } from '@xyflow/react';
 import { useCallback, useEffect, useMemo, useRef, useState, type DragEvent } from 'react';
-import { ApiError, describe, getJson, getText, getVersioned, itemPath, postJson, put } from '../api.js';
+import { ApiError, describe, getJson, getText, itemPath, postJson, put } from '../api.js';
+import { storedOrNew } from '../editing/stored-item.js';
 import { useReadOnly } from '../session/role.js';
 import { TracePanel } from '../traces/trace-panel.js';
 import { outerNode, type Trace } from '../traces/trace-types.js';
@@ -159,10 +160,7 @@ function Editor({ name, traceId, kind }: { name: string; traceId: string | undef
       getJson<{ plugins: PluginEntry[] }>('/api/plugins'),
       getJson<SupernodeDef[]>('/api/supernodes'),
       getJson<SharedConfig[]>('/api/plugin-configs'),
-      getVersioned<PolicyConfig>(itemPath(kind, name)).catch((err: unknown) => {
-        if (err instanceof ApiError && err.status === 404) return undefined;
-        throw err;
-      }),
+      storedOrNew<PolicyConfig>(kind, name),
     ]);
     const catalog = new Map([...plugins, ...(isPolicy ? [] : BOUNDARIES)].map((p) => [p.type, p]));
     // A supernode cannot hold an instance of itself.
