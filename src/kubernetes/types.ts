@@ -128,6 +128,30 @@ export interface HTTPRoute extends KObject {
   status?: { parents?: unknown[] };
 }
 
+/** GRPCRoute (gateway.networking.k8s.io/v1): service/method and header matches. */
+export interface GRPCRouteMatch {
+  method?: { type?: 'Exact' | 'RegularExpression'; service?: string; method?: string };
+  headers?: HeaderMatch[];
+}
+
+export interface GRPCRouteRule {
+  name?: string;
+  matches?: GRPCRouteMatch[];
+  filters?: RouteFilter[];
+  backendRefs?: BackendRef[];
+}
+
+export interface GRPCRoute extends KObject {
+  spec: { parentRefs?: ParentRef[]; hostnames?: string[]; rules?: GRPCRouteRule[] };
+  status?: { parents?: unknown[] };
+}
+
+/** TLSRoute, TCPRoute, UDPRoute (gateway.networking.k8s.io/v1alpha2): backends only; TLSRoute has hostnames. */
+export interface L4Route extends KObject {
+  spec: { parentRefs?: ParentRef[]; hostnames?: string[]; rules?: { backendRefs?: BackendRef[] }[] };
+  status?: { parents?: unknown[] };
+}
+
 export interface Service extends KObject {
   spec: { ports?: { name?: string; port: number; targetPort?: number | string; protocol?: string }[] };
 }
@@ -163,4 +187,9 @@ export interface ClusterState {
   referenceGrants: ReferenceGrant[];
   namespaces: Namespace[];
   secrets: Secret[];
+  /** Optional kinds (their CRDs may not be installed): absent = none. */
+  grpcRoutes?: GRPCRoute[];
+  tlsRoutes?: L4Route[];
+  tcpRoutes?: L4Route[];
+  udpRoutes?: L4Route[];
 }
