@@ -70,9 +70,10 @@ export class VaultSecretManager implements SecretManager {
   }
 
   /** The current token, authenticating or renewing first when due. */
-  async #token(): Promise<TokenState> {
+  async #token(force = false): Promise<TokenState> {
     const state = this.#state;
-    if (state !== undefined && (state.renewAt === undefined || Date.now() < state.renewAt)) return state;
+    if (!force && state !== undefined && (state.renewAt === undefined || Date.now() < state.renewAt))
+      return state;
     this.#authenticating ??= (state === undefined ? this.#authenticate() : this.#renew(state)).finally(() => {
       this.#authenticating = undefined;
     });
@@ -143,9 +144,11 @@ export class VaultSecretManager implements SecretManager {
     clearTimeout(this.#timer);
     this.#timer = undefined;
     if (state.renewAt === undefined || this.#closed) return;
+    // The timer renews unconditionally: it counts from the loop's cached time, so it can fire a
+    // little before Date.now() reaches renewAt, and a due-check there would skip the renewal.
     this.#timer = setTimeout(
       () => {
-        this.#token().catch((err: unknown) =>
+        this.#token(true).catch((err: unknown) =>
           this.#logger.warn(
             { manager: 'vault', error: (err as Error).message },
             'vault: cannot renew the token',
