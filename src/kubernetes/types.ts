@@ -1,6 +1,13 @@
 // The parts of the Kubernetes objects the controller reads (Gateway API v1, core/v1 Service and
 // Secret, discovery.k8s.io/v1 EndpointSlice, gateway.networking.k8s.io/v1beta1 ReferenceGrant).
 // Written from the API reference; only the fields used are typed.
+import type {
+  BackendTLSPolicy,
+  ConfigMap,
+  SwitchyardConsumer,
+  SwitchyardGlobalRule,
+  SwitchyardPolicy,
+} from './crd-types.js';
 
 export interface ObjectMeta {
   name: string;
@@ -192,4 +199,10 @@ export interface ClusterState {
   tlsRoutes?: L4Route[];
   tcpRoutes?: L4Route[];
   udpRoutes?: L4Route[];
+  /** switchyard.dev/v1alpha1 (crd-types.ts) and BackendTLSPolicy: optional too. */
+  switchyardPolicies?: SwitchyardPolicy[];
+  switchyardConsumers?: SwitchyardConsumer[];
+  switchyardGlobalRules?: SwitchyardGlobalRule[];
+  backendTLSPolicies?: BackendTLSPolicy[];
+  configMaps?: ConfigMap[];
 }
