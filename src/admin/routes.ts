@@ -5,6 +5,7 @@ import type { Gateway } from '../gateway.js';
 import { registry } from '../plugins/index.js';
 import { listEnvVarNames, listVars } from '../template/index.js';
 import { acmeNotReady, acmeRoutes } from './acme-routes.js';
+import { certFileRoutes } from './cert-files.js';
 import { mcpAdminRoutes } from './mcp/admin-routes.js';
 import { cacheRoutes } from './cache-purge.js';
 import { pluginCatalog } from './catalog.js';
@@ -73,6 +74,7 @@ export function adminRoutes(gateway: Gateway, startedAt: number = Date.now()): A
     ...cacheRoutes(gateway),
     ...debugRoutes(gateway),
     ...acmeRoutes(gateway),
+    ...certFileRoutes(gateway),
     ...mcpAdminRoutes(gateway),
     whoamiRoute(gateway),
     routeOrderRoute(gateway),
