@@ -1,5 +1,6 @@
 /** JSON Schema of system.yaml (docs/configuration.md#systemyaml). Defaults are applied by ajv. */
 import { secretsSchema } from './secrets/schema.js';
+import { telemetrySchema } from './telemetry.js';
 
 const str = { type: 'string' } as const;
 const bool = (d: boolean) => ({ type: 'boolean', default: d }) as const;
@@ -581,6 +582,8 @@ export const systemSchema = {
     },
     // Secret managers for `${secret:…}` references (docs/secrets.md).
     secrets: secretsSchema,
+    // OTLP export of metrics, logs and traces (docs/opentelemetry.md).
+    telemetry: telemetrySchema,
     workers: {
       anyOf: [
         { type: 'integer', minimum: 1 },

@@ -17,6 +17,7 @@ import { emptyCredentialIssues } from './system-credentials.js';
 import type { AccessLogConfig } from './access-log.js';
 import { metricsAuthIssues } from './metrics-auth.js';
 import { resolveCompatNames, type CompatConfig } from './compat-names.js';
+import { telemetryIssues, type TelemetryConfig } from './telemetry.js';
 
 export interface TlsConfig {
   cert_path?: string;
@@ -166,6 +167,8 @@ export interface SystemConfig {
   compat: CompatConfig;
   /** Secret managers of `${secret:…}` references (docs/secrets.md); src/config/secrets/. */
   secrets?: SecretsConfig;
+  /** OTLP export (docs/opentelemetry.md); src/telemetry/. */
+  telemetry?: TelemetryConfig;
 }
 
 /** `http2.*`: the protocol switch and the limits applied to every HTTP/2 client connection. */
@@ -390,6 +393,7 @@ function crossFieldIssues(config: SystemConfig): ConfigIssue[] {
   issues.push(...debugGateIssues(config.debug));
   issues.push(...metricsAuthIssues(config.admin?.metrics_auth));
   issues.push(...loggingIssues(config.logging));
+  issues.push(...telemetryIssues(config.telemetry));
   config.admin?.users?.forEach((u, i) => {
     if (u.password === '')
       issues.push({
