@@ -13,6 +13,15 @@ import type { Logger } from '../core/logger.js';
 export interface RunHooks {
   logger: Logger;
   nodeError?(policy: string, nodeId: string, code: string): void;
+  /** A span per node (src/telemetry/); absent when tracing is off: one undefined check per node. */
+  spans?: NodeSpans;
+}
+
+/** Told around every node run; `resumed` after an async node settles, before its error is logged. */
+export interface NodeSpans {
+  started(ctx: Context, policy: CompiledPolicy, node: CompiledNode): void;
+  resumed(ctx: Context, node: CompiledNode): void;
+  ended(ctx: Context, node: CompiledNode, port: string): void;
 }
 
 const now = (): number => performance.now();
@@ -40,12 +49,14 @@ function walk(
   trace: TraceRecorder | undefined,
 ): void | Promise<void> {
   let node = start;
+  const spans = hooks.spans;
   while (node !== undefined) {
     if (node.isClient) {
       trace?.step(node, 'in', 'terminal', 0);
       return;
     }
     const started = now();
+    if (spans !== undefined) spans.started(ctx, policy, node);
     let port: string | Promise<string>;
     try {
       port = node.instance.run(ctx);
@@ -53,6 +64,7 @@ function walk(
       port = recordFailure(policy, node, ctx, err, hooks);
     }
     if (typeof port !== 'string') return resume(policy, node, port, ctx, hooks, trace, started);
+    if (spans !== undefined) spans.ended(ctx, node, port);
     node = advance(policy, node, port, ctx, trace, started);
   }
 }
@@ -69,9 +81,12 @@ async function resume(
   let port: string;
   try {
     port = await pending;
+    hooks.spans?.resumed(ctx, node);
   } catch (err) {
+    hooks.spans?.resumed(ctx, node);
     port = recordFailure(policy, node, ctx, err, hooks);
   }
+  hooks.spans?.ended(ctx, node, port);
   const next = advance(policy, node, port, ctx, trace, started);
   await walk(policy, next, ctx, hooks, trace);
 }
