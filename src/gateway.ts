@@ -476,6 +476,7 @@ export class Gateway {
     }
     if (this.#etcd !== undefined) this.#etcdWatch = this.#watchEtcd(this.#etcd);
     this.#kubernetes?.start({
+      timeouts: this.system.timeouts,
       apply: async (translation) => {
         // Through the same path as a file or etcd change: schema check, compile, swap.
         await this.apply(checkGatewayShape(structuredClone(translation.config)), 'kubernetes');
