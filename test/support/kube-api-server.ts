@@ -118,6 +118,25 @@ const TYPES: ResourceType[] = [
       builtin: false,
     },
   ]),
+  // The other route kinds (src/kubernetes/grpc-route.ts, stream-route.ts), in the versions their CRDs serve.
+  ...(
+    [
+      ['grpcroutes', 'GRPCRoute', ['v1']],
+      ['tlsroutes', 'TLSRoute', ['v1', 'v1alpha3', 'v1alpha2']],
+      ['tcproutes', 'TCPRoute', ['v1alpha2']],
+      ['udproutes', 'UDPRoute', ['v1alpha2']],
+    ] as const
+  ).flatMap(([plural, kind, versions]) =>
+    versions.map((version) => ({
+      group: 'gateway.networking.k8s.io',
+      version,
+      plural,
+      kind,
+      namespaced: true,
+      status: true,
+      builtin: false,
+    })),
+  ),
   ...(['v1', 'v1beta1'] as const).map((version) => ({
     group: 'gateway.networking.k8s.io',
     version,
