@@ -7,7 +7,10 @@ import {
   type ConfigIssue,
 } from '../config/schema-validate.js';
 import type { Runtime } from '../engine/compile.js';
-import type { CompiledPolicy } from '../core/graph-types.js';
+import type { CompiledNode, CompiledPolicy } from '../core/graph-types.js';
+import type { MockAnswer } from '../config/policy-tests.js';
+import type { Context } from '../core/context.js';
+import type { NodeInstance } from '../core/plugin.js';
 import { runPolicy } from '../engine/run.js';
 import type { Logger } from '../core/logger.js';
 import type { PluginDefinition } from '../core/plugin.js';
@@ -48,12 +51,16 @@ export interface SandboxRequest {
   policy?: string;
   onError: OnError;
   seed: SandboxSeed;
+  /** Node id → the answer it gives instead of running (the `upstreams:` of a policy test). */
+  mocks: Record<string, MockAnswer>;
 }
 
 export interface SandboxResult {
   mode: 'nodes' | 'policy';
   policy: string;
   warning: string;
+  /** The node ids answered by their mock (none of them called out). */
+  mocked: string[];
   stored_trace_id: string;
   trace: RenderedTrace;
 }
@@ -68,7 +75,8 @@ export interface SandboxHost {
   readonly plugins: ReadonlyMap<string, PluginDefinition<never, string>>;
 }
 
-const REQUEST_FIELDS = new Set(['nodes', 'policy', 'on_error', 'context']);
+const REQUEST_FIELDS = new Set(['nodes', 'policy', 'on_error', 'context', 'upstreams']);
+const MOCK_FIELDS = new Set(['status', 'headers', 'body']);
 
 const badRequest = (error: string, details?: ConfigIssue[]): SandboxError =>
   new SandboxError(400, details === undefined ? { error } : { error, details });
@@ -77,7 +85,7 @@ const badRequest = (error: string, details?: ConfigIssue[]): SandboxError =>
 export function parseSandboxRequest(body: Record<string, unknown>): SandboxRequest {
   for (const key of Object.keys(body)) {
     if (!REQUEST_FIELDS.has(key))
-      throw badRequest(`unknown field '${key}' (expected nodes, policy, on_error or context)`);
+      throw badRequest(`unknown field '${key}' (expected nodes, policy, on_error, context or upstreams)`);
   }
   const hasNodes = body['nodes'] !== undefined && body['nodes'] !== null;
   const hasPolicy = body['policy'] !== undefined && body['policy'] !== null;
@@ -91,15 +99,95 @@ export function parseSandboxRequest(body: Record<string, unknown>): SandboxReque
     if (err instanceof SandboxInputError) throw badRequest(err.message);
     throw err;
   }
+  const mocks = parseMocks(body['upstreams']);
   if (hasPolicy) {
     const policy = body['policy'];
     if (typeof policy !== 'string' || policy === '') throw badRequest("'policy' must be a policy name");
-    return { mode: 'policy', policy, onError, seed };
+    return { mode: 'policy', policy, onError, seed, mocks };
   }
   const nodes = body['nodes'];
   if (!Array.isArray(nodes)) throw badRequest("'nodes' must be a list of nodes");
   if (nodes.length === 0) throw badRequest("'nodes' must contain at least one node");
-  return { mode: 'nodes', nodes: nodes.map(adHocNode), onError, seed };
+  return { mode: 'nodes', nodes: nodes.map(adHocNode), onError, seed, mocks };
+}
+
+const isRecord = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** `upstreams`: node id → `{status, headers?, body?}`, the format of a policy test's `upstreams:`. */
+function parseMocks(raw: unknown): Record<string, MockAnswer> {
+  if (raw === undefined || raw === null) return {};
+  if (!isRecord(raw)) throw badRequest("'upstreams' must be an object of node id → {status, headers, body}");
+  const mocks: Record<string, MockAnswer> = {};
+  for (const [id, answer] of Object.entries(raw)) {
+    const at = `upstreams.${id}`;
+    if (!isRecord(answer)) throw badRequest(`${at} must be an object {status, headers, body}`);
+    for (const key of Object.keys(answer))
+      if (!MOCK_FIELDS.has(key))
+        throw badRequest(`${at}: unknown field '${key}' (expected status, headers or body)`);
+    const { status, headers, body } = answer;
+    if (typeof status !== 'number' || !Number.isInteger(status) || status < 100 || status > 599)
+      throw badRequest(`${at}.status must be an integer from 100 to 599`);
+    if (
+      headers !== undefined &&
+      (!isRecord(headers) || Object.values(headers).some((v) => typeof v !== 'string'))
+    )
+      throw badRequest(`${at}.headers must be an object of name → string`);
+    if (body !== undefined && typeof body !== 'string') throw badRequest(`${at}.body must be a string`);
+    mocks[id] = {
+      status,
+      ...(headers === undefined ? {} : { headers: headers as Record<string, string> }),
+      ...(body === undefined ? {} : { body }),
+    };
+  }
+  return mocks;
+}
+
+/** A node that answers `answer` as its backend would (status, headers, body replace the response). */
+function mockInstance(answer: MockAnswer): NodeInstance {
+  return {
+    run(ctx: Context) {
+      ctx.response.headers = {};
+      ctx.response.status = answer.status;
+      for (const [name, value] of Object.entries(answer.headers ?? {}))
+        ctx.response.headers[name.toLowerCase()] = value;
+      ctx.response.setBody(answer.body ?? '');
+      return 'success';
+    },
+  };
+}
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
+/**
+ * A copy of `policy` whose nodes named in `mocks` answer their mock instead of running; every
+ * other node is the same instance (shared state, as without mocks). The live policy is untouched.
+ */
+export function withMocks(policy: CompiledPolicy, mocks: Record<string, MockAnswer>): CompiledPolicy {
+  const unknown = Object.keys(mocks).filter((id) => !policy.nodes.has(id));
+  if (unknown.length > 0)
+    throw badRequest(
+      `upstreams: no node '${unknown[0] as string}' in policy '${policy.name}' (its nodes: ${[...policy.nodes.keys()].join(', ')})`,
+    );
+  const copies = new Map<CompiledNode, CompiledNode>();
+  const copy = (node: CompiledNode | undefined): CompiledNode | undefined => {
+    if (node === undefined) return undefined;
+    const done = copies.get(node);
+    if (done !== undefined) return done;
+    const answer = mocks[node.id];
+    const clone: Mutable<CompiledNode> = {
+      ...node,
+      instance: answer === undefined ? node.instance : mockInstance(answer),
+      next: {},
+    };
+    copies.set(node, clone);
+    for (const [port, target] of Object.entries(node.next)) clone.next[port] = copy(target);
+    clone.onError = copy(node.onError);
+    return clone;
+  };
+  const nodes = new Map<string, CompiledNode>();
+  for (const [id, node] of policy.nodes) nodes.set(id, copy(node) as CompiledNode);
+  return { ...policy, entry: copy(policy.entry), errorHandler: copy(policy.errorHandler), nodes };
 }
 
 function adHocNode(raw: unknown, index: number): NodeConfig {
@@ -228,6 +316,7 @@ export async function runSandbox(host: SandboxHost, body: Record<string, unknown
     policy = scratch.policies.get(SANDBOX_POLICY);
     if (policy === undefined) throw badRequest('the ad-hoc nodes did not compile');
   }
+  if (Object.keys(request.mocks).length > 0) policy = withMocks(policy, request.mocks);
   try {
     return await execute(host, request, policy);
   } finally {
@@ -249,7 +338,11 @@ async function execute(
     capture: debug.capture,
     maxSteps: debug.config.max_steps,
   });
-  host.logger.warn({ mode: request.mode, policy: policy.name }, 'sandbox run: nodes execute for real');
+  const mocked = Object.keys(request.mocks);
+  host.logger.warn(
+    { mode: request.mode, policy: policy.name, mocked },
+    'sandbox run: nodes execute for real',
+  );
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<'timeout'>((resolve) => {
     timer = setTimeout(() => resolve('timeout'), Math.max(1, seconds) * 1000);
@@ -275,6 +368,7 @@ async function execute(
     mode: request.mode,
     policy: policy.name,
     warning: SANDBOX_WARNING,
+    mocked,
     stored_trace_id: trace.id,
     trace: renderTrace(trace),
   };
