@@ -59,6 +59,13 @@ export interface PluginEnv {
   readonly stores: StoreLookup;
   /** Gateway-lifetime settings, metrics and shared state (local limit counters, the local cache). */
   readonly scope: GatewayScope;
+  /**
+   * The effective config of the `plugin_configs` entry `name` for a node of `type` (chain merged,
+   * `${ENV}` resolved, schema defaults applied), e.g. a traffic-split slot's `config_ref` to an
+   * upstream config. Throws a ConfigError at `key` when it is missing, of another type or invalid.
+   * Absent outside a compile (tests that build an env by hand).
+   */
+  readonly sharedConfig?: (name: string, type: string, key: string) => Record<string, unknown>;
 }
 
 export type { ConsumerIndex, ConsumerRecord } from './consumers.js';
@@ -105,6 +112,12 @@ export interface PluginDefinition<C = Record<string, unknown>, P extends string 
   templated?: readonly string[];
   /** Set by nodes that fetch a response (upstream): they may relay it as it arrives. */
   relaysResponse?: boolean;
+  /**
+   * A node that fetches a response on another port than `success` (traffic-split's `routed`):
+   * `env.streaming` says whether nothing reachable from that port reads the response body.
+   * Unlike `relaysResponse`, the node is not mocked by `switchyard test`.
+   */
+  relaysOn?: string;
   /** Whether this instance reads the response body; drives streaming inference. */
   readsResponseBody?: (config: C) => boolean;
   /**

@@ -129,6 +129,7 @@ export function compilePolicy(
       configDir: cc.configDir,
       stores: cc.stores,
       scope: cc.scope,
+      sharedConfig: (name, type, key) => sharedConfigFor(name, type, key, cc),
     };
     warnUnverifiedTls(config, warn);
     try {
@@ -183,6 +184,44 @@ export function compilePolicy(
     requestBuffering: requestBuffering ?? [],
     readsFiles: files,
   };
+}
+
+/**
+ * PluginEnv.sharedConfig: the `plugin_configs` entry `name` resolved as a node of `type` would see
+ * it, or a ConfigError at `key` (the node's config key holding the reference).
+ */
+function sharedConfigFor(
+  name: string,
+  type: string,
+  key: string,
+  cc: CompileContext,
+): Record<string, unknown> {
+  const def = cc.registry.get(type);
+  if (def === undefined) throw new ConfigError(key, `unknown plugin type '${type}'`);
+  const shared = cc.sharedConfigs.get(name);
+  if (shared === undefined)
+    throw new ConfigError(
+      key,
+      `'${name}' names no plugin_configs entry${didYouMean(name, cc.sharedConfigs.keys())}`,
+    );
+  if (shared.type !== type)
+    throw new ConfigError(key, `'${name}' is a '${shared.type}' config; a ${type} config is needed here`);
+  const found: ConfigIssue[] = [];
+  const node = { id: name, type, config_ref: name };
+  const config = resolveNodeConfig(
+    node,
+    def,
+    '',
+    `plugin_configs '${name}'`,
+    cc.sharedConfigs,
+    found,
+    cc.env,
+  );
+  if (config === undefined) {
+    const more = found.length > 1 ? ` (and ${found.length - 1} more)` : '';
+    throw new ConfigError(key, `${found[0]?.message ?? `plugin_configs '${name}' is not valid`}${more}`);
+  }
+  return config;
 }
 
 /** `unknown store 'mian'` thrown by a node's `create` gets the suggestion among the declared stores (F20). */
@@ -437,8 +476,8 @@ function inferStreaming(
   const streaming = new Set<string>();
   const buffering: BufferingReport[] = [];
   for (const { flat, def } of prepared.values()) {
-    if (def.relaysResponse !== true) continue;
-    const start = outgoing.get(`${flat.id}.success`);
+    if (def.relaysResponse !== true && def.relaysOn === undefined) continue;
+    const start = outgoing.get(`${flat.id}.${def.relaysOn ?? 'success'}`);
     const queue = start ? [resolveTarget(graph, outgoing, start.to)] : [];
     const seen = new Set<string>();
     let blocker: string | undefined;
