@@ -124,6 +124,57 @@ describe('secret references: the vault manager against a Vault HTTP API', () => 
     manager.close();
   });
 
+  test('kubernetes auth (issue 35 item 2): the JWT of token_path logs in; a rotated token file is read at the next login', async () => {
+    const tokenPath = join(dir.path, 'sa-token');
+    writeFileSync(tokenPath, 'eyJhbGciOiJSUzI1NiJ9.sa-one.sig\n');
+    vault.addKubernetesRole('switchyard', ['eyJhbGciOiJSUzI1NiJ9.sa-one.sig'], { ttl: 3600 });
+    vault.put('apps/kube', { v: 'kube-auth-value' });
+    const config = vaultConfig(
+      `{ address: '${vault.url}', kubernetes: { role: switchyard, token_path: '${tokenPath}' } }`,
+    );
+    assert.equal(config.kubernetes?.mount, 'kubernetes', 'the mount defaults to kubernetes');
+    const manager = new VaultSecretManager(config, silentLogger);
+    assert.deepEqual(await manager.load('apps/kube'), { v: 'kube-auth-value' });
+    assert.deepEqual(vault.kubernetesLogins.at(-1), {
+      role: 'switchyard',
+      jwt: 'eyJhbGciOiJSUzI1NiJ9.sa-one.sig',
+      accepted: true,
+    });
+    assert.ok(vault.requests.some((r) => r.method === 'POST' && r.path === '/v1/auth/kubernetes/login'));
+    // The kubelet rotates the projected token; Vault stops accepting the old one and the token is revoked.
+    writeFileSync(tokenPath, 'eyJhbGciOiJSUzI1NiJ9.sa-two.sig\n');
+    vault.addKubernetesRole('switchyard', ['eyJhbGciOiJSUzI1NiJ9.sa-two.sig'], { ttl: 3600 });
+    for (const r of vault.requests.filter((q) => q.path === '/v1/secret/data/apps/kube'))
+      if (r.token !== undefined) vault.revoke(r.token);
+    assert.deepEqual(await manager.load('apps/kube'), { v: 'kube-auth-value' });
+    assert.equal(vault.kubernetesLogins.at(-1)?.jwt, 'eyJhbGciOiJSUzI1NiJ9.sa-two.sig');
+    manager.close();
+
+    const wrongRole = new VaultSecretManager(
+      vaultConfig(`{ address: '${vault.url}', kubernetes: { role: other, token_path: '${tokenPath}' } }`),
+      silentLogger,
+    );
+    await assert.rejects(
+      wrongRole.load('apps/kube'),
+      /kubernetes login refused: 400 invalid role name "other"/,
+    );
+    const noFile = new VaultSecretManager(
+      vaultConfig(
+        `{ address: '${vault.url}', kubernetes: { role: switchyard, token_path: '${join(dir.path, 'none')}' } }`,
+      ),
+      silentLogger,
+    );
+    await assert.rejects(noFile.load('apps/kube'), /cannot read kubernetes\.token_path .*: ENOENT/);
+    assert.throws(
+      () =>
+        new VaultSecretManager(
+          vaultConfig(`{ address: '${vault.url}', token: t, kubernetes: { role: switchyard } }`),
+          silentLogger,
+        ),
+      /needs one of token, approle or kubernetes/,
+    );
+  });
+
   test('tls.ca_file: the server certificate is verified against the given CA', async () => {
     const ca = createAuthority(dir.path, 'vault-ca');
     const leaf = ca.issue('vault', { ips: ['127.0.0.1'] });

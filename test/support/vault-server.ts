@@ -6,7 +6,9 @@ import type { AddressInfo } from 'node:net';
 /**
  * A local HashiCorp Vault speaking the documented HTTP API of what Switchyard uses
  * (https://developer.hashicorp.com/vault/api-docs): KV version 2 reads
- * (`GET /v1/<mount>/data/<path>`), `auth/token/lookup-self` and `renew-self`, AppRole login, the
+ * (`GET /v1/<mount>/data/<path>`), `auth/token/lookup-self` and `renew-self`, AppRole login,
+ * Kubernetes auth login (`POST /v1/auth/kubernetes/login` with `{role, jwt}`: the JWT must be one the
+ * test registered for the role, standing in for Vault's TokenReview call), the
  * `X-Vault-Token` header, `{"errors": [...]}` bodies with Vault's status codes (400 bad request,
  * 403 permission denied, 404 not found, 503 sealed), and the response envelope with its lease
  * fields (`lease_id`, `renewable`, `lease_duration`, `auth.client_token`, `auth.lease_duration`).
@@ -19,6 +21,13 @@ export interface VaultServer {
   issueToken(options?: { ttl?: number; renewable?: boolean }): string;
   /** An AppRole whose login issues tokens of `ttl` seconds. */
   addAppRole(roleId: string, secretId: string, options?: { ttl?: number; renewable?: boolean }): void;
+  /**
+   * A Kubernetes auth role whose login accepts the service-account JWTs of `accept` (a later
+   * call replaces the list, as after the kubelet rotates the token).
+   */
+  addKubernetesRole(role: string, accept: string[], options?: { ttl?: number; mount?: string }): void;
+  /** The JWTs Kubernetes logins sent, in order. */
+  readonly kubernetesLogins: { role: string; jwt: string; accepted: boolean }[];
   /** Sealed: every API call answers 503 `Vault is sealed`. */
   seal(): void;
   unseal(): void;
@@ -48,6 +57,8 @@ export async function startVaultServer(
   const kv = new Map<string, { version: number; created: string; data: Record<string, unknown> }[]>();
   const approles = new Map<string, { secretId: string; ttl: number; renewable: boolean }>();
   const requests: VaultServer['requests'] = [];
+  const kubeRoles = new Map<string, { accept: string[]; ttl: number }>();
+  const kubernetesLogins: VaultServer['kubernetesLogins'] = [];
   let sealed = false;
   let refuseRenew = false;
 
@@ -112,7 +123,26 @@ export async function startVaultServer(
     const errors = (status: number, ...list: string[]) => send(status, { errors: list });
     if (sealed) return errors(503, 'Vault is sealed');
     const path = url.pathname;
-    if (req.method === 'POST' && /^\/v1\/auth\/[^/]+\/login$/.test(path)) {
+    const login = /^\/v1\/auth\/([^/]+)\/login$/.exec(path);
+    const kubeMount = login !== null && [...kubeRoles.keys()].some((k) => k.startsWith(`${login[1]}\0`));
+    if (req.method === 'POST' && kubeMount) {
+      let input: { role?: unknown; jwt?: unknown };
+      try {
+        input = JSON.parse(body) as typeof input;
+      } catch {
+        return errors(400, 'failed to parse JSON input: invalid character');
+      }
+      if (typeof input.role !== 'string' || input.role === '') return errors(400, 'missing role');
+      if (typeof input.jwt !== 'string' || input.jwt === '') return errors(400, 'missing jwt');
+      const role = kubeRoles.get(`${login?.[1]}\0${input.role}`);
+      if (role === undefined) return errors(400, `invalid role name "${input.role}"`);
+      const accepted = role.accept.includes(input.jwt);
+      kubernetesLogins.push({ role: input.role, jwt: input.jwt, accepted });
+      if (!accepted) return errors(403, 'permission denied');
+      const token = newToken(role.ttl, true, { role: input.role, service_account_name: 'switchyard' });
+      return send(200, envelope({ auth: authBlock(token) }));
+    }
+    if (req.method === 'POST' && login !== null) {
       let input: { role_id?: unknown; secret_id?: unknown };
       try {
         input = JSON.parse(body) as typeof input;
@@ -209,6 +239,10 @@ export async function startVaultServer(
     addAppRole(roleId, secretId, { ttl = 3600, renewable = true } = {}) {
       approles.set(roleId, { secretId, ttl, renewable });
     },
+    addKubernetesRole(role, accept, { ttl = 3600, mount = 'kubernetes' } = {}) {
+      kubeRoles.set(`${mount}\0${role}`, { accept, ttl });
+    },
+    kubernetesLogins,
     seal: () => void (sealed = true),
     unseal: () => void (sealed = false),
     refuseRenewals: (refuse) => void (refuseRenew = refuse),

@@ -5,6 +5,8 @@ import type { SecretsConfig } from './schema.js';
 import { SecretStore } from './store.js';
 import { VaultSecretManager } from './vault.js';
 import { AwsSecretManager } from './aws.js';
+import { GcpSecretManager } from './gcp.js';
+import { KubernetesSecretManager } from './kubernetes.js';
 
 export {
   bindSecrets,
@@ -29,5 +31,7 @@ export function createSecretStore(
   if (config.file !== undefined) managers.push(new FileSecretManager(config.file));
   if (config.vault !== undefined) managers.push(new VaultSecretManager(config.vault, logger));
   if (config.aws !== undefined) managers.push(new AwsSecretManager(config.aws, env));
+  if (config.gcp !== undefined) managers.push(new GcpSecretManager(config.gcp, env));
+  if (config.kubernetes !== undefined) managers.push(new KubernetesSecretManager(config.kubernetes, env));
   return new SecretStore(managers, logger);
 }

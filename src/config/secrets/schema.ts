@@ -41,6 +41,25 @@ export const secretsSchema = {
           required: ['role_id', 'secret_id'],
           properties: { role_id: str, secret_id: str, mount: { ...str, default: 'approle' } },
         },
+        kubernetes: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['role'],
+          description: "Kubernetes auth: the pod's service-account token is exchanged for a Vault token.",
+          properties: {
+            role: { ...str, description: 'The Vault role bound to the service account.' },
+            token_path: {
+              ...str,
+              default: '/var/run/secrets/kubernetes.io/serviceaccount/token',
+              description: 'The service-account JWT, read again at each login (projected tokens rotate).',
+            },
+            mount: {
+              ...str,
+              default: 'kubernetes',
+              description: 'Mount path of the Kubernetes auth method.',
+            },
+          },
+        },
         namespace: { ...str, description: 'X-Vault-Namespace (Vault Enterprise).' },
         tls: {
           type: 'object',
@@ -69,6 +88,36 @@ export const secretsSchema = {
         refresh_s: refresh,
       },
     },
+    gcp: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        project: {
+          ...str,
+          description: "Project of references that name only a secret; default the key's project_id.",
+        },
+        credentials_file: {
+          ...str,
+          description: 'A service-account JSON key; default $GOOGLE_APPLICATION_CREDENTIALS.',
+        },
+        endpoint: { ...str, description: 'Base URL instead of https://secretmanager.googleapis.com.' },
+        timeout_ms: { type: 'integer', minimum: 1, default: 5000 },
+        refresh_s: refresh,
+      },
+    },
+    kubernetes: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        kubeconfig: {
+          ...str,
+          description:
+            'A kubeconfig file; default in-cluster credentials under a pod, else $KUBECONFIG or ~/.kube/config.',
+        },
+        timeout_ms: { type: 'integer', minimum: 1, default: 5000 },
+        refresh_s: refresh,
+      },
+    },
   },
 } as const;
 
@@ -82,6 +131,7 @@ export interface VaultManagerConfig {
   mount: string;
   token?: string;
   approle?: { role_id: string; secret_id: string; mount: string };
+  kubernetes?: { role: string; token_path: string; mount: string };
   namespace?: string;
   tls: { ca_file?: string };
   timeout_ms: number;
@@ -98,9 +148,25 @@ export interface AwsManagerConfig {
   refresh_s: number;
 }
 
+export interface GcpManagerConfig {
+  project?: string;
+  credentials_file?: string;
+  endpoint?: string;
+  timeout_ms: number;
+  refresh_s: number;
+}
+
+export interface KubernetesManagerConfig {
+  kubeconfig?: string;
+  timeout_ms: number;
+  refresh_s: number;
+}
+
 /** system.yaml `secrets:` after the schema's defaults. */
 export interface SecretsConfig {
   file?: FileManagerConfig;
   vault?: VaultManagerConfig;
   aws?: AwsManagerConfig;
+  gcp?: GcpManagerConfig;
+  kubernetes?: KubernetesManagerConfig;
 }

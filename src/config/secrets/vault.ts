@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import type { Logger } from '../../core/logger.js';
 import { httpCall, jsonOf, type HttpAnswer } from './http.js';
 import { SecretError, type SecretManager } from './manager.js';
@@ -20,10 +21,11 @@ function vaultErrors(answer: HttpAnswer): string {
 
 /**
  * HashiCorp Vault, KV version 2 (docs/secrets.md#vault): `${secret:vault:PATH#FIELD}` is
- * `data.data[FIELD]` of `GET /v1/<mount>/data/PATH`. Authenticates with `token` or AppRole
- * (`POST /v1/auth/<approle mount>/login`); the token is renewed with `renew-self` two thirds into
- * its TTL (read with `lookup-self` for a configured token), and AppRole logs in again only when
- * renewal fails or the token is refused.
+ * `data.data[FIELD]` of `GET /v1/<mount>/data/PATH`. Authenticates with `token`, AppRole
+ * (`POST /v1/auth/<approle mount>/login`) or Kubernetes auth (`POST /v1/auth/<mount>/login` with
+ * the service-account JWT of `token_path`); the token is renewed with `renew-self` two thirds into
+ * its TTL (read with `lookup-self` for a configured token), and a login method logs in again only
+ * when renewal fails or the token is refused.
  */
 export class VaultSecretManager implements SecretManager {
   readonly type = 'vault';
@@ -44,14 +46,15 @@ export class VaultSecretManager implements SecretManager {
     this.refreshMs = config.refresh_s * 1000;
     this.#base = new URL(config.address.endsWith('/') ? config.address : `${config.address}/`);
     this.#ca = config.tls.ca_file === undefined ? undefined : readFileSync(config.tls.ca_file);
-    if (config.token === undefined && config.approle === undefined)
-      throw new SecretError('secrets.vault needs token or approle');
+    const methods = [config.token, config.approle, config.kubernetes].filter((m) => m !== undefined);
+    if (methods.length !== 1)
+      throw new SecretError('secrets.vault needs one of token, approle or kubernetes');
   }
 
   async load(path: string): Promise<Record<string, unknown>> {
     let state = await this.#token();
     let answer = await this.#call('GET', `v1/${this.#config.mount}/data/${encodePath(path)}`, state.token);
-    if (answer.status === 403 && this.#config.approle !== undefined) {
+    if (answer.status === 403 && this.#config.token === undefined) {
       // The token was revoked or expired early: log in again, once.
       this.#state = undefined;
       state = await this.#token();
@@ -81,9 +84,28 @@ export class VaultSecretManager implements SecretManager {
   }
 
   async #authenticate(): Promise<TokenState> {
-    const approle = this.#config.approle;
+    const { approle, kubernetes } = this.#config;
     let state: TokenState;
-    if (approle !== undefined) {
+    if (kubernetes !== undefined) {
+      let jwt: string;
+      try {
+        // Read at each login: a projected service-account token is rotated by the kubelet.
+        jwt = (await readFile(kubernetes.token_path, 'utf8')).trim();
+      } catch (err) {
+        throw new SecretError(
+          `vault: cannot read kubernetes.token_path ${kubernetes.token_path}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`,
+        );
+      }
+      const answer = await this.#call(
+        'POST',
+        `v1/auth/${kubernetes.mount}/login`,
+        undefined,
+        JSON.stringify({ role: kubernetes.role, jwt }),
+      );
+      if (answer.status !== 200)
+        throw new SecretError(`vault: kubernetes login refused: ${vaultErrors(answer)}`);
+      state = this.#fromAuth(answer, 'kubernetes login');
+    } else if (approle !== undefined) {
       const answer = await this.#call(
         'POST',
         `v1/auth/${approle.mount}/login`,
@@ -117,9 +139,9 @@ export class VaultSecretManager implements SecretManager {
         return renewed;
       }
       const why = answer instanceof Error ? answer.message : vaultErrors(answer);
-      if (this.#config.approle === undefined) throw new SecretError(`vault: token renewal failed: ${why}`);
+      if (this.#config.token !== undefined) throw new SecretError(`vault: token renewal failed: ${why}`);
       this.#logger.info({ manager: 'vault', error: why }, 'vault: token renewal failed; logging in again');
-    } else if (this.#config.approle === undefined) {
+    } else if (this.#config.token !== undefined) {
       // A token that cannot be renewed is used until Vault refuses it.
       return state;
     }
