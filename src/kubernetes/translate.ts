@@ -21,6 +21,8 @@ import type {
   RouteRule,
   Secret,
 } from './types.js';
+import { ruleHook, type RuleHook } from './filters-extra.js';
+import { translateCrds, type CrdStatus, type PolicyCheck } from './policy-crd.js';
 
 /** Set by each Gateway listener socket on every request (a client's own value is overwritten). */
 export const LISTENER_PORT_HEADER = 'x-switchyard-listener-port';
@@ -31,11 +33,16 @@ export interface TranslateOptions {
   statusAddress: string;
   /** Condition timestamps; tests pass a fixed clock. */
   now?: () => string;
+  /** Compiles a SwitchyardPolicy graph (policy-check.ts); absent: every graph is taken as valid. */
+  checkPolicy?: PolicyCheck;
 }
 
 export interface StatusUpdate {
-  kind: 'GatewayClass' | 'Gateway' | 'HTTPRoute';
-  plural: 'gatewayclasses' | 'gateways' | 'httproutes';
+  kind: 'GatewayClass' | 'Gateway' | 'HTTPRoute' | CrdStatus['kind'];
+  plural: 'gatewayclasses' | 'gateways' | 'httproutes' | CrdStatus['plural'];
+  /** Default gateway.networking.k8s.io (SwitchyardPolicy… : switchyard.dev, with their version). */
+  group?: string;
+  version?: string;
   namespace: string | undefined;
   name: string;
   status: Record<string, unknown>;
@@ -649,6 +656,9 @@ export function translate(state: ClusterState, options: TranslateOptions): Trans
     });
   }
 
+  const crd = translateCrds(state, options.checkPolicy, now);
+  statuses.push(...crd.statuses);
+  const hook = ruleHook(crd, resolve);
   const routes: RouteConfig[] = [];
   const policies: PolicyConfig[] = [];
   for (const port of [...ports].sort((a, b) => a - b)) {
@@ -659,10 +669,16 @@ export function translate(state: ClusterState, options: TranslateOptions): Trans
       match: { path: '/*', headers: { [LISTENER_PORT_HEADER]: String(port) } },
       policy: name,
     });
-    policies.push(portPolicy(name, port, mine, resolve));
+    policies.push(portPolicy(name, port, mine, resolve, hook));
   }
   return {
-    config: { routes, policies } as GatewayConfig,
+    config: {
+      routes,
+      policies,
+      supernodes: crd.supernodes,
+      consumers: crd.consumers,
+      global_rules: crd.globalRules,
+    } as GatewayConfig,
     ports: [...ports].sort((a, b) => a - b),
     tls: Object.fromEntries(tlsByPort),
     statuses,
@@ -791,6 +807,7 @@ function portPolicy(
   port: number,
   entries: Entry[],
   resolve: (route: HTTPRoute, ref: BackendRef) => { backend: Backend },
+  hook: RuleHook,
 ): PolicyConfig {
   const nodes: NodeConfig[] = [
     { id: 'in', type: 'listener' },
@@ -834,10 +851,10 @@ function portPolicy(
     nodes.push({ id: m, type: 'condition', config: { conditions: matchConditions(e) } });
     edges.push({ from: previous, to: `${m}.in` });
     previous = `${m}.false`;
-    ruleNodes(`r${i}`, port, e, `${m}.true`, nodes, edges, resolve);
+    ruleNodes(`r${i}`, port, e, `${m}.true`, nodes, edges, resolve, hook);
   });
   edges.push({ from: previous, to: 'not-found.in' });
-  return { name, global_rules: false, nodes, edges };
+  return { name, nodes, edges };
 }
 
 function ruleNodes(
@@ -848,6 +865,7 @@ function ruleNodes(
   nodes: NodeConfig[],
   edges: EdgeConfig[],
   resolve: (route: HTTPRoute, ref: BackendRef) => { backend: Backend },
+  hook: RuleHook,
 ): void {
   const filters = e.rule.filters ?? [];
   const reqHeaders = headerActions(
@@ -892,6 +910,13 @@ function ruleNodes(
     edges.push({ from: `${id}-redirect.success`, to: 'out.in' });
     return;
   }
+  // CORS, RequestMirror, ExtensionRef (filters-extra.ts); undefined: the rule answers 500.
+  const head = hook.chain(id, e.route, e.rule, `${id}-req.success`, nodes, edges);
+  if (head === undefined) {
+    edges.push({ from: `${id}-req.success`, to: 'fail-500.in' });
+    return;
+  }
+  const extra = hook.upstream(e.rule);
   const respFilter = filters.find((f) => f.type === 'ResponseHeaderModifier')?.responseHeaderModifier;
   let answer = 'out.in';
   if (respFilter !== undefined) {
@@ -908,16 +933,20 @@ function ruleNodes(
     .map((ref) => resolve(e.route, ref).backend)
     .filter((b) => b.weight > 0);
   if (backends.length === 0) {
-    edges.push({ from: `${id}-req.success`, to: 'fail-500.in' });
+    edges.push({ from: head, to: 'fail-500.in' });
     return;
   }
   if (backends.length === 1) {
     const only = backends[0] as Backend;
-    if (only.targets === 'invalid') edges.push({ from: `${id}-req.success`, to: 'fail-500.in' });
-    else if (only.targets.length === 0) edges.push({ from: `${id}-req.success`, to: 'fail-503.in' });
+    if (only.targets === 'invalid') edges.push({ from: head, to: 'fail-500.in' });
+    else if (only.targets.length === 0) edges.push({ from: head, to: 'fail-503.in' });
     else {
-      nodes.push({ id: `${id}-up`, type: 'upstream', config: { targets: only.targets, pass_host: 'pass' } });
-      edges.push({ from: `${id}-req.success`, to: `${id}-up.in` }, { from: `${id}-up.success`, to: answer });
+      nodes.push({
+        id: `${id}-up`,
+        type: 'upstream',
+        config: { ...extra, targets: only.targets, pass_host: 'pass' },
+      });
+      edges.push({ from: head, to: `${id}-up.in` }, { from: `${id}-up.success`, to: answer });
     }
     return;
   }
@@ -927,11 +956,11 @@ function ruleNodes(
   let broken = 0;
   for (const b of backends) {
     if (b.targets === 'invalid' || b.targets.length === 0) broken += b.weight;
-    else slots.push({ weight: b.weight, upstream: { targets: b.targets } });
+    else slots.push({ weight: b.weight, upstream: { ...extra, targets: b.targets } });
   }
   if (broken > 0) slots.push({ weight: broken });
   if (slots.length === 1 && broken > 0) {
-    edges.push({ from: `${id}-req.success`, to: 'fail-500.in' });
+    edges.push({ from: head, to: 'fail-500.in' });
     return;
   }
   nodes.push({
@@ -940,7 +969,7 @@ function ruleNodes(
     config: { rules: [{ weighted_upstreams: slots }] },
   });
   edges.push(
-    { from: `${id}-req.success`, to: `${id}-split.in` },
+    { from: head, to: `${id}-split.in` },
     { from: `${id}-split.routed`, to: answer },
     { from: `${id}-split.success`, to: 'fail-500.in' },
   );
