@@ -12,6 +12,11 @@ export interface InformerSpec {
   /** `/apis/<group>/<version>[/namespaces/<ns>]/<plural>` */
   path: string;
   namespace: string | undefined;
+  /**
+   * A kind whose CRD may be absent (TLSRoute, TCPRoute…): the versions to try in order. When the API
+   * server serves none, the informer counts as listed (empty) and lists again every 30 s.
+   */
+  versions?: { apiVersion: string; path: string }[];
 }
 
 const MIN_BACKOFF_MS = 200;
@@ -31,12 +36,17 @@ export class Informer<T extends KObject> {
   readonly #onChange: () => void;
   /** Relists so far (tests and logs). */
   lists = 0;
+  /** The version listed and watched (one of `spec.versions` for an optional kind). */
+  apiVersion: string;
+  #path: string;
 
   constructor(kc: KubeConfig, spec: InformerSpec, logger: Logger, onChange: () => void) {
     this.#kc = kc;
     this.spec = spec;
     this.#logger = logger;
     this.#onChange = onChange;
+    this.apiVersion = spec.apiVersion;
+    this.#path = spec.path;
   }
 
   /** True once the first list has been read. */
@@ -73,10 +83,17 @@ export class Informer<T extends KObject> {
     if (this.#stopped) return;
     let list;
     try {
-      const api = KubernetesObjectApi.makeApiClient(this.#kc);
-      list = await api.list<KubernetesObject>(this.spec.apiVersion, this.spec.kind, this.spec.namespace);
+      list = await this.#listServed();
     } catch (err) {
       this.#retry(err, true);
+      return;
+    }
+    if (list === undefined) {
+      // An optional kind no version of which is served: nothing to watch; look again later.
+      this.#objects.clear();
+      if (!this.#listed) this.#onChange();
+      this.#listed = true;
+      this.#timer = setTimeout(() => void this.#list(), MAX_BACKOFF_MS);
       return;
     }
     if (this.#stopped) return;
@@ -90,6 +107,25 @@ export class Informer<T extends KObject> {
     this.#listed = true;
     this.#onChange();
     void this.#watch();
+  }
+
+  /** Lists the kind, trying each of `spec.versions` in turn; undefined when none is served (404). */
+  async #listServed(): Promise<Awaited<ReturnType<KubernetesObjectApi['list']>> | undefined> {
+    const api = KubernetesObjectApi.makeApiClient(this.#kc);
+    const versions = this.spec.versions ?? [{ apiVersion: this.spec.apiVersion, path: this.spec.path }];
+    for (const v of versions) {
+      try {
+        const list = await api.list<KubernetesObject>(v.apiVersion, this.spec.kind, this.spec.namespace);
+        this.apiVersion = v.apiVersion;
+        this.#path = v.path;
+        return list;
+      } catch (err) {
+        const e = err as { code?: number; message?: string };
+        const absent = e.code === 404 || /Unrecognized API version and kind/.test(e.message ?? '');
+        if (this.spec.versions === undefined || !absent) throw err;
+      }
+    }
+    return undefined;
   }
 
   async #watch(): Promise<void> {
@@ -129,7 +165,7 @@ export class Informer<T extends KObject> {
     };
     try {
       this.#abort = await new Watch(this.#kc).watch(
-        this.spec.path,
+        this.#path,
         { allowWatchBookmarks: true, resourceVersion: this.#resourceVersion },
         onEvent,
         onDone,

@@ -3,10 +3,12 @@
 // gateway configuration, handed to the gateway's apply path, and — on the leader only — the
 // statuses are written through the status subresource with a JSON merge patch.
 import { hostname } from 'node:os';
+import type { AddressInfo } from 'node:net';
 import { CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import type { Logger } from '../core/logger.js';
 import { Informer, type InformerSpec } from './informer.js';
 import { LeaderElector } from './leader.js';
+import { KubernetesStreams, type StreamTimeouts } from './stream-route-listeners.js';
 import { translate, type StatusUpdate, type Translation } from './translate.js';
 import type { ClusterState, KObject } from './types.js';
 
@@ -28,7 +30,15 @@ export interface KubernetesConfig {
 
 const GW = 'gateway.networking.k8s.io';
 type Kind = keyof ClusterState;
-const KINDS: { state: Kind; apiVersion: string; kind: string; plural: string; namespaced: boolean }[] = [
+const KINDS: {
+  state: Kind;
+  apiVersion: string;
+  kind: string;
+  plural: string;
+  namespaced: boolean;
+  /** An optional kind (CRD maybe absent): the versions tried in order (informer.ts). */
+  versions?: string[];
+}[] = [
   {
     state: 'gatewayClasses',
     apiVersion: `${GW}/v1`,
@@ -57,6 +67,22 @@ const KINDS: { state: Kind; apiVersion: string; kind: string; plural: string; na
   { state: 'namespaces', apiVersion: 'v1', kind: 'Namespace', plural: 'namespaces', namespaced: false },
   // kubernetes.io/tls Secrets named by HTTPS listeners' certificateRefs.
   { state: 'secrets', apiVersion: 'v1', kind: 'Secret', plural: 'secrets', namespaced: true },
+  // Route kinds beyond HTTPRoute (grpc-route.ts, stream-route.ts).
+  ...(
+    [
+      ['grpcRoutes', 'GRPCRoute', 'grpcroutes', ['v1']],
+      ['tlsRoutes', 'TLSRoute', 'tlsroutes', ['v1alpha2', 'v1alpha3', 'v1']],
+      ['tcpRoutes', 'TCPRoute', 'tcproutes', ['v1alpha2']],
+      ['udpRoutes', 'UDPRoute', 'udproutes', ['v1alpha2']],
+    ] as const
+  ).map(([state, kind, plural, versions]) => ({
+    state,
+    apiVersion: `${GW}/${versions[0]}`,
+    kind,
+    plural,
+    namespaced: true,
+    versions: [...versions],
+  })),
 ];
 
 function pathOf(apiVersion: string, plural: string, namespace: string | undefined): string {
@@ -76,6 +102,8 @@ export function loadKubeConfig(path: string | undefined, env: NodeJS.ProcessEnv)
 export interface KubernetesSourceHooks {
   /** Applies a translation (validate → compile → swap, then the listener sockets); rejects when it does not compile. */
   apply(translation: Translation): Promise<void>;
+  /** system.yaml `timeouts`: the TLS-passthrough, TCP and UDP listener sockets use them (docs/stream.md). */
+  timeouts?: StreamTimeouts;
 }
 
 export class KubernetesSource {
@@ -86,6 +114,8 @@ export class KubernetesSource {
   readonly #leader: LeaderElector | undefined;
   readonly #statusAddress: string;
   #hooks: KubernetesSourceHooks | undefined;
+  #streams: KubernetesStreams | undefined;
+  readonly #bindAddress: string;
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> = Promise.resolve();
   #lastConfig = '';
@@ -98,6 +128,7 @@ export class KubernetesSource {
     this.#logger = logger;
     this.#kc = loadKubeConfig(config.kubeconfig, env);
     this.#statusAddress = config.status_address ?? env['POD_IP'] ?? bindAddress;
+    this.#bindAddress = bindAddress;
     const namespaces = config.watch_namespaces ?? [undefined];
     for (const k of KINDS) {
       for (const ns of k.namespaced ? namespaces : [undefined]) {
@@ -106,6 +137,14 @@ export class KubernetesSource {
           kind: k.kind,
           namespace: ns,
           path: pathOf(k.apiVersion, k.plural, ns),
+          ...(k.versions === undefined
+            ? {}
+            : {
+                versions: k.versions.map((v) => ({
+                  apiVersion: `${GW}/${v}`,
+                  path: pathOf(`${GW}/${v}`, k.plural, ns),
+                })),
+              }),
         };
         this.#informers.push({
           state: k.state,
@@ -143,12 +182,23 @@ export class KubernetesSource {
     return undefined;
   }
 
+  /** Bound addresses of the TLS-passthrough, TCP and UDP sockets, by `tcp:<port>` / `udp:<port>` (declared). */
+  streamAddresses(): Map<string, AddressInfo> {
+    return this.#streams?.addresses() ?? new Map<string, AddressInfo>();
+  }
+
   get leader(): boolean {
     return this.#leader === undefined ? true : this.#leader.leader;
   }
 
   start(hooks: KubernetesSourceHooks): void {
     this.#hooks = hooks;
+    this.#streams = new KubernetesStreams(
+      this.#logger,
+      this.#bindAddress,
+      this.config.port_offset,
+      hooks.timeouts ?? { connection_seconds: 30, idle_seconds: 60, shutdown_timeout_seconds: 30 },
+    );
     for (const { informer } of this.#informers) informer.start();
     this.#leader?.start();
   }
@@ -159,6 +209,7 @@ export class KubernetesSource {
     for (const { informer } of this.#informers) informer.stop();
     // Hands the Lease back (best effort, in the background): another replica takes over at once.
     void this.#leader?.stop();
+    void this.#streams?.close((this.#hooks?.timeouts?.shutdown_timeout_seconds ?? 30) * 1000);
   }
 
   state(): ClusterState {
@@ -171,6 +222,10 @@ export class KubernetesSource {
       referenceGrants: [],
       namespaces: [],
       secrets: [],
+      grpcRoutes: [],
+      tlsRoutes: [],
+      tcpRoutes: [],
+      udpRoutes: [],
     };
     for (const { state: kind, informer } of this.#informers)
       (state[kind] as KObject[]).push(...informer.items);
@@ -201,9 +256,11 @@ export class KubernetesSource {
       config: translation.config,
       ports: translation.ports,
       tls: translation.tls,
+      streams: translation.streams,
     });
     if (text !== this.#lastConfig) {
       await this.#hooks.apply(translation);
+      await this.#streams?.sync(translation.streams);
       this.#lastConfig = text;
     }
     if (this.leader) await this.#writeStatuses(translation.statuses);
@@ -215,12 +272,11 @@ export class KubernetesSource {
     for (const u of updates) {
       const id = `${u.plural}/${u.namespace ?? ''}/${u.name}`;
       const body = JSON.stringify(u.status);
-      const list: KObject[] =
-        u.kind === 'GatewayClass'
-          ? current.gatewayClasses
-          : u.kind === 'Gateway'
-            ? current.gateways
-            : current.httpRoutes;
+      const k = KINDS.find((x) => x.kind === u.kind);
+      const list: KObject[] = k === undefined ? [] : (current[k.state] ?? []);
+      // The version the informer found served (optional kinds), else v1.
+      const served = this.#informers.find((i) => i.informer.spec.kind === u.kind)?.informer.apiVersion;
+      const version = served?.split('/')[1] ?? 'v1';
       const live = list.find((o) => o.metadata.name === u.name && o.metadata.namespace === u.namespace) as
         (KObject & { status?: unknown }) | undefined;
       if (live === undefined) continue;
@@ -234,12 +290,12 @@ export class KubernetesSource {
       try {
         if (u.namespace === undefined)
           await api.patchClusterCustomObjectStatus(
-            { group: GW, version: 'v1', plural: u.plural, name: u.name, body: patch },
+            { group: GW, version, plural: u.plural, name: u.name, body: patch },
             options,
           );
         else
           await api.patchNamespacedCustomObjectStatus(
-            { group: GW, version: 'v1', namespace: u.namespace, plural: u.plural, name: u.name, body: patch },
+            { group: GW, version, namespace: u.namespace, plural: u.plural, name: u.name, body: patch },
             options,
           );
         this.#written.set(id, `${live.metadata.resourceVersion}|${body}`);

@@ -7,13 +7,15 @@
 // first that holds runs its rule (filters, then backends), the last `false` answers 404.
 import { createSecureContext } from 'node:tls';
 import type { GatewayConfig, NodeConfig, EdgeConfig, PolicyConfig, RouteConfig } from '../config/gateway.js';
+import { translateGrpcRoutes } from './grpc-route.js';
+import { translateStreamRoutes, type StreamPortConfig } from './stream-route.js';
 import type {
   BackendRef,
   ClusterState,
   Condition,
   Gateway,
-  HTTPRoute,
   HeaderFilter,
+  KObject,
   LabelSelector,
   Listener,
   ParentRef,
@@ -38,8 +40,24 @@ export interface TranslateOptions {
 }
 
 export interface StatusUpdate {
-  kind: 'GatewayClass' | 'Gateway' | 'HTTPRoute' | CrdStatus['kind'];
-  plural: 'gatewayclasses' | 'gateways' | 'httproutes' | CrdStatus['plural'];
+  kind:
+    | 'GatewayClass'
+    | 'Gateway'
+    | 'HTTPRoute'
+    | 'GRPCRoute'
+    | 'TLSRoute'
+    | 'TCPRoute'
+    | 'UDPRoute'
+    | CrdStatus['kind'];
+  plural:
+    | 'gatewayclasses'
+    | 'gateways'
+    | 'httproutes'
+    | 'grpcroutes'
+    | 'tlsroutes'
+    | 'tcproutes'
+    | 'udproutes'
+    | CrdStatus['plural'];
   /** Default gateway.networking.k8s.io (SwitchyardPolicy… : switchyard.dev, with their version). */
   group?: string;
   version?: string;
@@ -62,7 +80,31 @@ export interface Translation {
   ports: number[];
   /** Ports of programmed HTTPS listeners (TLS terminated there) and their certificates, by declared port. */
   tls: Record<number, TlsCertificate[]>;
+  /** TLS passthrough, TCP and UDP listener ports (stream-route.ts), bound at port + port_offset. */
+  streams: StreamPortConfig[];
   statuses: StatusUpdate[];
+}
+
+/** What the other route kinds' translators (grpc-route.ts, stream-route.ts) use of this one. */
+export interface RouteContext {
+  controllerName: string;
+  now: string;
+  gatewayByKey: Map<string, Gateway>;
+  programmed(gw: Gateway, l: Listener): boolean;
+  accept(gw: Gateway, route: RouteObject, parent: ParentRef, kind: string): Accepted;
+  resolve(route: KObject, ref: BackendRef, fromKind: string): Resolved;
+  /** Counts the route in the listener's attachedRoutes. */
+  attach(gwKey: string, listenerName: string): void;
+  statuses: StatusUpdate[];
+}
+
+/** A route of any kind, as listener acceptance reads it. */
+export type RouteObject = KObject & { spec: { hostnames?: string[] } };
+export type Accepted = ReturnType<typeof acceptRoute>;
+export interface Resolved {
+  reason?: string;
+  message?: string;
+  backend: Backend;
 }
 
 /** What a listener is, once its protocol, route kinds and certificate references are checked. */
@@ -117,16 +159,16 @@ function secretPair(secret: Secret | undefined): { cert: string; key: string } |
   return { cert, key };
 }
 
-function key(ns: string | undefined, name: string): string {
+export function key(ns: string | undefined, name: string): string {
   return `${ns ?? ''}/${name}`;
 }
 
-function escapeRegex(text: string): string {
+export function escapeRegex(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&');
 }
 
 /** Keeps lastTransitionTime of a condition whose status did not change. */
-function conditions(
+export function conditions(
   previous: Condition[] | undefined,
   next: Omit<Condition, 'lastTransitionTime'>[],
   now: string,
@@ -159,22 +201,29 @@ export function intersectHost(
   return undefined;
 }
 
-interface Entry {
+export interface Entry {
   port: number;
   /** The listener terminates TLS: a redirect without scheme keeps https. */
   https: boolean;
   host: string | null;
   match: RouteMatch;
-  route: HTTPRoute;
+  route: KObject;
   rule: RouteRule;
   ruleIndex: number;
   matchIndex: number;
+  /** Another route kind's entry (a GRPCRoute's): its own sort key, conditions and rule nodes. */
+  custom?: {
+    rank: Rank;
+    conditions: unknown[];
+    emit(id: string, from: string, nodes: NodeConfig[], edges: EdgeConfig[]): void;
+  };
 }
 
-type Rank = [number, ...number[]];
+export type Rank = [number, ...number[]];
 
 /** Sort key, ascending = tried first (the HTTPRouteMatch precedence of the Gateway API). */
 function rank(e: Entry): Rank {
+  if (e.custom !== undefined) return e.custom.rank;
   const host = e.host;
   const hostRank = host === null ? 3 : host.startsWith('*.') ? 2 : 1;
   const path = e.match.path ?? { type: 'PathPrefix', value: '/' };
@@ -183,6 +232,7 @@ function rank(e: Entry): Rank {
   return [
     hostRank,
     -(host?.length ?? 0),
+    1, // after GRPCRoute entries of the same host (they match gRPC calls only)
     typeRank,
     -(path.value ?? '/').length,
     e.match.method === undefined ? 1 : 0,
@@ -204,14 +254,18 @@ function compareEntries(a: Entry, b: Entry): number {
   return a.ruleIndex - b.ruleIndex || a.matchIndex - b.matchIndex;
 }
 
+/** The condition on the Host (or :authority) for a hostname intersection (`*.` = one label or more). */
+export function hostCondition(host: string): unknown[] {
+  const re = host.startsWith('*.')
+    ? `^[^.]+(\\.[^.]+)*${escapeRegex(host.slice(1))}(:[0-9]+)?$`
+    : `^${escapeRegex(host)}(:[0-9]+)?$`;
+  return ['host', '~*', re];
+}
+
 function matchConditions(e: Entry): unknown[] {
+  if (e.custom !== undefined) return e.custom.conditions;
   const out: unknown[] = [];
-  if (e.host !== null) {
-    const host = e.host.startsWith('*.')
-      ? `^[^.]+(\\.[^.]+)*${escapeRegex(e.host.slice(1))}(:[0-9]+)?$`
-      : `^${escapeRegex(e.host)}(:[0-9]+)?$`;
-    out.push(['host', '~*', host]);
-  }
+  if (e.host !== null) out.push(hostCondition(e.host));
   const path = e.match.path ?? { type: 'PathPrefix', value: '/' };
   const value = path.value ?? '/';
   if ((path.type ?? 'PathPrefix') === 'Exact') out.push(['uri', '==', value]);
@@ -251,7 +305,7 @@ function headerActions(filter: HeaderFilter | undefined): {
   return { set, add: filter?.add ?? [], remove: filter?.remove ?? [] };
 }
 
-interface Backend {
+export interface Backend {
   weight: number;
   /** ready endpoints, or a problem: 'invalid' (→ 500) */
   targets: { host: string; port: number }[] | 'invalid';
@@ -345,10 +399,7 @@ export function translate(state: ClusterState, options: TranslateOptions): Trans
     return info;
   };
 
-  const resolve = (
-    route: HTTPRoute,
-    ref: BackendRef,
-  ): { reason?: string; message?: string; backend: Backend } => {
+  const resolve = (route: KObject, ref: BackendRef, fromKind = 'HTTPRoute'): Resolved => {
     const weight = ref.weight ?? 1;
     const ns = ref.namespace ?? route.metadata.namespace ?? 'default';
     if ((ref.group ?? '') !== '' || (ref.kind ?? 'Service') !== 'Service')
@@ -357,7 +408,10 @@ export function translate(state: ClusterState, options: TranslateOptions): Trans
         message: `unsupported backend kind ${ref.kind ?? ''}`,
         backend: { weight, targets: 'invalid' },
       };
-    if (ns !== route.metadata.namespace && !granted(route.metadata.namespace ?? 'default', ns, ref.name))
+    if (
+      ns !== route.metadata.namespace &&
+      !granted(route.metadata.namespace ?? 'default', ns, ref.name, fromKind)
+    )
       return {
         reason: 'RefNotPermitted',
         message: `no ReferenceGrant in ${ns} allows this route to reference Service ${ref.name}`,
@@ -407,13 +461,15 @@ export function translate(state: ClusterState, options: TranslateOptions): Trans
       (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? '') ||
       key(a.metadata.namespace, a.metadata.name).localeCompare(key(b.metadata.namespace, b.metadata.name)),
   );
-  const portProtocol = new Map<number, string>();
+  const portProtocol = new Map<string, string>();
   for (const gw of byAge)
     for (const l of gw.spec.listeners) {
       const info = infoOf(gw, l);
       if (!info.programmed) continue;
-      const first = portProtocol.get(l.port);
-      if (first === undefined) portProtocol.set(l.port, l.protocol);
+      // UDP ports are a namespace of their own; HTTP, HTTPS, TLS and TCP share the TCP one.
+      const socket = `${l.protocol === 'UDP' ? 'udp' : 'tcp'}:${l.port}`;
+      const first = portProtocol.get(socket);
+      if (first === undefined) portProtocol.set(socket, l.protocol);
       else if (first !== l.protocol) {
         info.programmed = false;
         info.conflict = `port ${l.port} is served as ${first} by an older listener`;
@@ -435,7 +491,7 @@ export function translate(state: ClusterState, options: TranslateOptions): Trans
       const gwKey = key(parent.namespace ?? routeNs, parent.name);
       const gw = gatewayByKey.get(gwKey);
       if (gw === undefined) continue; // not ours: another controller reports it
-      const accepted = acceptRoute(gw, route, parent, infoOf, namespaceLabels);
+      const accepted = acceptRoute(gw, route, parent, infoOf, namespaceLabels, 'HTTPRoute');
       if (accepted.listeners.length > 0) {
         for (const { listener, hosts } of accepted.listeners) {
           const counter = `${gwKey}#${listener.name}`;
@@ -527,6 +583,22 @@ export function translate(state: ClusterState, options: TranslateOptions): Trans
       });
   }
 
+  const context: RouteContext = {
+    controllerName: options.controllerName,
+    now,
+    gatewayByKey,
+    programmed: (gw, l) => infoOf(gw, l).programmed,
+    accept: (gw, route, parent, kind) => acceptRoute(gw, route, parent, infoOf, namespaceLabels, kind),
+    resolve,
+    attach: (gwKey, listenerName) => {
+      const counter = `${gwKey}#${listenerName}`;
+      attached.set(counter, (attached.get(counter) ?? 0) + 1);
+    },
+    statuses,
+  };
+  entries.push(...translateGrpcRoutes(state.grpcRoutes ?? [], context));
+  const streams = translateStreamRoutes(state, context);
+
   const ports = new Set<number>();
   const tlsByPort = new Map<number, TlsCertificate[]>();
   for (const gw of gateways) {
@@ -539,7 +611,7 @@ export function translate(state: ClusterState, options: TranslateOptions): Trans
       const info = infoOf(gw, l);
       if (info.programmed) {
         anyProgrammed = true;
-        ports.add(l.port);
+        if (l.protocol === 'HTTP' || l.protocol === 'HTTPS') ports.add(l.port);
         if (info.certificates !== undefined) {
           const list = tlsByPort.get(l.port) ?? [];
           for (const c of info.certificates) list.push({ ...c, hostname: l.hostname });
@@ -681,6 +753,7 @@ export function translate(state: ClusterState, options: TranslateOptions): Trans
     } as GatewayConfig,
     ports: [...ports].sort((a, b) => a - b),
     tls: Object.fromEntries(tlsByPort),
+    streams,
     statuses,
   };
 }
@@ -694,22 +767,34 @@ function listenerInfo(
     namespace?: string;
   }) => { cert: string; key: string } | { reason: string; message: string },
 ): ListenerInfo {
-  const supportedProtocol =
-    l.protocol === 'HTTP' || (l.protocol === 'HTTPS' && (l.tls?.mode ?? 'Terminate') === 'Terminate');
-  const unsupported = supportedProtocol
-    ? undefined
-    : l.protocol === 'HTTPS'
-      ? 'HTTPS with tls.mode Passthrough is not supported yet'
-      : `protocol ${l.protocol} is not supported yet`;
+  const mode = l.tls?.mode ?? 'Terminate';
+  // The route kinds each protocol serves (GRPCRoute on HTTP/2: h2c prior knowledge, or TLS ALPN h2).
+  const served =
+    l.protocol === 'HTTP' || (l.protocol === 'HTTPS' && mode === 'Terminate')
+      ? ['HTTPRoute', 'GRPCRoute']
+      : l.protocol === 'TLS' && mode === 'Passthrough'
+        ? ['TLSRoute']
+        : l.protocol === 'TCP'
+          ? ['TCPRoute']
+          : l.protocol === 'UDP'
+            ? ['UDPRoute']
+            : [];
+  const unsupported =
+    served.length > 0
+      ? undefined
+      : l.protocol === 'HTTPS'
+        ? 'HTTPS with tls.mode Passthrough is not supported: use protocol TLS'
+        : l.protocol === 'TLS'
+          ? 'TLS with tls.mode Terminate is not supported yet'
+          : `protocol ${l.protocol} is not supported`;
   const declared = l.allowedRoutes?.kinds;
-  const isHttpRoute = (k: { group?: string; kind: string }) =>
-    (k.group ?? GROUP) === GROUP && k.kind === 'HTTPRoute';
-  const kinds =
-    unsupported !== undefined
-      ? []
-      : declared === undefined || declared.length === 0 || declared.some(isHttpRoute)
-        ? [{ group: GROUP, kind: 'HTTPRoute' }]
-        : [];
+  const isServed = (k: { group?: string; kind: string }) =>
+    (k.group ?? GROUP) === GROUP && served.includes(k.kind);
+  const kinds = (
+    declared === undefined || declared.length === 0
+      ? served
+      : served.filter((kind) => declared.some((k) => isServed(k) && k.kind === kind))
+  ).map((kind) => ({ group: GROUP, kind }));
   let refProblem: { reason: string; message: string } | undefined;
   let certificates: { cert: string; key: string }[] | undefined;
   if (unsupported === undefined && l.protocol === 'HTTPS') {
@@ -729,7 +814,7 @@ function listenerInfo(
       certificates.push(r);
     }
   }
-  const badKinds = (declared ?? []).filter((k) => !isHttpRoute(k));
+  const badKinds = (declared ?? []).filter((k) => !isServed(k));
   if (refProblem === undefined && unsupported === undefined && badKinds.length > 0)
     refProblem = {
       reason: 'InvalidRouteKinds',
@@ -750,10 +835,11 @@ function listenerInfo(
 
 function acceptRoute(
   gw: Gateway,
-  route: HTTPRoute,
+  route: RouteObject,
   parent: ParentRef,
   infoOf: (gw: Gateway, l: Listener) => ListenerInfo,
   namespaceLabels: (ns: string) => Record<string, string>,
+  kind: string,
 ): { listeners: { listener: Listener; hosts: (string | null)[] }[]; reason: string; message: string } {
   const routeNs = route.metadata.namespace ?? 'default';
   let candidates = gw.spec.listeners;
@@ -761,8 +847,8 @@ function acceptRoute(
   if (parent.port !== undefined) candidates = candidates.filter((l) => l.port === parent.port);
   if (candidates.length === 0)
     return { listeners: [], reason: 'NoMatchingParent', message: 'no listener matches the parentRef' };
-  // Listeners that take HTTPRoutes (HTTP, HTTPS; allowedRoutes.kinds) from the route's namespace.
-  candidates = candidates.filter((l) => infoOf(gw, l).kinds.length > 0);
+  // Listeners that take this kind (by protocol and allowedRoutes.kinds) from the route's namespace.
+  candidates = candidates.filter((l) => infoOf(gw, l).kinds.some((k) => k.kind === kind));
   const allowed = candidates.filter((l) => {
     const from = l.allowedRoutes?.namespaces?.from ?? 'Same';
     if (from === 'All') return true;
@@ -806,7 +892,7 @@ function portPolicy(
   name: string,
   port: number,
   entries: Entry[],
-  resolve: (route: HTTPRoute, ref: BackendRef) => { backend: Backend },
+  resolve: (route: KObject, ref: BackendRef) => { backend: Backend },
   hook: RuleHook,
 ): PolicyConfig {
   const nodes: NodeConfig[] = [
@@ -864,9 +950,13 @@ function ruleNodes(
   from: string,
   nodes: NodeConfig[],
   edges: EdgeConfig[],
-  resolve: (route: HTTPRoute, ref: BackendRef) => { backend: Backend },
+  resolve: (route: KObject, ref: BackendRef) => { backend: Backend },
   hook: RuleHook,
 ): void {
+  if (e.custom !== undefined) {
+    e.custom.emit(id, from, nodes, edges);
+    return;
+  }
   const filters = e.rule.filters ?? [];
   const reqHeaders = headerActions(
     filters.find((f) => f.type === 'RequestHeaderModifier')?.requestHeaderModifier,
