@@ -713,7 +713,11 @@ test('HTTPRouteHostnameIntersection: route and listener hostnames intersect; att
     listeners: { supportedKinds: unknown[]; conditions: Cond[] }[];
   };
   for (const l of gw.listeners) {
-    assert.deepEqual(l.supportedKinds, [{ group: 'gateway.networking.k8s.io', kind: 'HTTPRoute' }]);
+    assert.ok(
+      l.supportedKinds.some(
+        (k) => JSON.stringify(k) === '{"group":"gateway.networking.k8s.io","kind":"HTTPRoute"}',
+      ),
+    );
     assert.equal(cond(l.conditions, 'Accepted')?.status, 'True');
     assert.equal(cond(l.conditions, 'ResolvedRefs')?.status, 'True');
   }
@@ -1047,7 +1051,8 @@ function listenerMismatch(
     const l = got.find((x) => x.name === e.name);
     if (l === undefined) return `${gateway}/${e.name}: missing`;
     const kinds = l.supportedKinds.map((k) => `${k.group ?? ''}/${k.kind}`);
-    if (JSON.stringify(kinds) !== JSON.stringify(e.kinds))
+    // As the suite compares (helpers.go listenersMatch): the expected kinds present, none when none expected.
+    if (e.kinds.length === 0 ? kinds.length > 0 : e.kinds.some((k) => !kinds.includes(k)))
       return `${gateway}/${e.name}: supportedKinds ${kinds.join(',')}`;
     if (l.attachedRoutes !== e.attachedRoutes)
       return `${gateway}/${e.name}: attachedRoutes ${l.attachedRoutes}`;
