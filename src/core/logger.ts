@@ -65,11 +65,23 @@ function textDestination(out: NodeJS.WritableStream): Writable {
   });
 }
 
-export function createLogger(options: { level: string; format: string }): Logger {
+/** `tee` also receives every record as a JSON line (the OTLP log export, src/telemetry/). */
+export function createLogger(
+  options: { level: string; format: string },
+  tee?: { write(line: string): void },
+): Logger {
   const level = effectiveLevel(options.level);
   const base = { level, base: null, timestamp: pino.stdTimeFunctions.epochTime } as const;
-  if (options.format === 'json') return pino(base, pino.destination({ fd: 1, sync: false }));
-  return pino(base, textDestination(process.stdout));
+  const out =
+    options.format === 'json' ? pino.destination({ fd: 1, sync: false }) : textDestination(process.stdout);
+  if (tee === undefined || level === 'silent') return pino(base, out);
+  return pino(
+    base,
+    pino.multistream([
+      { level, stream: out },
+      { level, stream: tee },
+    ]),
+  );
 }
 
 /** A logger that drops everything; for tests and tools. */
