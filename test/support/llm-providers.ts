@@ -55,7 +55,7 @@ export interface LlmProvider {
 export const OPENAI_TOOL_CALL_ID = 'call_Qx3LmN8pT2';
 export const ANTHROPIC_TOOL_USE_ID = 'toolu_01A09q90qw90lq917835lq9';
 
-interface Reply {
+export interface Reply {
   text: string;
   tool: { name: string } | undefined;
   prompt: number;
@@ -74,7 +74,8 @@ function contentText(content: unknown): string {
     .join(' ');
 }
 
-function reply(kind: ProviderKind, body: Record<string, unknown>): Reply {
+/** The deterministic answer to a chat-shaped body (exported for the Bedrock provider). */
+export function reply(kind: ProviderKind | 'bedrock', body: Record<string, unknown>): Reply {
   const messages = (body.messages ?? []) as { role: string; content?: unknown }[];
   const system = kind === 'anthropic' ? contentText(body.system) : '';
   const prompt = words(system) + messages.reduce((n, m) => n + words(contentText(m.content)), 0);
@@ -93,6 +94,7 @@ function reply(kind: ProviderKind, body: Record<string, unknown>): Reply {
     openai: 'Hello from OpenAI:',
     anthropic: 'Hello from Anthropic:',
     gemini: 'Hello from Gemini:',
+    bedrock: 'Hello from Bedrock:',
   }[kind];
   const text = lastIsToolResult
     ? `tool said: ${contentText(last.content)}`
@@ -479,7 +481,8 @@ async function geminiAnswer(
 
 // --- the server -------------------------------------------------------------------------------
 
-class Gate {
+/** Holds streams after their first token (exported for the Bedrock provider). */
+export class Gate {
   #open = true;
   #waiters: (() => void)[] = [];
 

@@ -6,13 +6,16 @@ import type { NodeInstance } from '../../core/plugin.js';
 import { classifyFailure } from '../../outbound/classify.js';
 import { exchange, type ExchangeResult } from '../../outbound/exchange.js';
 import type { OutboundDispatcher } from '../../outbound/pool-registry.js';
+import type { Pair, SigV4Signer } from '../../signing/sigv4.js';
 import type { AiMetrics } from './ai-metrics.js';
 import {
   anthropicResponseToOpenAi,
   openAiResponseToAnthropic,
   usageFromAnthropic,
 } from './formats/anthropic.js';
+import { bedrockResponseToOpenAi } from './formats/bedrock.js';
 import { clientFormatOf, parseAiRequest, type AiRequest } from './formats/client.js';
+import { EventStreamReader } from './formats/event-stream.js';
 import { geminiResponseToOpenAi } from './formats/gemini.js';
 import { aiErrorBody, errorTypeFor, providerErrorOf } from './formats/errors.js';
 import { SseReader } from './formats/sse.js';
@@ -23,6 +26,7 @@ import type {
   ClientFormat,
   OpenAiChatRequest,
   OpenAiChatResponse,
+  SseEvent,
 } from './formats/types.js';
 import { providerBody, type ProviderName, type ProviderSpec, type Wire } from './providers.js';
 
@@ -43,6 +47,8 @@ export interface AiTarget {
   timeoutMs: number;
   defaultMaxTokens: number;
   apiVersion: string;
+  /** bedrock without an api_key: signs every call with SigV4 (service `bedrock`). */
+  signer: SigV4Signer | undefined;
 }
 
 export interface AiProxySettings {
@@ -194,11 +200,13 @@ export class AiProxyNode implements NodeInstance<'success'> {
       'content-type',
       'application/json',
       'accept',
-      req.stream ? 'text/event-stream' : 'application/json',
+      req.stream ? (target.spec.streamAccept ?? 'text/event-stream') : 'application/json',
       ...target.spec.fixedHeaders,
-      ...(key === undefined ? [] : target.spec.auth(key)),
     ];
     const path = target.prefix + target.spec.path(model, req.stream, target.apiVersion);
+    const payload = Buffer.from(JSON.stringify(body));
+    if (key !== undefined) headers.push(...target.spec.auth(key));
+    else if (target.signer !== undefined) headers.push(...signed(target.signer, path, headers, payload));
     const abort = new CallAbort(ctx.clientGone, target.timeoutMs);
     const sentAt = performance.now();
     let result: ExchangeResult;
@@ -206,7 +214,7 @@ export class AiProxyNode implements NodeInstance<'success'> {
     try {
       result = await exchange(
         target.pool,
-        { method: 'POST', path, headers, body: Buffer.from(JSON.stringify(body)) },
+        { method: 'POST', path, headers, body: payload },
         { deadlineMs: 0, idleMs: req.stream ? target.timeoutMs : 0, streaming: req.stream },
         abort,
         null,
@@ -245,6 +253,9 @@ export class AiProxyNode implements NodeInstance<'success'> {
       // the provider's message (which may quote part of the key) stays out of the answer.
       if ((status === 401 || status === 403) && key !== undefined && key === target.apiKey)
         return { target: target.name, status, reason: "the provider refused the target's api_key" };
+      // AWS's message may quote the canonical request, session token included: left out too.
+      if ((status === 401 || status === 403) && key === undefined && target.signer !== undefined)
+        return { target: target.name, status, reason: "the provider refused the target's aws credentials" };
       // The provider refused the request itself: another target would too. The client hears why.
       const error = providerErrorOf(raw);
       ctx.response.json(
@@ -284,12 +295,12 @@ export class AiProxyNode implements NodeInstance<'success'> {
     ctx.response.headers = { ...SSE_HEADERS };
     if (raw !== null) {
       // A later node reads the body: the whole stream, translated, becomes the body.
-      ctx.response.setBody(translateWhole(raw, translator, answer));
+      ctx.response.setBody(translateWhole(raw, target.spec.wire, translator, answer));
       answer.finish(ctx, translator.usage);
       return null;
     }
     const source = result.stream ?? Readable.from(result.body === null ? [] : [result.body]);
-    const relay = new EventRelay(translator, answer, ctx);
+    const relay = new EventRelay(readerFor(target.spec.wire), translator, answer, ctx);
     pipeline(source, relay, (err) => {
       if (err !== undefined && err !== null) answer.finish(ctx, translator.usage);
     });
@@ -350,13 +361,14 @@ class Answer {
 
 /** Provider bytes in, the client's events out: one write per provider read, never held back. */
 class EventRelay extends Transform {
-  readonly #reader = new SseReader();
+  readonly #reader: EventReader;
   readonly #translator: StreamTranslator;
   readonly #answer: Answer;
   readonly #ctx: Context;
 
-  constructor(translator: StreamTranslator, answer: Answer, ctx: Context) {
+  constructor(reader: EventReader, translator: StreamTranslator, answer: Answer, ctx: Context) {
     super();
+    this.#reader = reader;
     this.#translator = translator;
     this.#answer = answer;
     this.#ctx = ctx;
@@ -379,7 +391,7 @@ class EventRelay extends Transform {
     else done(null, out);
   }
 
-  #translate(events: ReturnType<SseReader['push']>): string {
+  #translate(events: SseEvent[]): string {
     let out = '';
     for (const ev of events) {
       out += this.#translator.push(ev);
@@ -390,14 +402,40 @@ class EventRelay extends Transform {
 }
 
 /** The whole provider stream translated at once (a later node reads the body). */
-function translateWhole(raw: Buffer, translator: StreamTranslator, answer: Answer): string {
-  const reader = new SseReader();
+function translateWhole(raw: Buffer, wire: Wire, translator: StreamTranslator, answer: Answer): string {
+  const reader = readerFor(wire);
   let out = '';
   for (const ev of [...reader.push(raw), ...reader.end()]) {
     out += translator.push(ev);
     if (translator.sawToken) answer.firstToken();
   }
   return out + translator.end();
+}
+
+/** Reads a provider's stream into events: server-sent events, or Bedrock's event-stream frames. */
+interface EventReader {
+  push(chunk: Buffer): SseEvent[];
+  end(): SseEvent[];
+}
+
+function readerFor(wire: Wire): EventReader {
+  return wire === 'bedrock' ? new EventStreamReader() : new SseReader();
+}
+
+/** The SigV4 headers of one call: covers host, content-type, accept and the body. */
+function signed(signer: SigV4Signer, path: string, flat: string[], payload: Buffer): string[] {
+  const covered: Pair[] = [];
+  for (let i = 0; i < flat.length; i += 2) covered.push([flat[i]!, flat[i + 1]!]);
+  const q = path.indexOf('?');
+  const query: Pair[] =
+    q === -1 ? [] : [...new URLSearchParams(path.slice(q + 1)).entries()].map(([n, v]) => [n, v] as const);
+  return signer.sign({
+    method: 'POST',
+    path: q === -1 ? path : path.slice(0, q),
+    query,
+    headers: covered,
+    payload,
+  }).headers;
 }
 
 /** A whole provider answer in the client's format, with its usage; undefined when it is not JSON. */
@@ -419,7 +457,12 @@ export function translateAnswer(
     const usage = res.usage === undefined ? undefined : usageFromAnthropic(res.usage);
     return { body: client === 'anthropic' ? res : anthropicResponseToOpenAi(res), usage };
   }
-  const res = wire === 'gemini' ? geminiResponseToOpenAi(parsed, model) : (parsed as OpenAiChatResponse);
+  const res =
+    wire === 'gemini'
+      ? geminiResponseToOpenAi(parsed, model)
+      : wire === 'bedrock'
+        ? bedrockResponseToOpenAi(parsed, model)
+        : (parsed as OpenAiChatResponse);
   const u = res.usage;
   const usage =
     u === undefined || u === null

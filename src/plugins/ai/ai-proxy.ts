@@ -1,5 +1,6 @@
 import { ConfigError, definePlugin, type PluginEnv } from '../../core/plugin.js';
 import { acquirePool } from '../../outbound/pool-registry.js';
+import { SigV4Signer } from '../../signing/sigv4.js';
 import { loadTlsMaterial } from '../../tls/client.js';
 import { aiMetrics } from './ai-metrics.js';
 import { AiProxyNode, type AiTarget } from './ai-proxy-node.js';
@@ -17,6 +18,15 @@ export interface AiTargetConfig {
   timeout_ms?: number;
   default_max_tokens: number;
   api_version?: string;
+  aws?: AwsConfig;
+}
+
+/** bedrock: the region and, unless the environment has them, the credentials SigV4 signs with. */
+export interface AwsConfig {
+  region: string;
+  access_key_id?: string;
+  secret_access_key?: string;
+  session_token?: string;
 }
 
 export interface AiProxyConfig {
@@ -76,15 +86,64 @@ const targetSchema = {
       minLength: 1,
       description: `azure-openai: the api-version query. Default ${DEFAULT_AZURE_API_VERSION}.`,
     },
+    aws: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['region'],
+      description:
+        'bedrock: the region, and the credentials SigV4 signs with (default: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN of the environment).',
+      properties: {
+        region: { type: 'string', minLength: 1, pattern: '^[a-z0-9-]+$', description: 'e.g. us-east-1.' },
+        access_key_id: { type: 'string', minLength: 1 },
+        secret_access_key: { type: 'string', minLength: 1, description: 'Masked; never logged or traced.' },
+        session_token: { type: 'string', minLength: 1, description: 'Temporary credentials: their token.' },
+      },
+    },
   },
 } as const;
+
+const AWS_HEADER_NAMES = { date: 'x-amz-date', securityToken: 'x-amz-security-token' } as const;
+
+/** The SigV4 signer of a bedrock target without an api_key; a ConfigError when it has no credentials. */
+function bedrockSigner(t: AiTargetConfig, at: string): SigV4Signer | undefined {
+  if (t.provider !== 'bedrock') return undefined;
+  const aws = t.aws;
+  if (aws === undefined) throw new ConfigError(`${at}.aws`, 'is required for bedrock (at least its region)');
+  if ((aws.access_key_id === undefined) !== (aws.secret_access_key === undefined))
+    throw new ConfigError(`${at}.aws`, 'access_key_id and secret_access_key go together');
+  if (t.api_key !== undefined) {
+    if (aws.access_key_id !== undefined)
+      throw new ConfigError(`${at}.api_key`, 'a bedrock target has an api_key or aws keys, not both');
+    return undefined; // a Bedrock API key, sent as a bearer token
+  }
+  const env = process.env;
+  const accessKey = aws.access_key_id ?? env['AWS_ACCESS_KEY_ID'];
+  const secretKey = aws.secret_access_key ?? env['AWS_SECRET_ACCESS_KEY'];
+  if (!accessKey || !secretKey)
+    throw new ConfigError(
+      `${at}.aws`,
+      'bedrock needs credentials: aws.access_key_id and aws.secret_access_key, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment, or an api_key',
+    );
+  const sessionToken =
+    aws.access_key_id !== undefined
+      ? aws.session_token
+      : (aws.session_token ?? (env['AWS_SESSION_TOKEN'] || undefined));
+  return new SigV4Signer({
+    headerNames: AWS_HEADER_NAMES,
+    accessKey,
+    secretKey,
+    sessionToken,
+    region: aws.region,
+    service: 'bedrock',
+  });
+}
 
 /** Calls one of several LLM providers, translating between the client's API and the provider's. */
 export const aiProxy = definePlugin({
   type: 'ai-proxy',
   category: 'ai',
   description:
-    'Call an LLM provider (OpenAI, Azure OpenAI, Anthropic, Gemini, Mistral, OpenAI-compatible) for an OpenAI Chat Completions or Anthropic Messages request, translating formats and streams, with fallback across targets by priority and weight.',
+    'Call an LLM provider (OpenAI, Azure OpenAI, Anthropic, Gemini, Amazon Bedrock, Mistral, OpenAI-compatible) for an OpenAI Chat Completions or Anthropic Messages request, translating formats and streams, with fallback across targets by priority and weight.',
   schema: {
     type: 'object',
     additionalProperties: false,
@@ -138,7 +197,14 @@ export const aiProxy = definePlugin({
         if (seen.has(t.name)) throw new ConfigError(`${at}.name`, `'${t.name}' names two targets`);
         seen.add(t.name);
         const spec = PROVIDER_SPECS[t.provider];
-        const text = t.endpoint ?? spec.defaultEndpoint;
+        const signer = bedrockSigner(t, at);
+        if (t.aws !== undefined && t.provider !== 'bedrock')
+          env.warn(`${at}.aws`, `ignored: provider is ${t.provider}`);
+        const text =
+          t.endpoint ??
+          (t.provider === 'bedrock' && t.aws !== undefined
+            ? `https://bedrock-runtime.${t.aws.region}.amazonaws.com`
+            : spec.defaultEndpoint);
         if (text === undefined)
           throw new ConfigError(`${at}.endpoint`, `is required for provider ${t.provider}`);
         const url = parseEndpoint(text, `${at}.endpoint`);
@@ -168,6 +234,7 @@ export const aiProxy = definePlugin({
           timeoutMs,
           defaultMaxTokens: t.default_max_tokens,
           apiVersion: t.api_version ?? DEFAULT_AZURE_API_VERSION,
+          signer,
         });
       });
     } catch (err) {

@@ -1,4 +1,6 @@
+import { percentEncode } from '../../signing/percent-encode.js';
 import { ANTHROPIC_VERSION, openAiRequestToAnthropic } from './formats/anthropic.js';
+import { openAiRequestToBedrock } from './formats/bedrock.js';
 import { toOpenAiRequest, type AiRequest } from './formats/client.js';
 import { openAiRequestToGemini } from './formats/gemini.js';
 import type { AnthropicRequest, OpenAiChatRequest } from './formats/types.js';
@@ -8,13 +10,14 @@ export const PROVIDERS = [
   'azure-openai',
   'anthropic',
   'gemini',
+  'bedrock',
   'mistral',
   'openai-compatible',
 ] as const;
 export type ProviderName = (typeof PROVIDERS)[number];
 
 /** The wire format a provider speaks. */
-export type Wire = 'openai' | 'anthropic' | 'gemini';
+export type Wire = 'openai' | 'anthropic' | 'gemini' | 'bedrock';
 
 /** What the gateway needs to know of one provider (docs/plugins/ai-proxy.md#providers). */
 export interface ProviderSpec {
@@ -31,6 +34,8 @@ export interface ProviderSpec {
   readonly streamUsageOption: boolean;
   /** Where a translated token limit goes on the OpenAI wire. */
   readonly maxTokensField: 'max_tokens' | 'max_completion_tokens';
+  /** The `accept` of a streamed call (default `text/event-stream`). */
+  readonly streamAccept?: string;
 }
 
 const bearer = (key: string): string[] => ['authorization', `Bearer ${key}`];
@@ -97,6 +102,17 @@ export const PROVIDER_SPECS: Readonly<Record<ProviderName, ProviderSpec>> = {
     streamUsageOption: false,
     maxTokensField: 'max_tokens',
   },
+  // Signed with SigV4 (the target's `aws`), or a Bedrock API key as a bearer token.
+  bedrock: {
+    wire: 'bedrock',
+    defaultEndpoint: undefined, // https://bedrock-runtime.<aws.region>.amazonaws.com, set by ai-proxy
+    path: (model, stream) => `/model/${percentEncode(model)}/${stream ? 'converse-stream' : 'converse'}`,
+    auth: bearer,
+    fixedHeaders: [],
+    streamUsageOption: false,
+    maxTokensField: 'max_tokens',
+    streamAccept: 'application/vnd.amazon.eventstream',
+  },
 };
 
 /** The Azure OpenAI `api-version` query when a target names none. */
@@ -118,8 +134,9 @@ export function providerBody(
   req: AiRequest,
   options: BodyOptions,
 ): Record<string, unknown> {
-  // Gemini names the model and streaming in the path, not the body.
+  // Gemini and Bedrock name the model and streaming in the path, not the body.
   if (spec.wire === 'gemini') return openAiRequestToGemini(toOpenAiRequest(req));
+  if (spec.wire === 'bedrock') return openAiRequestToBedrock(toOpenAiRequest(req));
   if (spec.wire === 'anthropic') {
     const body: AnthropicRequest =
       req.format === 'anthropic'

@@ -231,8 +231,15 @@ describe('ai-proxy: fallback across targets, metrics and the access log', () => 
     const lines = (): Record<string, unknown>[] =>
       readFileSync(logFile, 'utf8')
         .split('\n')
-        .filter((l) => l !== '')
-        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        // Only whole lines: the logger may be halfway through writing the last one.
+        .filter((l) => l.endsWith('}'))
+        .flatMap((l) => {
+          try {
+            return [JSON.parse(l) as Record<string, unknown>];
+          } catch {
+            return [];
+          }
+        })
         .filter((l) => l.route === 'refused');
     await waitFor(() => lines().length >= 2, { what: 'two access-log lines of route refused' });
     const [whole, streamed] = lines().slice(-2);

@@ -14,14 +14,21 @@ export function aiErrorBody(
   return format === 'anthropic' ? { type: 'error', error } : { error };
 }
 
-/** The message and type a provider's error body gives (OpenAI's, Anthropic's and Gemini's shapes alike). */
+/** The message and type a provider's error body gives (OpenAI's, Anthropic's, Gemini's and AWS's shapes alike). */
 export function providerErrorOf(raw: Buffer | null): { message: string; type: string | undefined } {
   if (raw === null || raw.length === 0) return { message: '', type: undefined };
   try {
     const body = JSON.parse(raw.toString('utf8')) as {
       error?: { message?: unknown; type?: unknown; status?: unknown };
+      message?: unknown;
+      Message?: unknown;
     };
     const e = body.error;
+    // AWS (Bedrock): a top-level message, the error type in the x-amzn-ErrorType header.
+    if (e === undefined) {
+      const message = body.message ?? body.Message;
+      return { message: typeof message === 'string' ? message : '', type: undefined };
+    }
     return {
       message: typeof e?.message === 'string' ? e.message : '',
       type: typeof e?.type === 'string' ? e.type : typeof e?.status === 'string' ? e.status : undefined,

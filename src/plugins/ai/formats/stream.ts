@@ -1,4 +1,5 @@
 import { finishReasonOf, stopReasonOf, usageFromAnthropic } from './anthropic.js';
+import { BedrockToChunks, bedrockUsage, type BedrockStreamEvent } from './bedrock.js';
 import { GeminiToChunks, geminiUsage, type GeminiResponse } from './gemini.js';
 import { sseFrame } from './sse.js';
 import type {
@@ -11,14 +12,14 @@ import type {
 } from './types.js';
 
 /** The wire format a provider streams in. */
-export type StreamWire = 'openai' | 'anthropic' | 'gemini';
+export type StreamWire = 'openai' | 'anthropic' | 'gemini' | 'bedrock';
 
 export interface StreamOptions {
   client: ClientFormat;
   wire: StreamWire;
   /** The OpenAI client asked for `stream_options.include_usage`: it gets the usage chunk. */
   clientWantsUsage: boolean;
-  /** The model called (Gemini streams may not name it). */
+  /** The model called (Gemini streams may not name it, Bedrock streams never do). */
   model?: string;
 }
 
@@ -40,6 +41,7 @@ export class StreamTranslator {
   readonly #toChunks: AnthropicToChunks | null;
   readonly #toAnthropic: ChunksToAnthropic | null;
   readonly #gemini: GeminiToChunks | null;
+  readonly #bedrock: BedrockToChunks | null;
   #done = false;
 
   constructor(options: StreamOptions) {
@@ -48,12 +50,14 @@ export class StreamTranslator {
     this.#toChunks = cross && options.wire === 'anthropic' ? new AnthropicToChunks() : null;
     this.#toAnthropic = cross && options.client === 'anthropic' ? new ChunksToAnthropic() : null;
     this.#gemini = options.wire === 'gemini' ? new GeminiToChunks(options.model ?? '') : null;
+    this.#bedrock = options.wire === 'bedrock' ? new BedrockToChunks(options.model ?? '') : null;
   }
 
   push(ev: SseEvent): string {
     if (this.#done) return '';
     const { client, wire } = this.#options;
     if (wire === 'gemini') return this.#geminiEvent(ev);
+    if (wire === 'bedrock') return this.#bedrockEvent(ev);
     if (wire === 'openai') {
       if (ev.data.trim() === '[DONE]') return this.#openAiDone();
       const chunk = parseJson(ev.data) as (OpenAiChunk & { error?: unknown }) | undefined;
@@ -97,7 +101,40 @@ export class StreamTranslator {
     if (wire !== 'anthropic' && client === 'anthropic') return this.#toAnthropic!.finish(this.usage);
     // Gemini streams simply end: the OpenAI client still expects its usage chunk and [DONE].
     if (wire === 'gemini') return this.#usageChunk(this.#gemini!) + sseFrame('[DONE]');
+    if (wire === 'bedrock') return this.#usageChunk(this.#bedrock!) + sseFrame('[DONE]');
     return '';
+  }
+
+  /** One ConverseStream event (from the event-stream reader); `metadata`, the last, closes the stream. */
+  #bedrockEvent(ev: SseEvent): string {
+    const client = this.#options.client;
+    if (ev.event === 'exception') {
+      this.failed = true;
+      const error = parseJson(ev.data) as { type?: string; message?: string } | undefined;
+      const body = { message: error?.message ?? 'the provider failed while streaming', type: error?.type };
+      if (client === 'anthropic') return this.#toAnthropic!.error(body);
+      return sseFrame(
+        JSON.stringify({ error: { ...body, type: body.type ?? 'api_error', param: null, code: null } }),
+      );
+    }
+    const payload = parseJson(ev.data) as BedrockStreamEvent | undefined;
+    if (payload === undefined || typeof payload !== 'object' || payload === null) return '';
+    const type = ev.event ?? '';
+    if (type === 'metadata') {
+      const usage = bedrockUsage(payload.usage);
+      if (usage !== undefined) this.usage = usage;
+      this.#done = true;
+      if (client === 'anthropic') return this.#toAnthropic!.finish(this.usage);
+      return this.#usageChunk(this.#bedrock!) + sseFrame('[DONE]');
+    }
+    let out = '';
+    for (const chunk of this.#bedrock!.event(type, payload)) {
+      const delta = chunk.choices[0]?.delta;
+      if ((typeof delta?.content === 'string' && delta.content !== '') || delta?.tool_calls !== undefined)
+        this.sawToken = true;
+      out += client === 'openai' ? sseFrame(JSON.stringify(chunk)) : this.#toAnthropic!.chunk(chunk);
+    }
+    return out;
   }
 
   #geminiEvent(ev: SseEvent): string {
