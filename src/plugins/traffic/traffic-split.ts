@@ -4,6 +4,7 @@ import { NodeError } from '../../core/errors.js';
 import { smoothWeighted } from '../../outbound/balancer/weighted.js';
 import { UpstreamPool } from '../../outbound/upstream-pool.js';
 import { ConfigError, definePlugin, type NodeInstance, type PluginEnv } from '../../core/plugin.js';
+import { upstream, type UpstreamNode } from '../core/upstream.js';
 
 interface TargetConfig {
   host: string;
@@ -13,6 +14,8 @@ interface TargetConfig {
 
 interface SlotConfig {
   upstream?: { targets: TargetConfig[] };
+  /** A `plugin_configs` entry of type upstream: its targets, health checks, TLS and timeouts. */
+  config_ref?: string;
   weight: number;
 }
 
@@ -23,10 +26,13 @@ interface TrafficSplitConfig {
 
 type SplitPort = 'success' | 'routed';
 
+/** Where a slot's requests go: its own targets, or an upstream built from a shared config. */
+type SlotBackend = { kind: 'pool'; pool: UpstreamPool } | { kind: 'upstream'; node: UpstreamNode };
+
 interface Slot {
   weight: number;
   /** Null for the default slot: the request continues to the policy's own upstream. */
-  pool: UpstreamPool | null;
+  backend: SlotBackend | null;
   /** For the smooth weighted picker: slots are never busy, and a weight of 0 is never picked. */
   active: 0;
   isAvailable(): boolean;
@@ -122,6 +128,12 @@ export const trafficSplit = definePlugin({
                       },
                     },
                   },
+                  config_ref: {
+                    type: 'string',
+                    minLength: 1,
+                    description:
+                      'A plugin_configs entry of type upstream (targets, health checks, TLS); instead of upstream.',
+                  },
                   weight: {
                     type: 'integer',
                     minimum: 0,
@@ -153,6 +165,8 @@ export const trafficSplit = definePlugin({
     },
   },
   readsResponseBody: () => false,
+  // A routed answer streams unless a node reachable from `routed` reads the body (env.streaming).
+  relaysOn: 'routed',
   create(config: TrafficSplitConfig, env) {
     return new TrafficSplitNode(config, env);
   },
@@ -161,6 +175,8 @@ export const trafficSplit = definePlugin({
 class TrafficSplitNode implements NodeInstance<SplitPort> {
   readonly #rules: Rule[];
   readonly #pools: UpstreamPool[] = [];
+  /** One upstream per distinct `config_ref` of this node, whichever slots name it. */
+  readonly #shared = new Map<string, UpstreamNode>();
 
   constructor(config: TrafficSplitConfig, env: PluginEnv) {
     try {
@@ -180,10 +196,7 @@ class TrafficSplitNode implements NodeInstance<SplitPort> {
     const match = rule.match === undefined ? undefined : compileCondition(rule.match, `rules[${i}].match`);
     const slots = rule.weighted_upstreams.map((slot, j): Slot => ({
       weight: slot.weight,
-      pool:
-        slot.upstream === undefined
-          ? null
-          : this.#pool(slot.upstream.targets, timeoutMs, env, `rules[${i}].weighted_upstreams[${j}]`),
+      backend: this.#backend(slot, timeoutMs, env, `rules[${i}].weighted_upstreams[${j}]`),
       active: 0,
       isAvailable: () => slot.weight > 0,
     }));
@@ -199,6 +212,44 @@ class TrafficSplitNode implements NodeInstance<SplitPort> {
     return { match, slots, credit };
   }
 
+  #backend(slot: SlotConfig, timeoutMs: number, env: PluginEnv, at: string): SlotBackend | null {
+    if (slot.config_ref !== undefined) {
+      if (slot.upstream !== undefined)
+        throw new ConfigError(`${at}.config_ref`, 'set either upstream or config_ref, not both');
+      return { kind: 'upstream', node: this.#sharedUpstream(slot.config_ref, env, `${at}.config_ref`) };
+    }
+    if (slot.upstream === undefined) return null;
+    return { kind: 'pool', pool: this.#pool(slot.upstream.targets, timeoutMs, env, at) };
+  }
+
+  /**
+   * The upstream node a `config_ref` slot proxies through: created by the upstream plugin from the
+   * shared config, so its health checks run and are shared through the gateway's HealthRegistry
+   * with every upstream node probing the same target the same way (a reload keeps a down target
+   * down), and its answer streams like theirs.
+   */
+  #sharedUpstream(name: string, env: PluginEnv, key: string): UpstreamNode {
+    const known = this.#shared.get(name);
+    if (known !== undefined) return known;
+    if (env.sharedConfig === undefined)
+      throw new ConfigError(key, 'needs the plugin_configs of a compiled configuration');
+    const config = env.sharedConfig(name, 'upstream', key);
+    let node: UpstreamNode;
+    try {
+      // The upstream plugin's create returns its UpstreamNode (typed by definePlugin as a NodeInstance).
+      node = upstream.create(config, { ...env, nodeId: `${env.nodeId}/${name}` }) as UpstreamNode;
+    } catch (err) {
+      if (err instanceof ConfigError)
+        throw new ConfigError(
+          key,
+          `plugin_configs '${name}': config${err.path === '' ? '' : `.${err.path}`} ${err.message}`,
+        );
+      throw err;
+    }
+    this.#shared.set(name, node);
+    return node;
+  }
+
   /** One shared-pool upstream per target slot: round-robin, connect failures retried on the slot's other targets. */
   #pool(targets: SplitTargets, timeoutMs: number, env: PluginEnv, slot: string): UpstreamPool {
     const pool = new UpstreamPool({
@@ -211,7 +262,7 @@ class TrafficSplitNode implements NodeInstance<SplitPort> {
       hashKey: clientIp,
       scheme: 'http',
       tls: null,
-      limits: { deadlineMs: timeoutMs, idleMs: timeoutMs, streaming: false },
+      limits: { deadlineMs: timeoutMs, idleMs: timeoutMs, streaming: env.streaming },
       retries: targets.length - 1,
       passive: NO_PASSIVE,
       active: null,
@@ -228,19 +279,23 @@ class TrafficSplitNode implements NodeInstance<SplitPort> {
     const rule = this.#rules.find((r) => r.match === undefined || r.match.evaluate(ctx));
     if (rule === undefined) return 'success';
     const slot = pick(rule);
-    if (slot.pool === null) return 'success';
-    return forward(slot.pool, ctx);
+    if (slot.backend === null) return 'success';
+    return forward(slot.backend, ctx);
   }
 
   close(): void {
     for (const pool of this.#pools.splice(0)) pool.close();
+    for (const node of this.#shared.values()) node.close();
+    this.#shared.clear();
   }
 }
 
-/** Proxies through the slot's pool; any failure becomes the plugin's own code, with the outbound cause kept. */
-async function forward(pool: UpstreamPool, ctx: Context): Promise<'routed'> {
+/** Proxies through the slot's backend; any failure becomes the plugin's own code, with the outbound cause kept. */
+async function forward(backend: SlotBackend, ctx: Context): Promise<'routed'> {
   try {
-    return await pool.forward(ctx, 'routed');
+    if (backend.kind === 'pool') return await backend.pool.forward(ctx, 'routed');
+    await backend.node.run(ctx);
+    return 'routed';
   } catch (err) {
     const failure = err instanceof NodeError ? err : null;
     throw new NodeError('TRAFFIC_SPLIT_UPSTREAM_ERROR', 'traffic-split target unreachable', {
