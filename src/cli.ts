@@ -268,7 +268,13 @@ async function run(args: CliArgs, early: EarlySignals | undefined): Promise<numb
     }
     throw err;
   }
-  const logger = createLogger(system.logging);
+  // OTLP export (docs/opentelemetry.md): the SDK starts first, so the logger can feed its log export.
+  const telemetry =
+    system.telemetry?.otlp === undefined
+      ? undefined
+      : (await import('./telemetry/index.js')).startTelemetry(system);
+  const logger = createLogger(system.logging, telemetry?.logSink);
+  telemetry?.useLogger(logger);
   // Listened for before anything starts: a SIGTERM while the configuration loads or the Admin API and
   // the stream listeners are still loading (imported after the data plane listens) stops cleanly.
   let stopRequested = false;
@@ -283,8 +289,9 @@ async function run(args: CliArgs, early: EarlySignals | undefined): Promise<numb
   });
   handOver(early, ['SIGTERM', 'SIGINT'], 'drop');
   const workers = resolveWorkers(system.workers);
-  if (system.secrets !== undefined && workers > 1) {
-    process.stderr.write('secrets: runs with workers: 1 only for now (docs/secrets.md)\n');
+  if (telemetry !== undefined && workers > 1) {
+    process.stderr.write('telemetry.otlp: runs with workers: 1 only for now (docs/opentelemetry.md)\n');
+    await telemetry.shutdown();
     return 1;
   }
   // `${secret:…}` of both files are read before the configuration compiles (docs/secrets.md).
@@ -328,9 +335,17 @@ async function run(args: CliArgs, early: EarlySignals | undefined): Promise<numb
               system.listener.bind,
             ),
             onApplied,
+            ...(telemetry === undefined ? {} : { telemetry }),
           })
         : system.config.source === 'file' || etcd === undefined
-          ? Gateway.create({ system, gatewayPath: args.gatewayPath, logger, onApplied, controlPlaneOnly })
+          ? Gateway.create({
+              system,
+              gatewayPath: args.gatewayPath,
+              logger,
+              onApplied,
+              controlPlaneOnly,
+              ...(telemetry === undefined ? {} : { telemetry }),
+            })
           : await Gateway.createFromEtcd({
               system,
               gatewayPath: args.gatewayPath,
@@ -338,6 +353,7 @@ async function run(args: CliArgs, early: EarlySignals | undefined): Promise<numb
               etcd: new EtcdConfigSource(etcd, logger),
               onApplied,
               controlPlaneOnly,
+              ...(telemetry === undefined ? {} : { telemetry }),
             });
   } catch (err) {
     if (err instanceof EtcdUnavailable) {
@@ -367,6 +383,7 @@ async function run(args: CliArgs, early: EarlySignals | undefined): Promise<numb
     }
     throw err;
   }
+  telemetry?.exportMetrics(gateway.metrics.registry);
   // A changed secret value re-applies the configuration: the policies that use it compile again.
   secrets?.store?.start(
     () => void gateway.apply((current) => current, 'secrets').catch(() => undefined),
@@ -445,6 +462,8 @@ async function run(args: CliArgs, early: EarlySignals | undefined): Promise<numb
   secrets?.store?.close();
   await closeAllPools();
   logger.info('stopped');
+  // Last: what is still buffered (the records above included) is exported before the process ends.
+  await telemetry?.shutdown();
   return 0;
 }
 

@@ -11,6 +11,8 @@ import type { ToPrimary, ToWorker, WorkerMetrics } from './protocol.js';
 import { SharedService } from './shared-service.js';
 import { sendInPieces } from '../config/document-pieces.js';
 import { shadowRecords } from '../plugins/traffic/shadow-compare.js';
+import { secretsOf } from '../config/secrets/binding.js';
+import { secretValuesFor, type SecretValues } from '../config/secrets/relayed.js';
 
 export interface ClusterPrimaryOptions {
   /** The control-plane gateway: compiles and validates, serves the Admin API, holds the counters. */
@@ -113,6 +115,8 @@ export class ClusterPrimary {
   /** The latest figures of every worker process, and what the ended ones counted. */
   readonly #metrics = new ClusterMetrics();
   #config: GatewayConfig;
+  /** The `${secret:…}` values of `#config` as the control plane compiled it; the workers get them with it. */
+  #secrets: SecretValues | undefined;
   /** `stream:` as last reloaded by SIGHUP; undefined: as the process started. */
   #stream: StreamListenerConfig[] | undefined;
   #version = 1;
@@ -131,6 +135,7 @@ export class ClusterPrimary {
       this.#reclaimLease(id, key),
     );
     this.#config = options.gateway.runtime.config;
+    this.#secrets = secretValuesFor(this.#config, secretsOf(process.env));
     this.#slots = Array.from({ length: options.workers }, (_, i) => ({
       index: i + 1,
       handle: undefined,
@@ -220,6 +225,7 @@ export class ClusterPrimary {
    */
   async broadcast(config: GatewayConfig, source: ApplySource): Promise<void> {
     this.#config = config;
+    this.#secrets = secretValuesFor(config, secretsOf(process.env));
     this.#version++;
     const deadline = Date.now() + this.#applyTimeoutMs;
     await Promise.all(this.#slots.map((slot) => this.#sync(slot, source, deadline)));
@@ -277,7 +283,8 @@ export class ClusterPrimary {
       handle.send({ t: 'config-piece', v: version, piece });
       return true;
     });
-    if (sent) handle.send({ t: 'config', v: version, source });
+    const secrets = this.#secrets;
+    if (sent) handle.send({ t: 'config', v: version, source, ...(secrets === undefined ? {} : { secrets }) });
   }
 
   #late(slot: Slot): void {
@@ -320,17 +327,21 @@ export class ClusterPrimary {
 
   #onMessage(handle: WorkerHandle, message: ToPrimary): void {
     switch (message.t) {
-      case 'hello':
+      case 'hello': {
         handle.version = this.#version;
+        // Without `secrets:`: the values come resolved (below); the managers' credentials stay here.
+        const { secrets: _managers, ...system } = this.#gateway.system;
         handle.send({
           t: 'init',
           worker: handle.index,
           v: this.#version,
-          system: { ...this.#gateway.system, stream: this.#stream ?? this.#gateway.system.stream },
+          system: { ...system, stream: this.#stream ?? system.stream },
           config: this.#config,
           gatewayPath: this.#gateway.gatewayPath,
+          ...(this.#secrets === undefined ? {} : { secrets: this.#secrets }),
         });
         return;
+      }
       case 'ready':
         handle.serving = true;
         handle.ready.resolve();

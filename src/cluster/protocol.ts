@@ -3,6 +3,7 @@ import type { DocumentPiece } from '../config/document-pieces.js';
 import type { GatewayConfig } from '../config/gateway.js';
 import type { StreamListenerConfig, SystemConfig } from '../config/system.js';
 import type { ApplySource } from '../gateway.js';
+import type { SecretValues } from '../config/secrets/relayed.js';
 import type { MetricObjectWithValues, MetricValue } from 'prom-client';
 
 /**
@@ -80,11 +81,13 @@ export type ToWorker =
       system: SystemConfig;
       config: GatewayConfig;
       gatewayPath: string | undefined;
+      /** The `${secret:…}` values `config` holds, resolved by the primary (docs/secrets.md#workers). */
+      secrets?: SecretValues;
     }
   /** One piece of configuration `v` (src/config/document-pieces.ts); `config` without a document follows. */
   | { t: 'config-piece'; v: number; piece: DocumentPiece }
   /** Apply configuration `v`: `config`, or the pieces sent before (src/cluster/config-pieces.ts). */
-  | { t: 'config'; v: number; config?: GatewayConfig; source: ApplySource }
+  | { t: 'config'; v: number; config?: GatewayConfig; source: ApplySource; secrets?: SecretValues }
   | { t: 'replies'; r: [id: number, value: unknown][] }
   | { t: 'metrics?'; id: number }
   /** A TLS-ALPN-01 answer the primary created for an order (removed when `pair` is absent); answer `ack`. */

@@ -11,6 +11,8 @@ import type { ToPrimary, ToWorker, WorkerMetrics } from './protocol.js';
 import { WindowLeases, workerSharedState } from './worker-shared.js';
 import { METRICS_PUSH_COST_FACTOR, METRICS_PUSH_MS } from './metrics.js';
 import { shadowRecords } from '../plugins/traffic/shadow-compare.js';
+import { bindSecrets } from '../config/secrets/binding.js';
+import { RelayedSecrets } from '../config/secrets/relayed.js';
 
 type Init = Extract<ToWorker, { t: 'init' }>;
 
@@ -59,6 +61,8 @@ export async function runClusterWorker(): Promise<number> {
   const slot = Number(process.env.SWITCHYARD_WORKER);
   const leases = new WindowLeases();
   const pieces = new ConfigPieces();
+  /** `${secret:…}` values come from the primary with each configuration (docs/secrets.md#workers). */
+  const secrets = new RelayedSecrets();
   let gateway: Gateway | undefined;
   let streams: StreamListeners | undefined;
   /** Set once `init` arrives; a stream reload before that only logs nothing. */
@@ -111,6 +115,7 @@ export async function runClusterWorker(): Promise<number> {
           if (config === undefined) return send({ t: 'applied', v: message.v });
           const refused = injectedRefusal(slot, config);
           if (refused !== undefined) return send({ t: 'applied', v: message.v, error: refused });
+          if (message.secrets !== undefined) secrets.set(message.secrets);
           gateway.apply(config, message.source).then(
             () => send({ t: 'applied', v: message.v }),
             (err: unknown) => send({ t: 'applied', v: message.v, error: (err as Error).message }),
@@ -143,7 +148,11 @@ export async function runClusterWorker(): Promise<number> {
   process.on('SIGHUP', () => undefined);
   send({ t: 'hello' });
 
-  const { system, config, gatewayPath, worker } = await init;
+  const { system, config, gatewayPath, worker, secrets: values } = await init;
+  if (values !== undefined) {
+    secrets.set(values);
+    bindSecrets(process.env, secrets);
+  }
   const logger = createLogger(system.logging).child({ worker });
   log.to = logger;
   // The worker's copy never persists, watches or orders certificates; the primary does.
