@@ -11,7 +11,7 @@ export const AUTH_OUTPUTS = {
   },
 } as const satisfies Record<string, PortSpec>;
 
-/** Port specs of the consumer restriction plugins (acl, consumer-restriction). */
+/** Port specs of the plugins that refuse a request by rule (acl, consumer-restriction, the security family). */
 export const RESTRICTION_OUTPUTS = {
   success: { kind: 'success' },
   denied: {

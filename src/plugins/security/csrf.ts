@@ -1,6 +1,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Context } from '../../core/context.js';
 import { definePlugin } from '../../core/plugin.js';
+import { RESTRICTION_OUTPUTS } from '../auth/shared.js';
 
 interface CsrfConfig {
   key: string;
@@ -55,13 +56,7 @@ export const csrf = definePlugin({
       },
     },
   },
-  outputs: {
-    success: { kind: 'success' },
-    denied: {
-      kind: 'outcome',
-      description: 'The request was denied by a policy rule; a 4xx response is prepared. Wire to client.',
-    },
-  },
+  outputs: RESTRICTION_OUTPUTS,
   templated: [],
   readsResponseBody: () => false,
   create(config: CsrfConfig) {

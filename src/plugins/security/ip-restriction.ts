@@ -1,6 +1,7 @@
 import { definePlugin } from '../../core/plugin.js';
 import { compileIpList, parseIp } from '../shared-ip.js';
 import { configReadsRequestBody } from '../request-body-refs.js';
+import { RESTRICTION_OUTPUTS } from '../auth/shared.js';
 
 interface IpRestrictionConfig {
   allow: string[];
@@ -38,13 +39,7 @@ export const ipRestriction = definePlugin({
       },
     },
   },
-  outputs: {
-    success: { kind: 'success' },
-    denied: {
-      kind: 'outcome',
-      description: 'The request was denied by a policy rule; a 4xx response is prepared. Wire to client.',
-    },
-  },
+  outputs: RESTRICTION_OUTPUTS,
   templated: [],
   readsResponseBody: () => false,
   create(config: IpRestrictionConfig) {

@@ -4,6 +4,7 @@ import { ConfigError, definePlugin } from '../../core/plugin.js';
 import { compileRegex, type ConfigRegex } from '../../conditions/regex.js';
 import { compileSchema, describeErrors, schemaCompiler, type ValidateFunction } from './json-schema.js';
 import { FORM_TYPE, formDocument, isJsonType, mediaType } from './request-documents.js';
+import { RESTRICTION_OUTPUTS } from '../auth/shared.js';
 
 interface OasValidatorConfig {
   spec: Record<string, unknown> | string;
@@ -267,13 +268,7 @@ export const oasValidator = definePlugin({
       },
     },
   },
-  outputs: {
-    success: { kind: 'success' },
-    denied: {
-      kind: 'outcome',
-      description: 'The request was denied by a policy rule; a 4xx response is prepared. Wire to client.',
-    },
-  },
+  outputs: RESTRICTION_OUTPUTS,
   templated: ['rejected_msg'],
   readsResponseBody: () => false,
   create(config: OasValidatorConfig, env) {

@@ -1,5 +1,6 @@
 import { ConfigError, definePlugin } from '../../core/plugin.js';
 import { configReadsRequestBody } from '../request-body-refs.js';
+import { RESTRICTION_OUTPUTS } from '../auth/shared.js';
 
 interface RefererRestrictionConfig {
   whitelist?: string[];
@@ -86,13 +87,7 @@ export const refererRestriction = definePlugin({
       },
     },
   },
-  outputs: {
-    success: { kind: 'success' },
-    denied: {
-      kind: 'outcome',
-      description: 'The request was denied by a policy rule; a 4xx response is prepared. Wire to client.',
-    },
-  },
+  outputs: RESTRICTION_OUTPUTS,
   templated: ['message'],
   readsResponseBody: () => false,
   create(config: RefererRestrictionConfig, env) {

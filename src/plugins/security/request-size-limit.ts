@@ -1,4 +1,5 @@
 import { definePlugin } from '../../core/plugin.js';
+import { RESTRICTION_OUTPUTS } from '../auth/shared.js';
 
 interface RequestSizeLimitConfig {
   max_bytes: number;
@@ -23,13 +24,7 @@ export const requestSizeLimit = definePlugin({
       },
     },
   },
-  outputs: {
-    success: { kind: 'success' },
-    denied: {
-      kind: 'outcome',
-      description: 'The request was denied by a policy rule; a 4xx response is prepared. Wire to client.',
-    },
-  },
+  outputs: RESTRICTION_OUTPUTS,
   templated: [],
   readsResponseBody: () => false,
   create(config: RequestSizeLimitConfig) {

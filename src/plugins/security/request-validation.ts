@@ -3,6 +3,7 @@ import type { Context } from '../../core/context.js';
 import { ConfigError, definePlugin } from '../../core/plugin.js';
 import { compileSchema, describeErrors, schemaCompiler, type ValidateFunction } from './json-schema.js';
 import { FORM_TYPE, formDocument, headerDocument, mediaType } from './request-documents.js';
+import { RESTRICTION_OUTPUTS } from '../auth/shared.js';
 
 interface RequestValidationConfig {
   header_schema?: Record<string, unknown>;
@@ -55,13 +56,7 @@ export const requestValidation = definePlugin({
       },
     },
   },
-  outputs: {
-    success: { kind: 'success' },
-    denied: {
-      kind: 'outcome',
-      description: 'The request was denied by a policy rule; a 4xx response is prepared. Wire to client.',
-    },
-  },
+  outputs: RESTRICTION_OUTPUTS,
   templated: ['rejected_msg'],
   readsResponseBody: (config: RequestValidationConfig) => {
     if (config.conditions === undefined) return false;

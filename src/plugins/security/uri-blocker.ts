@@ -1,6 +1,7 @@
 import { definePlugin } from '../../core/plugin.js';
 import { compileRegexList } from '../../conditions/regex.js';
 import { configReadsRequestBody } from '../request-body-refs.js';
+import { RESTRICTION_OUTPUTS } from '../auth/shared.js';
 
 interface UriBlockerConfig {
   block_rules: string[];
@@ -47,13 +48,7 @@ export const uriBlocker = definePlugin({
       },
     },
   },
-  outputs: {
-    success: { kind: 'success' },
-    denied: {
-      kind: 'outcome',
-      description: 'The request was denied by a policy rule; a 4xx response is prepared. Wire to client.',
-    },
-  },
+  outputs: RESTRICTION_OUTPUTS,
   templated: ['rejected_msg'],
   readsResponseBody: () => false,
   create(config: UriBlockerConfig, env) {
