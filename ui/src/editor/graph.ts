@@ -1,5 +1,6 @@
 import type { Edge, Node } from '@xyflow/react';
 import type { CatalogPort, EdgeConfig, NodeConfig, PluginEntry, PolicyConfig, Position } from '../types.js';
+import { estimateSize, wrappedLayout, type Area } from './layout.js';
 
 /** What a canvas node carries: the stored node (minus id and position) and its ports. */
 export interface PluginNodeData extends Record<string, unknown> {
@@ -76,6 +77,7 @@ export function makeNode(
     id: config.id,
     type: 'plugin',
     position,
+    ariaLabel: `${config.id} (${config.type})`,
     data: {
       type: config.type,
       config: config.config,
@@ -90,10 +92,15 @@ export function makeNode(
   };
 }
 
+/** What an edge is called to a screen reader: port to port, as gateway.yaml writes it. */
+export const edgeName = (source: string, port: string, target: string): string =>
+  `${source}.${port} → ${target}.in`;
+
 export function makeEdge(source: string, port: string, target: string): PolicyEdge {
   const handle = handleOf(port);
   return {
     id: edgeId(source, handle, target),
+    ariaLabel: edgeName(source, port, target),
     source,
     sourceHandle: handle,
     target,
@@ -102,57 +109,67 @@ export function makeEdge(source: string, port: string, target: string): PolicyEd
   };
 }
 
-const COLUMN = 280;
-const ROW = 150;
+/** The canvas a graph is laid out for before the editor has measured it: the window less the palette and side panel. */
+export const DEFAULT_AREA: Area = { width: 800, height: 780 };
 
 /**
- * Positions for nodes stored without one: columns by longest path from the
- * listener (so the graph reads left to right), rows in declaration order.
+ * Positions for nodes stored without one: the wrapped layered layout of the
+ * whole graph (layout.ts), with sizes estimated from what each node shows.
  */
-export function layeredLayout(nodes: NodeConfig[], edges: EdgeConfig[]): Map<string, Position> {
-  const depth = new Map(nodes.map((n) => [n.id, 0]));
+export function layeredLayout(
+  nodes: NodeConfig[],
+  edges: EdgeConfig[],
+  area: Area = DEFAULT_AREA,
+  sizes: ReadonlyMap<string, Area> = new Map(),
+): Map<string, Position> {
+  const ports = new Map<string, Set<string>>();
+  for (const e of edges) {
+    const [node, port] = splitEndpoint(e.from);
+    ports.set(node, (ports.get(node) ?? new Set()).add(port));
+  }
+  const boxes = nodes.map((n) => ({
+    id: n.id,
+    ...(sizes.get(n.id) ?? estimateSize(n.id, n.type, Math.max(1, ports.get(n.id)?.size ?? 0), n.config_ref)),
+  }));
   const links = edges.map((e) => [splitEndpoint(e.from)[0], splitEndpoint(e.to)[0]] as const);
-  // Relax at most |nodes| times: enough for any DAG, and a cycle cannot loop forever.
-  for (let round = 0; round < nodes.length; round++) {
-    let changed = false;
-    for (const [from, to] of links) {
-      const d = (depth.get(from) ?? 0) + 1;
-      if (depth.has(to) && d > (depth.get(to) ?? 0) && d < nodes.length) {
-        depth.set(to, d);
-        changed = true;
-      }
-    }
-    if (!changed) break;
-  }
-  const rows = new Map<number, number>();
-  const positions = new Map<string, Position>();
-  for (const node of nodes) {
-    const column = depth.get(node.id) ?? 0;
-    const row = rows.get(column) ?? 0;
-    rows.set(column, row + 1);
-    positions.set(node.id, { x: column * COLUMN, y: row * ROW });
-  }
-  return positions;
+  return wrappedLayout(boxes, links, area);
 }
 
 export function toFlow(
   policy: PolicyConfig,
   entryFor: (node: NodeConfig) => PluginEntry | undefined,
+  area: Area = DEFAULT_AREA,
 ): { nodes: PolicyNode[]; edges: PolicyEdge[] } {
-  const layout = layeredLayout(policy.nodes, policy.edges);
   const used = new Map<string, string[]>();
   for (const e of policy.edges) {
     const [node, port] = splitEndpoint(e.from);
     used.set(node, [...(used.get(node) ?? []), handleOf(port)]);
   }
-  const nodes = policy.nodes.map((n) =>
-    makeNode(n, entryFor(n), n.position ?? layout.get(n.id) ?? { x: 0, y: 0 }, used.get(n.id) ?? []),
+  const made = policy.nodes.map((n) =>
+    makeNode(n, entryFor(n), n.position ?? { x: 0, y: 0 }, used.get(n.id) ?? []),
   );
+  // Laid out only when some node has no stored position (the others keep theirs).
+  const layout = policy.nodes.every((n) => n.position !== undefined)
+    ? new Map<string, Position>()
+    : layeredLayout(policy.nodes, policy.edges, area, estimatedSizes(made));
+  const nodes = made.map((n) => (n.data.placed ? n : { ...n, position: layout.get(n.id) ?? n.position }));
   const edges = policy.edges.map((e) => {
     const [source, port] = splitEndpoint(e.from);
     return makeEdge(source, port, splitEndpoint(e.to)[0]);
   });
   return { nodes, edges };
+}
+
+/** Each node's size: as rendered when React Flow has measured it, else estimated from its ports and labels. */
+export function estimatedSizes(nodes: readonly PolicyNode[]): Map<string, Area> {
+  return new Map(
+    nodes.map((n) => [
+      n.id,
+      n.measured?.width !== undefined && n.measured.height !== undefined
+        ? { width: n.measured.width, height: n.measured.height }
+        : estimateSize(n.id, n.data.type, n.data.outputs.length, n.data.configRef),
+    ]),
+  );
 }
 
 /**

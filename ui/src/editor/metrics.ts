@@ -14,8 +14,16 @@ export interface NodeFigures {
 
 const LINE = /^([a-z_:]+)\{([^}]*)\}\s+([0-9.eE+-]+|NaN|\+Inf)$/;
 
-/** Per-node latency histograms: a node's own, else its upstream calls' (summed over targets). */
-const HISTOGRAMS = ['gateway_node_duration_seconds_bucket', 'gateway_upstream_duration_seconds_bucket'];
+/**
+ * The node's own run-time histogram only: it restarts with the node's counters when the policy is
+ * compiled again, so runs, errors, mean and quantiles cover one window. (The upstream histogram
+ * counts since the process started, which printed p50/p99 next to "0 runs" after a reload: F26.)
+ */
+const HISTOGRAMS = ['gateway_node_duration_seconds_bucket'];
+
+/** What the overlay's figures cover, shown above the canvas while it is on (docs/editor.md#metrics-overlay). */
+export const METRICS_WINDOW =
+  'since this policy was last compiled (a reload that changes it starts again from 0)';
 
 function labelsOf(text: string): Record<string, string> {
   const out: Record<string, string> = {};

@@ -3,9 +3,10 @@ import { useReadOnly } from '../session/role.js';
 import type { PluginEntry, PolicyConfig } from '../types.js';
 import { RawEditor } from './forms/raw-editor.js';
 import { SchemaForm } from './forms/schema-form.js';
-import type { PolicyNode } from './graph.js';
+import type { PolicyEdge, PolicyNode } from './graph.js';
 import { checkConfig } from './schema-check.js';
 import { SupernodeInside } from './supernode-inside.js';
+import { Wiring } from './wiring.js';
 
 export interface NodeEdit {
   config: Record<string, unknown> | null | undefined;
@@ -17,14 +18,19 @@ interface Props {
   plugin: PluginEntry | undefined;
   supernodes: ReadonlyMap<string, Omit<PolicyConfig, 'name'>>;
   takenIds: ReadonlySet<string>;
+  /** The whole graph, for the wiring selects. */
+  nodes: readonly PolicyNode[];
+  edges: readonly PolicyEdge[];
   /** `field` names the key edited, so typing into one field undoes as one step. */
   onApply: (id: string, edit: NodeEdit, field?: string) => void;
   onRename: (id: string, next: string) => void;
+  onWire: (source: string, port: string, target: string | undefined) => void;
   onDelete: (id: string) => void;
 }
 
 /** The selected node: its ports, its config as a schema form or raw YAML/JSON, rename, delete. */
-export function NodePanel({ node, plugin, supernodes, takenIds, onApply, onRename, onDelete }: Props) {
+export function NodePanel(props: Props) {
+  const { node, plugin, supernodes, takenIds, onApply, onRename, onDelete } = props;
   const readOnly = useReadOnly();
   const [mode, setMode] = useState<'form' | 'raw'>(plugin === undefined ? 'raw' : 'form');
   const [rawVersion, setRawVersion] = useState(0);
@@ -117,6 +123,7 @@ export function NodePanel({ node, plugin, supernodes, takenIds, onApply, onRenam
           ))}
         </dl>
       )}
+      <Wiring node={node} nodes={props.nodes} edges={props.edges} readOnly={readOnly} onWire={props.onWire} />
       {supernodeName !== undefined && (
         <SupernodeInside name={supernodeName} def={supernodes.get(supernodeName)} />
       )}

@@ -9,7 +9,17 @@ export function PluginNodeView({ id, data, selected }: NodeProps<PolicyNode>) {
   if (data.traced !== undefined) classes.push(data.traced.error ? 'traced traced-error' : 'traced');
   return (
     <div className={classes.join(' ')} data-node-id={id}>
-      {data.hasInput && <Handle type="target" position={Position.Left} id="in" title="in" />}
+      {/* Named port to port (`auth.denied`); the keyboard way to wire them is the side panel's Wiring (F12). */}
+      {data.hasInput && (
+        <Handle
+          type="target"
+          position={Position.Left}
+          id="in"
+          title="in"
+          role="img"
+          aria-label={`${id}.in`}
+        />
+      )}
       <div className="pnode-head">
         <span className="pnode-id">{id}</span>
         <span className="pnode-type">{data.type}</span>
@@ -25,7 +35,13 @@ export function PluginNodeView({ id, data, selected }: NodeProps<PolicyNode>) {
               title={problem ?? port.description}
             >
               <span className="port-label">{port.name}</span>
-              <Handle type="source" position={Position.Right} id={port.name} />
+              <Handle
+                type="source"
+                position={Position.Right}
+                id={port.name}
+                role="img"
+                aria-label={`${id}.${port.name}`}
+              />
             </div>
           );
         })}
