@@ -21,7 +21,9 @@ import { DebugService } from './debug/service.js';
 import { RuntimeSlot } from './server/runtime-slot.js';
 import { watchConfigFile, type ConfigWatcher } from './config/watch.js';
 import { EtcdConfigSource, EtcdConflict, type EtcdSnapshot } from './config/etcd-source.js';
-import type { GatewayMetrics, NodeSample } from './observability/metrics.js';
+import type { GatewayMetrics, NodeSample, RequestFinished } from './observability/metrics.js';
+import type { GatewayTelemetry } from './telemetry/index.js';
+import type { NodeSpans } from './engine/run.js';
 import type { GatewayScope } from './core/plugin.js';
 import { createGatewayScope } from './observability/gateway-scope.js';
 import { AcmeManager, acmeConfigOf, acmeStoreIssues } from './acme/index.js';
@@ -59,6 +61,8 @@ export interface GatewayOptions {
   controlPlaneOnly?: boolean;
   /** `workers`: runs inside the serialized apply, after the swap; an apply resolves once it does. */
   onApplied?: (runtime: Runtime, source: ApplySource) => Promise<void>;
+  /** OTLP spans and access records (system.yaml `telemetry.otlp`, src/telemetry/); absent = none. */
+  telemetry?: GatewayTelemetry;
 }
 
 export type ApplySource = 'startup' | 'file' | 'signal' | 'admin' | 'etcd' | 'kubernetes' | 'secrets';
@@ -110,6 +114,7 @@ export class Gateway {
   /** Metrics and the access log at request completion (docs/logging.md#access-log). */
   #observer: RequestObserver | undefined;
   readonly #onApplied: GatewayOptions['onApplied'];
+  readonly #telemetry: GatewayTelemetry | undefined;
   readonly #dataPlaneOnly: boolean;
   /** What `/metrics` serves: this process's registry, or every worker's aggregated (src/cluster/). */
   renderMetrics: () => Promise<{ contentType: string; body: string }> = () => this.metrics.render();
@@ -126,6 +131,7 @@ export class Gateway {
     this.#etcd = options.etcd;
     this.#kubernetes = options.kubernetes;
     this.#onApplied = options.onApplied;
+    this.#telemetry = options.telemetry;
     this.#dataPlaneOnly = options.dataPlaneOnly === true;
     this.history = new ConfigHistory({
       dir:
@@ -429,9 +435,11 @@ export class Gateway {
         headersWithUnderscores: this.system.listener.headers_with_underscores,
         allowTrace: this.system.listener.allow_trace,
       },
-      hooks: { logger: this.logger, nodeError: this.metrics.nodeError },
-      onFinished: (this.#observer = observeRequests(this.metrics.requestFinished, this.system, this.logger))
-        .onFinished,
+      hooks: { logger: this.logger, nodeError: this.metrics.nodeError, ...spansOf(this.#telemetry) },
+      onFinished: withTelemetry(
+        (this.#observer = observeRequests(this.metrics.requestFinished, this.system, this.logger)).onFinished,
+        this.#telemetry,
+      ),
       ...(this.debug.tap === undefined ? {} : { debug: this.debug.tap }),
     });
     await this.acme?.prepare();
@@ -672,6 +680,15 @@ export class Gateway {
 export { compileWith, compileWithAsync };
 
 export type { ConfigIssue };
+
+/** The engine's span hooks, only when tracing is on (no key at all otherwise). */
+function spansOf(telemetry: GatewayTelemetry | undefined): { spans?: NodeSpans } {
+  return telemetry?.spans === undefined ? {} : { spans: telemetry.spans };
+}
+
+function withTelemetry(finished: RequestFinished, telemetry: GatewayTelemetry | undefined): RequestFinished {
+  return telemetry === undefined ? finished : telemetry.finished(finished);
+}
 
 /** Per-node run counters of a runtime, for the metrics scrape. */
 function* nodeSamples(runtime: Runtime): Iterable<NodeSample> {
