@@ -18,6 +18,12 @@ export const JWT_ALGORITHMS = [
 
 export type JwtAlgorithm = (typeof JWT_ALGORITHMS)[number];
 
+/** The asymmetric ones: what a published JWKS can verify (`Ed25519` is the newer JOSE name for EdDSA over it). */
+export const ASYMMETRIC_JWT_ALGORITHMS: readonly string[] = [
+  ...JWT_ALGORITHMS.filter((algorithm) => !algorithm.startsWith('HS')),
+  'Ed25519',
+];
+
 /** A key ready for `jwtVerify`, with the one algorithm it may verify. */
 export interface VerificationKey {
   key: Uint8Array | KeyObject;

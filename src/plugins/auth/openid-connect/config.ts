@@ -2,6 +2,7 @@ import type { JWSAlgorithm } from 'jose';
 import { sessionSchemaProperties, type SessionConfig } from '../../../sessions/index.js';
 import { ConfigError } from '../../../core/plugin.js';
 import { calloutTlsSchema, type CalloutTlsConfig } from '../../callout-tls.js';
+import { ASYMMETRIC_JWT_ALGORITHMS } from '../../../signing/jwt-key.js';
 
 /** The node config after schema defaults (docs/plugins/openid-connect.md). */
 export interface OidcConfig extends Omit<SessionConfig, 'session'> {
@@ -34,19 +35,7 @@ export interface OidcConfig extends Omit<SessionConfig, 'session'> {
 }
 
 /** Asymmetric JWS algorithms: the ones a published JWKS can verify. */
-export const SIGNING_ALGORITHMS = [
-  'RS256',
-  'RS384',
-  'RS512',
-  'PS256',
-  'PS384',
-  'PS512',
-  'ES256',
-  'ES384',
-  'ES512',
-  'EdDSA',
-  'Ed25519',
-] as const satisfies readonly JWSAlgorithm[];
+export const SIGNING_ALGORITHMS = ASYMMETRIC_JWT_ALGORITHMS;
 
 const DEFAULT_ALGORITHMS = 'RS256,RS384,RS512,ES256,ES384';
 
@@ -153,7 +142,7 @@ export function signingAlgorithms(value: string | string[]): JWSAlgorithm[] {
   const list = (Array.isArray(value) ? value : value.split(/[\s,]+/)).map((a) => a.trim()).filter(Boolean);
   if (list.length === 0) throw new ConfigError('token_signing_alg_values_expected', 'must name an algorithm');
   for (const alg of list) {
-    if (!(SIGNING_ALGORITHMS as readonly string[]).includes(alg)) {
+    if (!SIGNING_ALGORITHMS.includes(alg)) {
       throw new ConfigError(
         'token_signing_alg_values_expected',
         `'${alg}' is not an asymmetric JWS algorithm (${SIGNING_ALGORITHMS.join(', ')})`,
