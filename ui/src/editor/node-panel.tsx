@@ -2,6 +2,7 @@ import { useState } from 'react';
 import { useReadOnly } from '../session/role.js';
 import type { PluginEntry, PolicyConfig } from '../types.js';
 import { RawEditor } from './forms/raw-editor.js';
+import { ReferenceSelect } from './forms/reference-select.js';
 import { SchemaForm } from './forms/schema-form.js';
 import type { PolicyEdge, PolicyNode } from './graph.js';
 import { checkConfig } from './schema-check.js';
@@ -130,17 +131,12 @@ export function NodePanel(props: Props) {
       <fieldset disabled={readOnly} className="plain">
         <label>
           Shared config (config_ref)
-          <input
-            aria-label="config_ref"
-            value={configRef ?? ''}
-            placeholder="none"
-            onChange={(e) =>
-              edit(
-                node.data.config ?? null,
-                e.target.value.trim() === '' ? undefined : e.target.value,
-                'config_ref',
-              )
-            }
+          <ReferenceSelect
+            kind="plugin-configs"
+            label="config_ref"
+            type={node.data.type}
+            value={configRef}
+            onChange={(ref) => edit(node.data.config ?? null, ref, 'config_ref')}
           />
         </label>
       </fieldset>
