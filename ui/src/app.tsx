@@ -26,6 +26,26 @@ const NAV: readonly (readonly [Page, string])[] = [
   ['traces', 'Traces'],
 ];
 
+/** An unknown `#/…` location: says so and links to the pages that exist. */
+function NotFound({ hash }: { hash: string }) {
+  const wanted = hash.replace(/^#\/?/, '');
+  return (
+    <section className="page" aria-labelledby="not-found-title">
+      <h1 id="not-found-title">Page not found</h1>
+      <p>
+        There is no page <code>#/{wanted}</code>. The console has these pages:
+      </p>
+      <ul>
+        {NAV.map(([page, label]) => (
+          <li key={page}>
+            <a href={`#/${page}`}>{label}</a>
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}
+
 export function App() {
   const view = useHashRoute();
   const [status, setStatus] = useState<Status | undefined>();
@@ -99,6 +119,7 @@ export function App() {
           {view.kind === 'sessions' && <SessionsView />}
           {view.kind === 'certificates' && <CertificatesView />}
           {view.kind === 'traces' && <TracesView />}
+          {view.kind === 'not-found' && <NotFound hash={view.hash} />}
         </main>
         <ShortcutsHelp />
       </div>

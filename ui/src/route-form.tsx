@@ -30,7 +30,8 @@ export function RouteForm({ initial, policies, onSubmit, onCancel, describeError
     methods: (m.methods ?? []).join(', '),
     hosts: (m.hosts ?? (typeof m.host === 'string' ? [m.host] : [])).join(', '),
     headers: m.headers === undefined ? '' : JSON.stringify(m.headers),
-    policy: initial?.policy ?? policies[0] ?? '',
+    // No policy is chosen for the user: a new route names its policy on purpose (F30).
+    policy: initial?.policy ?? '',
     description: initial?.description ?? '',
   });
   const { name, path, methods, hosts, headers, policy, description } = form.value;
@@ -105,10 +106,12 @@ export function RouteForm({ initial, policies, onSubmit, onCancel, describeError
 
   return (
     <form className="card form" onSubmit={(e) => void submit(e)} aria-label="Route">
-      <h2>
-        {initial === undefined ? 'New route' : `${readOnly ? 'Route' : 'Edit route'} '${initial.name}'`}
-      </h2>
-      <UndoBar history={form} dirty={form.dirty} readOnly={readOnly} />
+      <div className="form-head">
+        <h2>
+          {initial === undefined ? 'New route' : `${readOnly ? 'Route' : 'Edit route'} '${initial.name}'`}
+        </h2>
+        <UndoBar history={form} dirty={form.dirty} readOnly={readOnly} />
+      </div>
       <fieldset className="plain" disabled={readOnly}>
         <label>
           Name
@@ -132,12 +135,14 @@ export function RouteForm({ initial, policies, onSubmit, onCancel, describeError
         </label>
         <label>
           Policy
-          <input {...field('policy')} list="policy-names" required />
-          <datalist id="policy-names">
-            {policies.map((p) => (
-              <option key={p} value={p} />
+          <select {...field('policy')} required>
+            <option value="">— choose a policy —</option>
+            {(policy === '' || policies.includes(policy) ? policies : [policy, ...policies]).map((p) => (
+              <option key={p} value={p}>
+                {policies.includes(p) ? p : `${p} (missing)`}
+              </option>
             ))}
-          </datalist>
+          </select>
         </label>
         <label>
           Description

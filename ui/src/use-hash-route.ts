@@ -17,7 +17,10 @@ export type Page = (typeof PAGES)[number];
 
 /** Where the editor is: a page, or one policy's graph (`#/policies/<name>?trace=<id>`). */
 export type View =
-  { kind: Page } | { kind: 'policy'; name: string; trace?: string } | { kind: 'supernode'; name: string };
+  | { kind: Page }
+  | { kind: 'policy'; name: string; trace?: string }
+  | { kind: 'supernode'; name: string }
+  | { kind: 'not-found'; hash: string };
 
 export function parseHash(hash: string): View {
   const [route = '', query = ''] = hash.replace(/^#\/?/, '').split('?');
@@ -30,8 +33,10 @@ export function parseHash(hash: string): View {
   }
   if (parts[0] === 'supernodes' && parts.length > 1 && parts.slice(1).join('/') !== '')
     return { kind: 'supernode', name: decodeURIComponent(parts.slice(1).join('/')) };
-  const page = PAGES.find((p) => p === parts[0]);
-  return { kind: page ?? 'routes' };
+  // An empty hash opens Routes; anything else unknown says so instead of silently showing Routes (F32).
+  if (route === '') return { kind: 'routes' };
+  const page = parts.length === 1 ? PAGES.find((p) => p === parts[0]) : undefined;
+  return page === undefined ? { kind: 'not-found', hash } : { kind: page };
 }
 
 export const supernodeHref = (name: string): string => `#/supernodes/${encodeURIComponent(name)}`;

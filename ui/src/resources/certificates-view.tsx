@@ -14,6 +14,85 @@ interface Cert {
   last_error: string | null;
 }
 
+/** A certificate file of system.yaml (`GET /api/tls/certs`). */
+interface CertFile {
+  source: string;
+  server_name?: string;
+  cert_path: string;
+  subject: string | null;
+  sans: string[];
+  issuer: string | null;
+  not_after: string | null;
+  days_left: number | null;
+  error?: string;
+}
+
+/** Fewer days than this left: the expiry shows as a warning. */
+const EXPIRY_WARNING_DAYS = 21;
+
+function expiry(c: CertFile): { text: string; className: string } {
+  if (c.not_after === null || c.days_left === null) return { text: c.error ?? '—', className: 'kind-error' };
+  const day = c.not_after.slice(0, 10);
+  if (c.days_left < 0) return { text: `${day} (expired)`, className: 'kind-error' };
+  const left = `${day} (${c.days_left} day${c.days_left === 1 ? '' : 's'} left)`;
+  return { text: left, className: c.days_left < EXPIRY_WARNING_DAYS ? 'kind-outcome' : '' };
+}
+
+/** The certificates system.yaml names by file (tls.cert_path, sni_certs, admin.tls, stream listeners). */
+function CertFiles() {
+  const [files, setFiles] = useState<CertFile[] | undefined>();
+  const [message, setMessage] = useState<string | undefined>();
+  useEffect(() => {
+    getJson<{ certs: CertFile[] }>('/api/tls/certs').then(
+      (r) => setFiles(r.certs),
+      (err: unknown) => setMessage(describe(err)),
+    );
+  }, []);
+  return (
+    <section aria-labelledby="cert-files-title">
+      <h2 id="cert-files-title">Certificate files</h2>
+      {message !== undefined && <div className="notice">{message}</div>}
+      {files !== undefined && files.length === 0 && (
+        <p className="muted">No certificate files (system.yaml tls.cert_path, tls.sni_certs, admin.tls).</p>
+      )}
+      {files !== undefined && files.length > 0 && (
+        <table className="list" aria-label="Certificate files">
+          <thead>
+            <tr>
+              <th>Key</th>
+              <th>File</th>
+              <th>Subject</th>
+              <th>Names (SANs)</th>
+              <th>Expires</th>
+            </tr>
+          </thead>
+          <tbody>
+            {files.map((c) => {
+              const e = expiry(c);
+              return (
+                <tr key={c.source} data-cert-file={c.source}>
+                  <td>
+                    <code>{c.source}</code>
+                    {c.server_name !== undefined && <div className="muted">SNI {c.server_name}</div>}
+                  </td>
+                  <td className="wrap-anywhere">
+                    <code>{c.cert_path}</code>
+                  </td>
+                  <td data-field="subject">{c.subject ?? '—'}</td>
+                  <td data-field="sans">{c.sans.join(', ')}</td>
+                  <td data-field="expires" className={e.className}>
+                    {e.text}
+                  </td>
+                </tr>
+              );
+            })}
+          </tbody>
+        </table>
+      )}
+    </section>
+  );
+}
+
 interface AcmeState {
   enabled: boolean;
   storage?: string;
@@ -100,9 +179,11 @@ export function CertificatesView() {
           </button>
         )}
       </div>
+      <CertFiles />
+      {state?.enabled === true && <h2>Issued by ACME</h2>}
       {message !== undefined && <div className="notice">{message}</div>}
       {state !== undefined && state.certs.length > 0 && (
-        <table className="list" aria-label="Certificates">
+        <table className="list" aria-label="ACME">
           <thead>
             <tr>
               <th>Id</th>

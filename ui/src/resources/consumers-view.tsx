@@ -7,6 +7,7 @@ import { ErrorBox } from '../error-box.js';
 import { SecretInput } from '../editor/forms/secret-input.js';
 import { useReadOnly } from '../session/role.js';
 import type { Issue } from '../types.js';
+import { CREDENTIAL_TYPES, type CredentialType } from './credential-types.js';
 
 interface Consumer {
   name: string;
@@ -72,7 +73,9 @@ export function ConsumersView() {
     <section className="page">
       <div className="page-head">
         <h1>Consumers</h1>
-        <span className="muted">API clients and their credentials (key-auth, basic-auth, …).</span>
+        <span className="muted">
+          API clients and their credentials (key-auth, basic-auth, jwt-auth, hmac-auth, jwe-decrypt).
+        </span>
         {!readOnly && (
           <button
             type="button"
@@ -138,7 +141,31 @@ export function ConsumersView() {
   );
 }
 
-const str = (v: unknown): string => (typeof v === 'string' ? v : '');
+type Values = Record<string, Record<string, string | boolean>>;
+
+/** The form's view of stored credentials: every known field as text (or a boolean). */
+function valuesOf(creds: Record<string, Record<string, unknown>>): Values {
+  const out: Values = {};
+  for (const { type, fields } of CREDENTIAL_TYPES) {
+    const stored = creds[type] ?? {};
+    out[type] = Object.fromEntries(
+      fields.map((f) => {
+        const v = stored[f.key];
+        return [f.key, f.kind === 'boolean' ? v === true : typeof v === 'string' ? v : ''];
+      }),
+    );
+  }
+  return out;
+}
+
+/** A credential is kept when any of its fields is filled; its empty fields are left out. */
+function credentialOf(type: CredentialType, values: Record<string, string | boolean>) {
+  const filled = type.fields.filter((f) =>
+    f.kind === 'boolean' ? values[f.key] === true : values[f.key] !== '',
+  );
+  if (!filled.some((f) => f.kind !== 'boolean')) return undefined;
+  return Object.fromEntries(filled.map((f) => [f.key, values[f.key]]));
+}
 
 function ConsumerForm(props: {
   editing: Editing;
@@ -148,27 +175,30 @@ function ConsumerForm(props: {
 }) {
   const c = props.editing.consumer;
   const creds = c.credentials ?? {};
-  const form = useUndoable({
-    name: c.name,
-    group: c.group ?? '',
-    key: str(creds['key-auth']?.key),
-    user: str(creds['basic-auth']?.username),
-    password: str(creds['basic-auth']?.password),
-  });
-  const { name, group, key, user, password } = form.value;
-  const change = (field: keyof typeof form.value) => (e: { target: { value: string } }) =>
+  const form = useUndoable({ name: c.name, group: c.group ?? '', creds: valuesOf(creds) });
+  const { name, group } = form.value;
+  const change = (field: 'name' | 'group') => (e: { target: { value: string } }) =>
     form.set({ ...form.value, [field]: e.target.value }, field);
+  const setCred = (type: string, key: string, value: string | boolean) =>
+    form.set(
+      { ...form.value, creds: { ...form.value.creds, [type]: { ...form.value.creds[type], [key]: value } } },
+      `${type}.${key}`,
+    );
   useUnsavedGuard(form.dirty && !props.readOnly);
   useEditorKeys({ undo: form.undo, redo: form.redo, enabled: !props.readOnly });
 
   const submit = (event: FormEvent) => {
     event.preventDefault();
-    // Credential types the form does not show are kept as they were.
+    // Keys the form does not know (a newer credential type) are kept as they were.
     const credentials: Record<string, Record<string, unknown>> = { ...creds };
-    delete credentials['key-auth'];
-    delete credentials['basic-auth'];
-    if (key !== '') credentials['key-auth'] = { key };
-    if (user !== '') credentials['basic-auth'] = { username: user, password };
+    for (const type of CREDENTIAL_TYPES) {
+      const stored = credentials[type.type] ?? {};
+      const known = new Set(type.fields.map((f) => f.key));
+      const extra = Object.fromEntries(Object.entries(stored).filter(([k]) => !known.has(k)));
+      const next = credentialOf(type, form.value.creds[type.type] ?? {});
+      if (next === undefined) delete credentials[type.type];
+      else credentials[type.type] = { ...extra, ...next };
+    }
     const { group: _g, credentials: _c, ...rest } = c;
     form.load(form.value);
     props.onSubmit({
@@ -180,9 +210,12 @@ function ConsumerForm(props: {
   };
 
   return (
-    <form className="panel form" aria-label="Consumer" onSubmit={submit}>
-      <UndoBar history={form} dirty={form.dirty} readOnly={props.readOnly} />
-      <fieldset disabled={props.readOnly}>
+    <form className="panel form consumer-form" aria-label="Consumer" onSubmit={submit}>
+      <div className="form-head">
+        <h2>{props.editing.isNew ? 'New consumer' : `Consumer '${c.name}'`}</h2>
+        <UndoBar history={form} dirty={form.dirty} readOnly={props.readOnly} />
+      </div>
+      <fieldset disabled={props.readOnly} className="plain form-fields">
         <label>
           Name
           <input value={name} required readOnly={!props.editing.isNew} onChange={change('name')} />
@@ -191,20 +224,62 @@ function ConsumerForm(props: {
           Group
           <input value={group} onChange={change('group')} />
         </label>
-        <h3>key-auth</h3>
-        <label>
-          API key
-          <SecretInput aria-label="API key" value={key} onChange={change('key')} />
-        </label>
-        <h3>basic-auth</h3>
-        <label>
-          Username
-          <input value={user} onChange={change('user')} />
-        </label>
-        <label>
-          Password
-          <SecretInput aria-label="Password" value={password} onChange={change('password')} />
-        </label>
+        {CREDENTIAL_TYPES.map((type) => (
+          <fieldset key={type.type} className="nested credential" data-credential={type.type}>
+            <legend>{type.type}</legend>
+            {type.fields.map((f) => {
+              const value = form.value.creds[type.type]?.[f.key] ?? '';
+              const text = typeof value === 'string' ? value : '';
+              const set = (e: { target: { value: string } }) => setCred(type.type, f.key, e.target.value);
+              switch (f.kind) {
+                case 'boolean':
+                  return (
+                    <label key={f.key} className="switch">
+                      <input
+                        type="checkbox"
+                        checked={value === true}
+                        onChange={(e) => setCred(type.type, f.key, e.target.checked)}
+                      />
+                      {f.label}
+                    </label>
+                  );
+                case 'enum':
+                  return (
+                    <label key={f.key}>
+                      {f.label}
+                      <select value={text} onChange={set}>
+                        <option value="">(default)</option>
+                        {(f.options ?? []).map((o) => (
+                          <option key={o}>{o}</option>
+                        ))}
+                      </select>
+                    </label>
+                  );
+                case 'pem':
+                  return (
+                    <label key={f.key}>
+                      {f.label}
+                      <textarea rows={3} spellCheck={false} value={text} onChange={set} />
+                    </label>
+                  );
+                case 'secret':
+                  return (
+                    <label key={f.key}>
+                      {f.label}
+                      <SecretInput aria-label={f.label} value={text} onChange={set} />
+                    </label>
+                  );
+                case 'text':
+                  return (
+                    <label key={f.key}>
+                      {f.label}
+                      <input value={text} onChange={set} />
+                    </label>
+                  );
+              }
+            })}
+          </fieldset>
+        ))}
       </fieldset>
       <div className="buttons">
         {!props.readOnly && (

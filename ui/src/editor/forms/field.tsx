@@ -1,4 +1,5 @@
 import { useState, type ReactNode } from 'react';
+import { isStoreReference, ReferenceSelect } from './reference-select.js';
 import { isSecretKey, SecretInput } from './secret-input.js';
 import { isTemplated, TemplatePreview } from './template-preview.js';
 import { getAt, pathText, type Key } from './value-path.js';
@@ -112,7 +113,13 @@ export function Field({ name, path, schema, required, ctx }: FieldProps) {
             e.target.value === '' && typeof path[path.length - 1] !== 'number' ? undefined : e.target.value,
           ),
       };
-      control = isSecretKey(name) ? <SecretInput {...props} /> : <input {...props} />;
+      control = isStoreReference(name, schema) ? (
+        <ReferenceSelect kind="stores" label={name} value={text === '' ? undefined : text} onChange={set} />
+      ) : isSecretKey(name) ? (
+        <SecretInput {...props} />
+      ) : (
+        <input {...props} />
+      );
       break;
     }
     case 'array':
@@ -291,7 +298,9 @@ function ArrayField(props: {
       {items.map((_, i) => (
         <div key={i} className="array-item">
           {objectItems ? (
-            <ObjectFields schema={itemSchema} path={[...path, i]} ctx={ctx} />
+            <div className="array-item-fields">
+              <ObjectFields schema={itemSchema} path={[...path, i]} ctx={ctx} />
+            </div>
           ) : (
             <Field
               name={`${name} ${i + 1}`}
