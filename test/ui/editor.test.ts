@@ -64,7 +64,7 @@ describe('web editor', { skip: chromiumSkipReason() }, () => {
       const form = page.getByRole('form', { name: 'Route' });
       await form.getByLabel('Name').fill('bye');
       await form.getByLabel('Path').fill('/bye');
-      await form.getByLabel('Policy').fill('orders-policy');
+      await form.getByLabel('Policy').selectOption('orders-policy');
       await form.getByRole('button', { name: 'Create route' }).click();
       await page.locator('tr[data-route="bye"]').waitFor();
       assert.equal(await dataPlane(h, '/bye'), 'orders');

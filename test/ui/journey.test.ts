@@ -95,7 +95,7 @@ describe('editor journey', { skip: chromiumSkipReason() }, () => {
         const route = page.getByRole('form', { name: 'Route' });
         await route.getByLabel('Name').fill('shop');
         await route.getByLabel('Path').fill('/shop');
-        await route.getByLabel('Policy').fill('shop');
+        await route.getByLabel('Policy').selectOption('shop');
         await route.getByRole('button', { name: 'Create route' }).click();
         await page.locator('tr[data-route="shop"]').waitFor();
 
