@@ -8,6 +8,9 @@ import { CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions } from '@
 import type { Logger } from '../core/logger.js';
 import { Informer, type InformerSpec } from './informer.js';
 import { LeaderElector } from './leader.js';
+import { SWITCHYARD_GROUP, SWITCHYARD_VERSION } from './crd-types.js';
+import { policyChecker } from './policy-check.js';
+import type { PolicyCheck } from './policy-crd.js';
 import { KubernetesStreams, type StreamTimeouts } from './stream-route-listeners.js';
 import { translate, type StatusUpdate, type Translation } from './translate.js';
 import type { ClusterState, KObject } from './types.js';
@@ -83,7 +86,36 @@ const KINDS: {
     namespaced: true,
     versions: [...versions],
   })),
+  // BackendTLSPolicy and the ConfigMaps holding its CA certificates (backend-tls.ts).
+  {
+    state: 'backendTLSPolicies',
+    apiVersion: `${GW}/v1`,
+    kind: 'BackendTLSPolicy',
+    plural: 'backendtlspolicies',
+    namespaced: true,
+    versions: ['v1', 'v1alpha3'],
+  },
+  { state: 'configMaps', apiVersion: 'v1', kind: 'ConfigMap', plural: 'configmaps', namespaced: true },
+  // switchyard.dev/v1alpha1 (policy-crd.ts; the CRDs ship in deploy/helm/switchyard/crds/).
+  ...(
+    [
+      ['switchyardPolicies', 'SwitchyardPolicy', 'switchyardpolicies'],
+      ['switchyardConsumers', 'SwitchyardConsumer', 'switchyardconsumers'],
+      ['switchyardGlobalRules', 'SwitchyardGlobalRule', 'switchyardglobalrules'],
+    ] as const
+  ).map(([state, kind, plural]) => ({
+    state,
+    apiVersion: `${SWITCHYARD_GROUP}/${SWITCHYARD_VERSION}`,
+    kind,
+    plural,
+    namespaced: true,
+    versions: [SWITCHYARD_VERSION],
+  })),
 ];
+
+function groupOf(apiVersion: string): string {
+  return apiVersion.slice(0, apiVersion.lastIndexOf('/'));
+}
 
 function pathOf(apiVersion: string, plural: string, namespace: string | undefined): string {
   const base = apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
@@ -113,6 +145,8 @@ export class KubernetesSource {
   readonly #informers: { state: Kind; informer: Informer<KObject> }[] = [];
   readonly #leader: LeaderElector | undefined;
   readonly #statusAddress: string;
+  /** Compiles SwitchyardPolicy graphs (policy-check.ts), remembering the verdicts. */
+  readonly #checkPolicy: PolicyCheck;
   #hooks: KubernetesSourceHooks | undefined;
   #streams: KubernetesStreams | undefined;
   readonly #bindAddress: string;
@@ -128,6 +162,7 @@ export class KubernetesSource {
     this.#logger = logger;
     this.#kc = loadKubeConfig(config.kubeconfig, env);
     this.#statusAddress = config.status_address ?? env['POD_IP'] ?? bindAddress;
+    this.#checkPolicy = policyChecker(logger, env);
     this.#bindAddress = bindAddress;
     const namespaces = config.watch_namespaces ?? [undefined];
     for (const k of KINDS) {
@@ -141,8 +176,8 @@ export class KubernetesSource {
             ? {}
             : {
                 versions: k.versions.map((v) => ({
-                  apiVersion: `${GW}/${v}`,
-                  path: pathOf(`${GW}/${v}`, k.plural, ns),
+                  apiVersion: `${groupOf(k.apiVersion)}/${v}`,
+                  path: pathOf(`${groupOf(k.apiVersion)}/${v}`, k.plural, ns),
                 })),
               }),
         };
@@ -226,6 +261,11 @@ export class KubernetesSource {
       tlsRoutes: [],
       tcpRoutes: [],
       udpRoutes: [],
+      switchyardPolicies: [],
+      switchyardConsumers: [],
+      switchyardGlobalRules: [],
+      backendTLSPolicies: [],
+      configMaps: [],
     };
     for (const { state: kind, informer } of this.#informers)
       (state[kind] as KObject[]).push(...informer.items);
@@ -248,6 +288,7 @@ export class KubernetesSource {
   async #sync(): Promise<void> {
     if (this.#stopped || this.#hooks === undefined) return;
     const translation = translate(this.state(), {
+      checkPolicy: this.#checkPolicy,
       controllerName: this.config.controller_name,
       statusAddress: this.#statusAddress,
     });
@@ -290,12 +331,19 @@ export class KubernetesSource {
       try {
         if (u.namespace === undefined)
           await api.patchClusterCustomObjectStatus(
-            { group: GW, version, plural: u.plural, name: u.name, body: patch },
+            { group: u.group ?? GW, version, plural: u.plural, name: u.name, body: patch },
             options,
           );
         else
           await api.patchNamespacedCustomObjectStatus(
-            { group: GW, version, namespace: u.namespace, plural: u.plural, name: u.name, body: patch },
+            {
+              group: u.group ?? GW,
+              version,
+              namespace: u.namespace,
+              plural: u.plural,
+              name: u.name,
+              body: patch,
+            },
             options,
           );
         this.#written.set(id, `${live.metadata.resourceVersion}|${body}`);
