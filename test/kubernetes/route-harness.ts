@@ -54,7 +54,7 @@ export interface Harness {
   /** port_offset: a listener declared on port P is bound on P + offset. */
   offset: number;
   /** Applies a conformance manifest; each of its Services gets a backend from `backend`. */
-  applyCase(file: string, backend: BackendFactory): Promise<() => void>;
+  applyCase(file: string, backend: BackendFactory, keep?: (o: KubeObject) => boolean): Promise<() => void>;
   /** A Service (port named `name`) with one ready endpoint on 127.0.0.1:`target`. */
   service(namespace: string, name: string, port: number, target: number, protocol?: string): void;
   close(): Promise<void>;
@@ -137,7 +137,7 @@ config:
     kubernetes,
     offset,
     service,
-    async applyCase(file, backend) {
+    async applyCase(file, backend, keep = () => true) {
       const text = readFileSync(join(FIXTURES, file), 'utf8').replaceAll(
         '{GATEWAY_CLASS_NAME}',
         'switchyard',
@@ -146,7 +146,7 @@ config:
       for (const doc of parseAllDocuments(text)) {
         const o = doc.toJS() as KubeObject | null;
         // The suite's Deployments run its echo image; here a local echo server stands behind each Service.
-        if (o === null || o.kind === 'Deployment') continue;
+        if (o === null || o.kind === 'Deployment' || !keep(o)) continue;
         if (o.kind === 'Service') {
           const ns = o.metadata.namespace ?? 'default';
           const spec = o.spec as { ports: { name?: string; port: number; protocol?: string }[] };
