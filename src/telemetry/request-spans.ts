@@ -64,10 +64,10 @@ export class RequestTracing implements NodeSpans {
     this.#tracer = tracer;
   }
 
-  /** The span a log record made at this moment belongs to, if a node is running. */
+  /** The span a log record made at this moment belongs to: the running node's. */
   currentSpan(): Span | undefined {
     const open = this.#current;
-    return open === undefined ? undefined : (open.client ?? open.node ?? open.server);
+    return open === undefined ? undefined : (open.node ?? open.server);
   }
 
   /** The request's server span, while it is open. */
