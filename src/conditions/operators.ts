@@ -1,7 +1,7 @@
 import type { Context } from '../core/context.js';
 import { ConfigError } from '../core/plugin.js';
 import { compileRegex, type ConfigRegex } from './regex.js';
-import { CidrError, compileIpMatcher } from './ip-match.js';
+import { compileIpList } from './ip-match.js';
 import {
   expected,
   isScalar,
@@ -186,10 +186,6 @@ function ipMatcher(value: unknown, key: string): (address: string) => boolean {
     if (typeof item !== 'string') throw new ConfigError(`${key}[${i}]`, 'must be an IP address or CIDR');
     return item;
   });
-  try {
-    return compileIpMatcher(entries);
-  } catch (error) {
-    if (error instanceof CidrError) throw new ConfigError(`${key}[${error.index}]`, error.message);
-    throw error;
-  }
+  const matcher = compileIpList(entries, key);
+  return (address) => matcher.matches(address);
 }

@@ -1,6 +1,6 @@
 import type { Context } from '../../core/context.js';
 import { ConfigError, definePlugin } from '../../core/plugin.js';
-import { compileIpList, parseIp, type IpMatcher } from '../shared-ip.js';
+import { compileIpList, parseIp, type IpMatcher } from '../../conditions/ip-match.js';
 import { configReadsRequestBody } from '../request-body-refs.js';
 
 interface RealIpConfig {

@@ -1,5 +1,5 @@
 import { definePlugin } from '../../core/plugin.js';
-import { compileIpList, parseIp } from '../shared-ip.js';
+import { compileIpList, parseIp } from '../../conditions/ip-match.js';
 import { configReadsRequestBody } from '../request-body-refs.js';
 import { RESTRICTION_OUTPUTS } from '../auth/shared.js';
 
