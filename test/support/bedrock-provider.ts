@@ -15,6 +15,11 @@
  * secret of the access key named in the Credential, the session token required when the key pair
  * has one. A Bedrock API key (`Authorization: Bearer`) is accepted when one is configured.
  *
+ * InvokeModel (`POST /model/{modelId}/invoke`) answers the embedding models: Titan Text
+ * Embeddings (`{inputText, dimensions?}` → `{embedding, inputTextTokenCount}`) and Cohere Embed
+ * (`{texts, input_type}` → `{id, embeddings, texts, response_type: "embeddings_floats"}`), with
+ * `x-amzn-bedrock-input-token-count`; vectors are `embeddingOf` their text.
+ *
  * Answers are the deterministic ones of test/support/llm-providers.ts (`Hello from Bedrock: …`,
  * the first tool called with `{"city":"Paris"}` after the text `Let me check.`).
  */
@@ -22,7 +27,7 @@ import { createHash, createHmac, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { crc32 } from 'node:zlib';
-import { Gate, reply } from './llm-providers.js';
+import { embeddingOf, Gate, reply } from './llm-providers.js';
 
 export const BEDROCK_TOOL_USE_ID = 'tooluse_kZJMlvQmRJ6eAyJE5GIl7Q';
 
@@ -305,8 +310,62 @@ export async function startBedrockProvider(region = 'us-east-1'): Promise<Bedroc
     res.end(eventFrame('metadata', { usage, metrics: { latencyMs: 412 } }));
   };
 
+  const invoke = (res: ServerResponse, modelId: string, body: Record<string, unknown>) => {
+    const words = (t: string) => t.split(/\s+/).filter((w) => w !== '').length;
+    const send = (payload: unknown, tokens: number) => {
+      res.writeHead(200, {
+        'content-type': 'application/json',
+        'x-amzn-requestid': randomUUID(),
+        'x-amzn-bedrock-input-token-count': String(tokens),
+        'x-amzn-bedrock-invocation-latency': '35',
+      });
+      res.end(JSON.stringify(payload));
+    };
+    if (modelId.startsWith('amazon.titan-embed')) {
+      if (typeof body.inputText !== 'string')
+        return error(
+          res,
+          400,
+          undefined,
+          'Malformed input request: #: required key [inputText] not found, please reformat your input and try again.',
+        );
+      const dimensions = typeof body.dimensions === 'number' ? body.dimensions : undefined;
+      const tokens = words(body.inputText);
+      return send(
+        {
+          embedding: embeddingOf(body.inputText, dimensions),
+          embeddingsByType: {},
+          inputTextTokenCount: tokens,
+        },
+        tokens,
+      );
+    }
+    if (modelId.startsWith('cohere.embed')) {
+      const texts = body.texts;
+      if (!Array.isArray(texts) || typeof body.input_type !== 'string')
+        return error(
+          res,
+          400,
+          undefined,
+          'Malformed input request: #: required key [input_type] not found, please reformat your input and try again.',
+        );
+      return send(
+        {
+          id: randomUUID(),
+          embeddings: (texts as string[]).map((t) => embeddingOf(t)),
+          texts,
+          response_type: 'embeddings_floats',
+        },
+        (texts as string[]).reduce((n, t) => n + words(t), 0),
+      );
+    }
+    return error(res, 400, undefined, 'The provided model identifier is invalid.');
+  };
+
   const handle = async (req: IncomingMessage, res: ServerResponse, raw: Buffer) => {
-    const match = /^\/model\/([^/]+)\/(converse|converse-stream)$/.exec((req.url ?? '').split('?')[0]!);
+    const match = /^\/model\/([^/]+)\/(converse|converse-stream|invoke)$/.exec(
+      (req.url ?? '').split('?')[0]!,
+    );
     let body: Record<string, unknown> = {};
     try {
       body = JSON.parse(raw.toString('utf8') || '{}') as Record<string, unknown>;
@@ -327,6 +386,7 @@ export async function startBedrockProvider(region = 'us-east-1'): Promise<Bedroc
       return error(res, 404, 'UnknownOperationException', 'Unknown operation');
     const mishap = mishaps.shift();
     if (typeof mishap === 'number') return error(res, mishap);
+    if (match[2] === 'invoke') return invoke(res, decodeURIComponent(match[1]!), body);
     if (!Array.isArray(body.messages) || body.messages.length === 0)
       return error(
         res,

@@ -14,6 +14,10 @@
  * `tool said: <result>`; any other answers `<greeting> <last user text>`. Usage counts words:
  * prompt tokens are the words of every message, completion tokens the words of the answer.
  * `next(...)` makes the following requests fail (429, 500, 529, hang) before they are answered.
+ *
+ * Embeddings: the OpenAI provider answers `…/embeddings` (floats, or float32 base64 with
+ * `encoding_format: base64`, usage in words), the Gemini provider `:batchEmbedContents`
+ * (`{embeddings: [{values}]}`, no usage), each vector {@link embeddingOf} its text.
  */
 import {
   createServer,
@@ -123,6 +127,30 @@ function geminiAsChat(body: Record<string, unknown>): Record<string, unknown> {
     messages: system === '' ? messages : [{ role: 'system', content: system }, ...messages],
     ...(declarations === undefined ? {} : { tools: declarations.map((d) => ({ name: d.name })) }),
   };
+}
+
+/**
+ * The deterministic embedding of `text` every local provider answers (8 numbers in [-0.5, 0.5),
+ * or `dimensions` of them): equal texts get equal vectors, different ones different vectors.
+ */
+export function embeddingOf(text: string, dimensions = 8): number[] {
+  let hash = 2166136261;
+  for (const c of Buffer.from(text)) hash = Math.imul(hash ^ c, 16777619) >>> 0;
+  return Array.from({ length: dimensions }, (_, i) => (((hash >>> (i % 24)) + i * 7919) % 1000) / 1000 - 0.5);
+}
+
+/** `input` of an OpenAI embeddings body as texts (token arrays as their numbers joined). */
+function embeddingInputs(input: unknown): string[] | undefined {
+  if (typeof input === 'string') return [input];
+  if (!Array.isArray(input) || input.length === 0) return undefined;
+  if (input.every((x) => typeof x === 'number')) return [input.join(' ')];
+  return input.map((x) => (Array.isArray(x) ? x.join(' ') : String(x)));
+}
+
+function float32Base64(vector: number[]): string {
+  const bytes = Buffer.alloc(vector.length * 4);
+  vector.forEach((x, i) => bytes.writeFloatLE(x, i * 4));
+  return bytes.toString('base64');
 }
 
 function readBody(req: IncomingMessage): Promise<Buffer> {
@@ -526,6 +554,27 @@ export async function startLlmProvider(
     const mishap = mishaps.shift();
     if (mishap === 'hang') return; // never answered; the socket is closed with the server
     if (kind === 'gemini') {
+      const embed = /^\/v1beta\/models\/([^/:]+):batchEmbedContents$/.exec(req.url ?? '');
+      if (embed !== null) {
+        if (req.headers['x-goog-api-key'] !== apiKey)
+          return geminiError(res, 400, 'API key not valid. Please pass a valid API key.');
+        if (mishap !== undefined) return geminiError(res, mishap === 529 ? 503 : mishap);
+        const list = body.requests as
+          | { model?: string; content?: { parts?: { text?: string }[] }; outputDimensionality?: number }[]
+          | undefined;
+        if (!Array.isArray(list) || list.length === 0)
+          return geminiError(res, 400, '* BatchEmbedContentsRequest.requests: contents is not specified');
+        if (list.some((r) => r.model !== `models/${decodeURIComponent(embed[1]!)}`))
+          return geminiError(res, 400, 'Model names should start with `models/` and match the path.');
+        return json(res, 200, {
+          embeddings: list.map((r) => ({
+            values: embeddingOf(
+              (r.content?.parts ?? []).map((p) => p.text ?? '').join(''),
+              r.outputDimensionality,
+            ),
+          })),
+        });
+      }
       const match = /^\/v1beta\/models\/([^/:]+):(generateContent|streamGenerateContent)(\?alt=sse)?$/.exec(
         req.url ?? '',
       );
@@ -544,7 +593,8 @@ export async function startLlmProvider(
       return;
     }
     if (kind === 'openai') {
-      if (req.method !== 'POST' || !(req.url ?? '').split('?')[0]!.endsWith('/chat/completions')) {
+      const route = (req.url ?? '').split('?')[0]!;
+      if (req.method !== 'POST' || !(route.endsWith('/chat/completions') || route.endsWith('/embeddings'))) {
         json(res, 404, {
           error: {
             message: 'Unknown request URL',
@@ -568,6 +618,36 @@ export async function startLlmProvider(
         return;
       }
       if (mishap !== undefined) return openAiError(res, mishap);
+      if (route.endsWith('/embeddings')) {
+        const inputs = embeddingInputs(body.input);
+        if (inputs === undefined || typeof body.model !== 'string') {
+          json(res, 400, {
+            error: {
+              message: "'input' is a required property",
+              type: 'invalid_request_error',
+              param: 'input',
+              code: null,
+            },
+          });
+          return;
+        }
+        const tokens = inputs.reduce((n, t) => n + words(t), 0);
+        const dimensions = typeof body.dimensions === 'number' ? body.dimensions : undefined;
+        json(res, 200, {
+          object: 'list',
+          data: inputs.map((text, index) => {
+            const vector = embeddingOf(text, dimensions);
+            return {
+              object: 'embedding',
+              index,
+              embedding: body.encoding_format === 'base64' ? float32Base64(vector) : vector,
+            };
+          }),
+          model: body.model,
+          usage: { prompt_tokens: tokens, total_tokens: tokens },
+        });
+        return;
+      }
       if (!Array.isArray(body.messages) || typeof body.model !== 'string') {
         json(res, 400, {
           error: {

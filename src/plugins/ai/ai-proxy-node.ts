@@ -16,6 +16,15 @@ import {
 import { bedrockResponseToOpenAi } from './formats/bedrock.js';
 import { clientFormatOf, parseAiRequest, type AiRequest } from './formats/client.js';
 import { EventStreamReader } from './formats/event-stream.js';
+import {
+  embeddingsAnswer,
+  embeddingsCalls,
+  embeddingsUnsupported,
+  isEmbeddingsPath,
+  parseEmbeddingsRequest,
+  type EmbeddingsRaw,
+  type EmbeddingsRequest,
+} from './embeddings.js';
 import { geminiResponseToOpenAi } from './formats/gemini.js';
 import { aiErrorBody, errorTypeFor, providerErrorOf } from './formats/errors.js';
 import { SseReader } from './formats/sse.js';
@@ -96,17 +105,49 @@ export class AiProxyNode implements NodeInstance<'success'> {
   async run(ctx: Context): Promise<'success'> {
     const started = performance.now();
     const configured = this.#s.clientFormat;
+    const clientKey = this.#s.passClientKey ? clientKeyOf(ctx.request) : undefined;
+    if (configured !== 'anthropic' && isEmbeddingsPath(ctx.request.path)) {
+      const req = parseEmbeddingsRequest(ctx.request.body);
+      if (typeof req === 'string') throw invalid(ctx, 'openai', 400, req);
+      const order = this.#order().filter(
+        (t) => embeddingsUnsupported(t.provider, t.model ?? req.model, req) === undefined,
+      );
+      if (order.length === 0) {
+        const why = this.#s.targets.map(
+          (t) => `${t.name}: ${embeddingsUnsupported(t.provider, t.model ?? req.model, req) ?? 'weight 0'}`,
+        );
+        throw invalid(
+          ctx,
+          'openai',
+          400,
+          `no target of this route can answer embeddings (${why.join('; ')})`,
+        );
+      }
+      return this.#tryTargets(ctx, 'openai', order, (target) =>
+        this.#embed(ctx, target, req, clientKey ?? target.apiKey, started),
+      );
+    }
     const format = configured === 'auto' ? clientFormatOf(ctx.request.path) : configured;
     if (format === undefined)
       throw invalid(ctx, 'openai', 404, `no OpenAI or Anthropic API at ${ctx.request.path}`);
     const req = parseAiRequest(format, ctx.request.body);
     if (typeof req === 'string') throw invalid(ctx, format, 400, req);
-    const clientKey = this.#s.passClientKey ? clientKeyOf(ctx.request) : undefined;
-    const order = this.#order();
+    return this.#tryTargets(ctx, format, this.#order(), (target) =>
+      this.#call(ctx, target, req, clientKey ?? target.apiKey, started),
+    );
+  }
+
+  /** Each target in `order` until one answers; every one failed: `error` with 502/503/504. */
+  async #tryTargets(
+    ctx: Context,
+    format: ClientFormat,
+    order: AiTarget[],
+    attempt: (target: AiTarget) => Promise<Failure | null>,
+  ): Promise<'success'> {
     const failures: Failure[] = [];
     for (let i = 0; i < order.length; i++) {
       const target = order[i]!;
-      const failure = await this.#call(ctx, target, req, clientKey ?? target.apiKey, started);
+      const failure = await attempt(target);
       if (failure === null) {
         if (failures.length > 0) ctx.message['ai.fallbacks'] = failures;
         return 'success';
@@ -306,6 +347,106 @@ export class AiProxyNode implements NodeInstance<'success'> {
     });
     ctx.response.stream = relay;
     ctx.response.relayed = true;
+    return null;
+  }
+
+  /** One embeddings request to `target` (Titan: one call per input); null when ctx.response holds the answer. */
+  async #embed(
+    ctx: Context,
+    target: AiTarget,
+    req: EmbeddingsRequest,
+    key: string | undefined,
+    started: number,
+  ): Promise<Failure | null> {
+    const model = target.model ?? req.model;
+    const labels = { ...this.#labels(), provider: target.provider, model };
+    const raws: EmbeddingsRaw[] = [];
+    const sentAt = performance.now();
+    for (const call of embeddingsCalls(target.provider, model, target.apiVersion, req)) {
+      const headers = [
+        'host',
+        target.authority,
+        'content-type',
+        'application/json',
+        'accept',
+        'application/json',
+      ];
+      const path = target.prefix + call.path;
+      if (key !== undefined) headers.push(...target.spec.auth(key));
+      else if (target.signer !== undefined) headers.push(...signed(target.signer, path, headers, call.body));
+      const abort = new CallAbort(ctx.clientGone, target.timeoutMs);
+      let result: ExchangeResult;
+      try {
+        result = await exchange(
+          target.pool,
+          { method: 'POST', path, headers, body: call.body },
+          { deadlineMs: 0, idleMs: 0, streaming: false },
+          abort,
+          null,
+        );
+      } catch (err) {
+        const failure = classifyFailure(err);
+        if (failure.code === 'UPSTREAM_CLIENT_ABORTED' && !abort.expired)
+          throw new NodeError('UPSTREAM_CLIENT_ABORTED', 'ai-proxy: the client went away', { status: 499 });
+        const timedOut = abort.expired || failure.code === 'UPSTREAM_TIMEOUT';
+        this.#s.metrics.requests.inc({ ...labels, status: String(timedOut ? 504 : 502) });
+        return {
+          target: target.name,
+          status: timedOut ? 504 : 0,
+          reason: timedOut ? `no answer within ${target.timeoutMs} ms` : failure.reason,
+        };
+      } finally {
+        abort.dispose();
+      }
+      const status = result.status;
+      const raw = result.body ?? (await readAll(result.stream, MAX_BUFFERED_STREAM));
+      this.#s.metrics.requests.inc({ ...labels, status: String(status) });
+      ctx.upstream = {
+        where: this.#s.where,
+        address: target.origin,
+        status,
+        seconds: (performance.now() - sentAt) / 1000,
+      };
+      if (status === 429 || status >= 500)
+        return { target: target.name, status, reason: providerErrorOf(raw).message || `status ${status}` };
+      if (status < 200 || status >= 300) {
+        if (status < 400) return { target: target.name, status, reason: `unexpected status ${status}` };
+        if ((status === 401 || status === 403) && key !== undefined && key === target.apiKey)
+          return { target: target.name, status, reason: "the provider refused the target's api_key" };
+        if ((status === 401 || status === 403) && key === undefined && target.signer !== undefined)
+          return { target: target.name, status, reason: "the provider refused the target's aws credentials" };
+        const error = providerErrorOf(raw);
+        ctx.response.json(
+          status,
+          aiErrorBody(
+            'openai',
+            error.message || `the provider answered ${status}`,
+            error.type ?? errorTypeFor('openai', status),
+            null,
+          ),
+        );
+        this.#context(ctx, target, model, undefined);
+        return null;
+      }
+      const count = result.headers['x-amzn-bedrock-input-token-count'];
+      raws.push({
+        body: raw,
+        inputTokens: typeof count === 'string' && /^\d+$/.test(count) ? Number(count) : undefined,
+      });
+    }
+    const answer = embeddingsAnswer(target.provider, model, req, raws);
+    if (answer === undefined)
+      return {
+        target: target.name,
+        status: 502,
+        reason: 'the embeddings answer is not what the provider documents',
+      };
+    this.#context(ctx, target, model, undefined);
+    const done = new Answer(this.#s.metrics, labels, started);
+    done.finish(ctx, answer.usage);
+    ctx.response.status = 200;
+    ctx.response.headers = {};
+    ctx.response.setBody(JSON.stringify(answer.body), 'application/json');
     return null;
   }
 

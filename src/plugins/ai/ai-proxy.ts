@@ -159,7 +159,8 @@ export const aiProxy = definePlugin({
         type: 'string',
         enum: ['auto', 'openai', 'anthropic'],
         default: 'auto',
-        description: 'auto: by path (…/chat/completions is OpenAI, …/messages is Anthropic).',
+        description:
+          'auto: by path (…/chat/completions is OpenAI, …/messages is Anthropic, …/embeddings OpenAI embeddings).',
       },
       pass_client_key: {
         type: 'boolean',
