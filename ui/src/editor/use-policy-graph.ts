@@ -1,7 +1,8 @@
 import { applyEdgeChanges, applyNodeChanges, type EdgeChange, type NodeChange } from '@xyflow/react';
 import { useCallback, useEffect, useRef, useState, type Dispatch, type SetStateAction } from 'react';
-import { ApiError, describe, getJson, getVersioned, itemPath } from '../api.js';
+import { describe, getJson } from '../api.js';
 import { useHistory, type History } from '../editing/history.js';
+import { storedOrNew } from '../editing/stored-item.js';
 import { useUnsavedGuard } from '../editing/unsaved.js';
 import type { PluginEntry, PolicyConfig } from '../types.js';
 import { toFlow, toPolicy, type PolicyEdge, type PolicyMeta, type PolicyNode } from './graph.js';
@@ -74,10 +75,7 @@ export function usePolicyGraph(name: string, kind: GraphKind, area: () => Area):
       getJson<{ plugins: PluginEntry[] }>('/api/plugins'),
       getJson<SupernodeDef[]>('/api/supernodes'),
       getJson<SharedConfig[]>('/api/plugin-configs'),
-      getVersioned<PolicyConfig>(itemPath(kind, name)).catch((err: unknown) => {
-        if (err instanceof ApiError && err.status === 404) return undefined;
-        throw err;
-      }),
+      storedOrNew<PolicyConfig>(kind, name), // no 404 for an unsaved New policy (F31)
     ]);
     const catalog = new Map([...plugins, ...(isPolicy ? [] : BOUNDARIES)].map((p) => [p.type, p]));
     // A supernode cannot hold an instance of itself.
