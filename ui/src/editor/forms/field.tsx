@@ -1,4 +1,5 @@
 import { useState, type ReactNode } from 'react';
+import { ConditionBuilder, isConditionKey } from './condition-builder.js';
 import { isStoreReference, ReferenceSelect } from './reference-select.js';
 import { isSecretKey, SecretInput } from './secret-input.js';
 import { isTemplated, TemplatePreview } from './template-preview.js';
@@ -143,6 +144,20 @@ export function Field({ name, path, schema, required, ctx }: FieldProps) {
         </fieldset>
       );
     case 'json':
+      if (isConditionKey(name, schema))
+        return (
+          <fieldset className={`nested${problems.length > 0 ? ' invalid' : ''}`} data-field={key}>
+            <legend>{label}</legend>
+            {description !== undefined && <p className="help">{description}</p>}
+            <ConditionBuilder
+              name={name}
+              value={value}
+              onChange={set}
+              raw={(v, change) => <JsonInput name={name} value={v} onChange={change} />}
+            />
+            <Problems problems={problems} name={name} />
+          </fieldset>
+        );
       control = <JsonInput name={name} value={value} onChange={set} />;
       break;
   }
