@@ -8,6 +8,7 @@ import {
   type TraceRecorder,
 } from '../core/graph-types.js';
 import type { Logger } from '../core/logger.js';
+import { StoreError } from '../stores/errors.js';
 
 /** Observers of node outcomes (metrics); called for every node run. */
 export interface RunHooks {
@@ -149,6 +150,8 @@ function recordFailure(
     ctx.response.discardStream();
     ctx.response.json(failure.status, { error: failure.error, message: failure.message });
   }
+  // A store's failure names the store, the server and the cause (ECONNREFUSED 127.0.0.1:6379), F33.
+  const store = storeErrorIn(failure);
   // request_id (the request-id node's header) and client tie the line to the access log (docs/logging.md).
   const requestId = ctx.request.header('x-request-id');
   hooks.logger.warn(
@@ -160,11 +163,24 @@ function recordFailure(
       route: ctx.route,
       client: ctx.request.remoteAddress,
       ...(requestId === undefined ? {} : { request_id: requestId }),
+      ...(store === undefined ? {} : { store: store.store, cause: store.message }),
     },
-    `node failed: ${failure.message}`,
+    store === undefined
+      ? `node failed: ${failure.message}`
+      : `node failed: ${failure.message}: ${store.message}`,
   );
   hooks.nodeError?.(policy.name, node.id, failure.code);
   return 'error';
+}
+
+/** The StoreError a failure was caused by, a few causes deep; its message holds no secret. */
+function storeErrorIn(err: unknown): StoreError | undefined {
+  let at: unknown = err;
+  for (let depth = 0; depth < 5 && at instanceof Error; depth++) {
+    if (at instanceof StoreError) return at;
+    at = at.cause;
+  }
+  return undefined;
 }
 
 export type { EdgeKind };
