@@ -28,7 +28,15 @@ export interface AdminAccount {
 export type AuthOutcome =
   | { kind: 'none' }
   | { kind: 'ok'; username: string; role: AdminRole }
-  | { kind: 'failed'; username: string | undefined };
+  | {
+      kind: 'failed';
+      username: string | undefined;
+      /**
+       * The header's scheme when it is not Basic (`bearer`: a metrics token sent to /api/*), lower
+       * case, for the log line; never the credentials themselves.
+       */
+      scheme?: string;
+    };
 
 const digest = (text: string): Buffer => createHash('sha256').update(text, 'utf8').digest();
 
@@ -47,7 +55,12 @@ export function basicAuthVerifier(
   return (header) => {
     if (header === undefined || header === '') return { kind: 'none' };
     const credentials = parseBasic(header);
-    if (credentials === undefined) return { kind: 'failed', username: undefined };
+    if (credentials === undefined) {
+      const scheme = schemeOf(header);
+      return scheme === 'basic'
+        ? { kind: 'failed', username: undefined }
+        : { kind: 'failed', username: undefined, scheme };
+    }
     const user = digest(credentials.username);
     const pass = digest(credentials.password);
     let matched: AdminRole | undefined;
@@ -61,6 +74,12 @@ export function basicAuthVerifier(
     }
     return { kind: 'failed', username: credentials.username };
   };
+}
+
+/** The scheme word of an Authorization header, lower case; `other` when it is not a plain token word. */
+function schemeOf(header: string): string {
+  const word = /^\s*(\S+)/.exec(header)?.[1]?.toLowerCase() ?? '';
+  return /^[a-z][a-z0-9._-]{0,19}$/.test(word) ? word : 'other';
 }
 
 function parseBasic(header: string): AdminAccount | undefined {

@@ -36,6 +36,10 @@ const shown = (name: string | undefined): string =>
       ? `${name.slice(0, MAX_LOGGED_NAME)}…`
       : name;
 
+/** `bearer token`, or `'digest' credentials` for another scheme. */
+const credentialsOf = (scheme: string): string =>
+  scheme === 'bearer' ? 'bearer token' : `'${scheme}' credentials`;
+
 /**
  * M1: throttles failed HTTP Basic logins of the admin listener per client
  * address. `max_failures` failures within `window_seconds` locks the address
@@ -72,8 +76,11 @@ export class LoginThrottle {
     return Math.ceil(left / 1000);
   }
 
-  /** Records a failed login; answers the lock in seconds when this failure started one. */
-  failed(address: string, username: string | undefined): number | undefined {
+  /**
+   * Records a failed login; answers the lock in seconds when this failure started one. `scheme`:
+   * the Authorization scheme when it was not Basic (a Bearer token), logged as such (F33).
+   */
+  failed(address: string, username: string | undefined, scheme?: string): number | undefined {
     if (!this.#config.enabled) return undefined;
     const now = this.#now();
     const key = clientKey(address);
@@ -100,18 +107,21 @@ export class LoginThrottle {
     }
     state.failures++;
     state.lastFailure = now;
-    if (state.users.size < MAX_USERS_LISTED) state.users.add(shown(username));
+    const claimed = scheme === undefined ? shown(username) : `(${credentialsOf(scheme)})`;
+    if (state.users.size < MAX_USERS_LISTED) state.users.add(claimed);
     this.#noteUser(username, key, now);
     const refused = state.refused;
     state.refused = 0;
     this.#logger.warn(
       {
-        user: shown(username),
+        ...(scheme === undefined ? { user: shown(username) } : { scheme }),
         client: address,
         failures: state.failures,
         ...(refused > 0 ? { refused_while_locked: refused } : {}),
       },
-      'admin login failed',
+      scheme === undefined
+        ? 'admin login failed'
+        : `admin login failed: ${credentialsOf(scheme)} not accepted here (the Admin API takes HTTP Basic credentials)`,
     );
     if (state.failures < this.#config.max_failures) return undefined;
     const seconds = Math.min(this.#config.lock_seconds * 2 ** state.locks, this.#config.max_lock_seconds);

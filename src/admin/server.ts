@@ -88,7 +88,7 @@ export async function startAdminServer(
       return outcome.role;
     }
     if (outcome.kind === 'failed') {
-      const lock = throttle.failed(client, outcome.username);
+      const lock = throttle.failed(client, outcome.username, outcome.scheme);
       if (lock !== undefined) return tooManyFailures(lock);
     }
     return unauthorized;

@@ -99,7 +99,7 @@ export class StoreConnection {
           new StoreError(
             'STORE_TIMEOUT',
             store,
-            `store '${store}': ${what} gave up after ${this.#spec.connectBudgetMs} ms (connect_budget_ms)`,
+            `store '${store}': ${what} gave up after ${this.#spec.connectBudgetMs} ms (connect_budget_ms) waiting for ${this.#address()}${this.#lastError === undefined ? '' : ` (${this.#lastError.message})`}`,
           ),
         );
       }, this.#spec.connectBudgetMs);
@@ -155,8 +155,23 @@ export class StoreConnection {
     return Date.now() - this.#outageSince + delay > this.#spec.connectBudgetMs ? null : delay;
   }
 
+  /** Why commands fail now, naming the server dialled and the last connection error (F33). */
   #reason(): string {
-    return this.#lastError === undefined ? 'not connected' : `not connected (${this.#lastError.message})`;
+    const to = `to ${this.#address()}`;
+    return this.#lastError === undefined
+      ? `not connected ${to}`
+      : `not connected ${to} (${this.#lastError.message})`;
+  }
+
+  /** The server(s) this connection dials: `127.0.0.1:6379`, `sentinels a:26379,b:26379 (master m)`, `cluster a:7000,…`. */
+  #address(): string {
+    const { topology } = this.#spec;
+    const list = (nodes: readonly { host: string; port: number }[]): string =>
+      nodes.map((n) => (n.host.includes(':') ? `[${n.host}]:${n.port}` : `${n.host}:${n.port}`)).join(',');
+    if (topology.topology === 'cluster') return `cluster ${list(topology.nodes)}`;
+    if (topology.topology === 'sentinel')
+      return `sentinels ${list(topology.nodes)} (master ${topology.masterName ?? ''})`;
+    return list([{ host: this.#spec.host, port: this.#spec.port }]);
   }
 
   #classify(store: string, what: string, err: unknown): StoreError {
