@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, createPrivateKey } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { createSecureContext } from 'node:tls';
 
@@ -11,6 +11,8 @@ export interface TlsSettings {
   /** PEM client certificate and key for outbound mutual TLS; both or neither. */
   certPath?: string | undefined;
   keyPath?: string | undefined;
+  /** Passphrase of an encrypted `keyPath`; the key is decrypted when read (and re-read). */
+  keyPassword?: string | undefined;
   /** Name sent as SNI and checked against the certificate instead of the target's host. */
   serverName?: string | undefined;
 }
@@ -53,7 +55,9 @@ export class TlsMaterialError extends Error {
 export function loadTlsMaterial(settings: TlsSettings): TlsMaterial {
   const ca = settings.caPath === undefined ? undefined : readPem(settings.caPath, 'ca');
   const cert = settings.certPath === undefined ? undefined : readPem(settings.certPath, 'cert');
-  const key = settings.keyPath === undefined ? undefined : readPem(settings.keyPath, 'key');
+  const password = settings.keyPassword;
+  const key =
+    settings.keyPath === undefined ? undefined : decryptKey(readPem(settings.keyPath, 'key'), password, true);
 
   if (ca !== undefined) check('ca', () => createSecureContext({ ca }));
   if (cert !== undefined) check('cert', () => createSecureContext({ cert }));
@@ -70,7 +74,7 @@ export function loadTlsMaterial(settings: TlsSettings): TlsMaterial {
     settings.certPath !== undefined &&
     settings.keyPath !== undefined
   ) {
-    const pair = liveClientPair(settings.certPath, settings.keyPath, { cert, key });
+    const pair = liveClientPair(settings.certPath, settings.keyPath, { cert, key }, password);
     return {
       rejectUnauthorized: settings.verify,
       ...(ca === undefined ? {} : { ca }),
@@ -110,6 +114,7 @@ function liveClientPair(
   certPath: string,
   keyPath: string,
   initial: Pair,
+  password: string | undefined,
 ): { check(): Pair; current(): Pair } {
   const stamp = () => {
     const parts: string[] = [];
@@ -135,7 +140,7 @@ function liveClientPair(
     seen = next;
     try {
       const cert = readFileSync(certPath);
-      const key = readFileSync(keyPath);
+      const key = decryptKey(readFileSync(keyPath), password, false);
       createSecureContext({ cert, key });
       current = { cert, key };
     } catch {
@@ -144,6 +149,28 @@ function liveClientPair(
     return current;
   };
   return { check, current: () => current };
+}
+
+/**
+ * An encrypted PEM key decrypted with `password` (PKCS#8 PEM out), so every connection uses it
+ * as a plain key; the key as read without one. `named`: a failure says why (at load), else it
+ * only throws (a reload keeps the previous pair). The message never holds the password.
+ */
+function decryptKey(key: Buffer, password: string | undefined, named: boolean): Buffer {
+  if (password === undefined) return key;
+  try {
+    return Buffer.from(
+      createPrivateKey({ key, format: 'pem', passphrase: password })
+        .export({ type: 'pkcs8', format: 'pem' })
+        .toString(),
+    );
+  } catch (err) {
+    if (!named) throw err;
+    throw new TlsMaterialError(
+      'key',
+      `cannot be decrypted with the key password (wrong password, or not a PEM private key): ${(err as Error).message.replace(/^error:[0-9A-F]+:/, '')}`,
+    );
+  }
 }
 
 function readPem(path: string, field: TlsField): Buffer {

@@ -60,6 +60,7 @@ export interface UpstreamConfig {
   ca_cert_path?: string;
   client_cert_path?: string;
   client_key_path?: string;
+  client_key_password?: string;
 }
 
 const DEFAULTS = {
@@ -198,6 +199,12 @@ const schema = {
     ca_cert_path: { type: 'string', minLength: 1, [READS_FILE]: true },
     client_cert_path: { type: 'string', minLength: 1, [READS_FILE]: true },
     client_key_path: { type: 'string', minLength: 1, [READS_FILE]: true },
+    client_key_password: {
+      type: 'string',
+      minLength: 1,
+      description:
+        'Passphrase of an encrypted client_key_path (PEM); a ${secret:…} reference keeps it out of the file (docs/secrets.md).',
+    },
   },
 };
 
@@ -437,6 +444,9 @@ function resolveTls(config: UpstreamConfig, scheme: Scheme, env: PluginEnv): Tls
   if (config.client_key_path !== undefined && config.client_cert_path === undefined) {
     throw new ConfigError('client_cert_path', 'is required with client_key_path');
   }
+  if (config.client_key_password !== undefined && config.client_key_path === undefined) {
+    throw new ConfigError('client_key_password', 'is only used with client_key_path');
+  }
   if (!verify && config.ca_cert_path !== undefined) {
     throw new ConfigError(
       'ca_cert_path',
@@ -456,6 +466,7 @@ function resolveTls(config: UpstreamConfig, scheme: Scheme, env: PluginEnv): Tls
       caPath: config.ca_cert_path,
       certPath: config.client_cert_path,
       keyPath: config.client_key_path,
+      keyPassword: config.client_key_password,
     });
   } catch (err) {
     if (err instanceof TlsMaterialError) throw new ConfigError(TLS_KEYS[err.field], err.message);
