@@ -64,6 +64,10 @@ export class KubernetesSecretManager implements SecretManager {
     return out;
   }
 
+  async warmUp(): Promise<void> {
+    await this.#client();
+  }
+
   #client(): Promise<CoreV1Api> {
     this.#api ??= (async () => {
       const [{ CoreV1Api }, { loadKubeConfig }] = await Promise.all([

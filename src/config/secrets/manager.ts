@@ -9,6 +9,12 @@ export interface SecretManager {
   readonly refreshMs: number;
   /** A string (the whole secret) or a mapping of fields. */
   load(path: string): Promise<string | Record<string, unknown>>;
+  /**
+   * Loads what the manager's first read needs that blocks the event loop (a client library):
+   * awaited before any manager's request starts, so the import cannot run out another manager's
+   * request timeout. Failures are the first `load`'s to report.
+   */
+  warmUp?(): Promise<void>;
   close(): void;
 }
 

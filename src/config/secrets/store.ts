@@ -110,6 +110,12 @@ export class SecretStore implements SecretLookup {
 
   /** Reads `references` (one load per manager path), stores the values; returns those that changed. */
   async #read(references: SecretReference[]): Promise<string[]> {
+    const warming: Promise<void>[] = [];
+    for (const type of new Set(references.map((r) => r.manager))) {
+      const warm = this.#managers.get(type)?.warmUp?.();
+      if (warm !== undefined) warming.push(warm.catch(() => undefined));
+    }
+    await Promise.all(warming);
     const documents = new Map<string, Promise<string | Record<string, unknown>>>();
     const changed: string[] = [];
     const failures = new Map<string, string[]>();
