@@ -112,3 +112,32 @@ export class Target implements ExchangeObserver {
 export function formatAddress(host: string, port: number): string {
   return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
 }
+
+/** Live state of one target, for metrics, the Admin API and tests. */
+export interface UpstreamTargetState {
+  address: string;
+  weight: number;
+  /** In rotation now (not ejected, not marked down). */
+  available: boolean;
+  /** Epoch ms until which passive checks keep it out (0: never ejected). */
+  ejectedUntil: number;
+  consecutiveFailures: number;
+  /** False while active checks hold it down. */
+  probeUp: boolean;
+  /** Requests in flight. */
+  active: number;
+}
+
+/** The live state of each target, in order. */
+export function targetStatesOf(targets: readonly Target[]): UpstreamTargetState[] {
+  const now = Date.now();
+  return targets.map((t) => ({
+    address: t.address,
+    weight: t.weight,
+    available: t.isAvailable(now),
+    ejectedUntil: t.passive.ejectedUntil,
+    consecutiveFailures: t.passive.consecutiveFailures,
+    probeUp: t.probeUp,
+    active: t.active,
+  }));
+}

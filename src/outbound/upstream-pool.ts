@@ -16,7 +16,14 @@ import { HealthRegistry } from './health/registry.js';
 import { acquirePool, type PoolLease } from './pool-registry.js';
 import { buildRequestHeaders, HOST_VALUE_INDEX } from './proxy-headers.js';
 import { BodyAlreadySent, requestStreamOf } from './request-stream.js';
-import { formatAddress, Target, type HealthListener, type TargetSpec } from './target.js';
+import {
+  formatAddress,
+  Target,
+  targetStatesOf,
+  type HealthListener,
+  type TargetSpec,
+  type UpstreamTargetState,
+} from './target.js';
 import { createPriorityBalancer } from './discovery/priority.js';
 import type { TlsMaterial } from '../tls/client.js';
 
@@ -67,20 +74,7 @@ export function passiveKey(
   ].join('\u0000');
 }
 
-/** Live state of one target, for metrics, the Admin API and tests. */
-export interface UpstreamTargetState {
-  address: string;
-  weight: number;
-  /** In rotation now (not ejected, not marked down). */
-  available: boolean;
-  /** Epoch ms until which passive checks keep it out (0: never ejected). */
-  ejectedUntil: number;
-  consecutiveFailures: number;
-  /** False while active checks hold it down. */
-  probeUp: boolean;
-  /** Requests in flight. */
-  active: number;
-}
+export type { UpstreamTargetState } from './target.js';
 
 /** One target and what it holds: its shared pool and its shared health state. */
 interface HeldTarget {
@@ -301,16 +295,7 @@ export class UpstreamPool {
   }
 
   targetStates(): UpstreamTargetState[] {
-    const now = Date.now();
-    return this.#targets.map((t) => ({
-      address: t.address,
-      weight: t.weight,
-      available: t.isAvailable(now),
-      ejectedUntil: t.passive.ejectedUntil,
-      consecutiveFailures: t.passive.consecutiveFailures,
-      probeUp: t.probeUp,
-      active: t.active,
-    }));
+    return targetStatesOf(this.#targets);
   }
 
   /**

@@ -15,9 +15,16 @@ import { checkGrpcHealth } from '../health/grpc-check.js';
 import type { PassivePolicy } from '../health/passive.js';
 import { HealthRegistry } from '../health/registry.js';
 import { acquirePool, type PoolLease } from '../pool-registry.js';
-import { formatAddress, Target, type HealthListener, type TargetSpec } from '../target.js';
+import {
+  formatAddress,
+  Target,
+  targetStatesOf,
+  type HealthListener,
+  type TargetSpec,
+  type UpstreamTargetState,
+} from '../target.js';
 import type { TlsMaterial } from '../../tls/client.js';
-import { passiveKey, type PassHost, type UpstreamTargetState } from '../upstream-pool.js';
+import { passiveKey, type PassHost } from '../upstream-pool.js';
 import { appendVia } from '../via.js';
 import { grpcCallOf } from './client-call.js';
 import { GrpcRelay, HOP, type RelayHost } from './relay.js';
@@ -216,16 +223,7 @@ export class GrpcUpstream {
   }
 
   targetStates(): UpstreamTargetState[] {
-    const now = Date.now();
-    return this.#targets.map((t) => ({
-      address: t.address,
-      weight: t.weight,
-      available: t.isAvailable(now),
-      ejectedUntil: t.passive.ejectedUntil,
-      consecutiveFailures: t.passive.consecutiveFailures,
-      probeUp: t.probeUp,
-      active: t.active,
-    }));
+    return targetStatesOf(this.#targets);
   }
 
   /** Lets calls in flight finish, then closes the sessions; releases the leases. Idempotent. */
