@@ -8,7 +8,7 @@ import type { Gateway } from '../gateway.js';
 import { AdminError, json, type Reply } from './http.js';
 import type { AdminRoute } from './router.js';
 
-/** One admin change (docs/admin-api.md#audit-log). */
+/** One admin change (docs/config-as-code.md#audit-log). */
 export interface AuditEntry {
   time: string;
   user: string | null;

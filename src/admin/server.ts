@@ -140,7 +140,7 @@ export async function startAdminServer(
     if (untyped !== undefined) return untyped;
     if (found.kind === 'found') {
       const call = () => found.route.handler({ req, params: found.params, query: url.searchParams });
-      // Writes: the author of what they apply (history) and one audit entry (docs/admin-api.md#audit-log).
+      // Writes: the author of what they apply (history) and one audit entry (docs/config-as-code.md#audit-log).
       const user = users.get(req) ?? null;
       const reply = readOnly
         ? await call()

@@ -51,7 +51,7 @@ const entries = new Map<string, Entry>();
 export const DEFAULT_MAX_CONNECTIONS_PER_TARGET = 1024;
 let maxConnectionsPerTarget = DEFAULT_MAX_CONNECTIONS_PER_TARGET;
 
-/** `upstream.http1_client`: what speaks HTTP/1.1 to cleartext targets (docs/upstreams.md#the-http11-client). */
+/** `upstream.http1_client`: what speaks HTTP/1.1 to cleartext targets (docs/configuration.md). */
 export type Http1Client = 'lean' | 'undici';
 let http1Client: Http1Client = 'lean';
 

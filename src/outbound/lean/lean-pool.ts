@@ -4,7 +4,7 @@ import { LeanConnection, type ConnectionOwner, type Job } from './lean-connectio
 
 /**
  * The lean upstream client of a cleartext HTTP/1.1 target (`upstream.http1_client: lean`,
- * docs/upstreams.md#the-http11-client): keep-alive connections, at most `connections` of them,
+ * docs/configuration.md): keep-alive connections, at most `connections` of them,
  * one request at a time each, requests beyond that queued in order. It speaks undici's dispatch
  * interface, so src/outbound/exchange.ts drives it exactly as it drives an undici Pool.
  */
