@@ -1,3 +1,8 @@
+import { isValidSpanId, isValidTraceId, SpanKind, SpanStatusCode, TraceFlags } from '@opentelemetry/api';
+import { parseTraceParent } from '@opentelemetry/core';
+import { JsonTraceSerializer } from '@opentelemetry/otlp-transformer';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import type { ReadableSpan } from '@opentelemetry/sdk-trace';
 import type { Context } from '../../core/context.js';
 import { ConfigError, definePlugin } from '../../core/plugin.js';
 import { loggerSchema } from './shared/logger-node.js';
@@ -27,15 +32,14 @@ interface OpenTelemetryConfig {
   timeout: number;
 }
 
-const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$/;
-const SPAN_KIND_SERVER = 2;
-const STATUS_UNSET = 0;
-const STATUS_ERROR = 2;
+const SCOPE = { name: 'switchyard' } as const;
 
 /**
  * A span per request, W3C `traceparent` propagation, OTLP/HTTP JSON export
  * to `<endpoint>/v1/traces`. Place `phase: start` before the upstream and
- * `phase: end` after it.
+ * `phase: end` after it. The `traceparent` parsing and the OTLP JSON encoding
+ * are the OpenTelemetry SDK's; the batching, TLS and transport are the other
+ * loggers' (docs/opentelemetry.md#the-tracer-node-types).
  */
 export const opentelemetry = definePlugin({
   type: 'opentelemetry',
@@ -85,14 +89,12 @@ export const opentelemetry = definePlugin({
       tls: config.tls,
       timeoutMs: config.timeout * 1000,
     });
-    const resource = { attributes: [attribute('service.name', config.service_name)] };
+    const resource = resourceFromAttributes({ 'service.name': config.service_name });
     return endNode(store, env, {
-      encode: otlpSpan,
+      encode: (span) => readableSpan(span, resource),
       ship: async (spans) => {
-        const body = {
-          resourceSpans: [{ resource, scopeSpans: [{ scope: { name: 'switchyard' }, spans }] }],
-        };
-        await endpoint.send({ headers: ['content-type', 'application/json'], body: JSON.stringify(body) });
+        const body = Buffer.from(JsonTraceSerializer.serializeRequest(spans) ?? []);
+        await endpoint.send({ headers: ['content-type', 'application/json'], body });
       },
       release: () => endpoint.release(),
     });
@@ -111,11 +113,13 @@ function sampler(config: OpenTelemetryConfig): (traceId: string) => boolean {
 }
 
 function extract(ctx: Context): Incoming | null {
-  const match = TRACEPARENT.exec(ctx.request.header('traceparent')?.trim().toLowerCase() ?? '');
-  if (match === null) return null;
-  const [, version, traceId, parentId, flags] = match as unknown as [string, string, string, string, string];
-  if (version === 'ff' || /^0+$/.test(traceId) || /^0+$/.test(parentId)) return null;
-  return { traceId, parentId, sampled: (parseInt(flags, 16) & 1) === 1 };
+  const parent = parseTraceParent(ctx.request.header('traceparent')?.trim().toLowerCase() ?? '');
+  if (parent === null || !isValidTraceId(parent.traceId) || !isValidSpanId(parent.spanId)) return null;
+  return {
+    traceId: parent.traceId,
+    parentId: parent.spanId,
+    sampled: (parent.traceFlags & 1) === 1,
+  };
 }
 
 /** `tracestate` is left as the caller sent it: it belongs to the trace, not to this hop. */
@@ -123,29 +127,55 @@ function inject(ctx: Context, span: { traceId: string; spanId: string; sampled: 
   ctx.request.headers.traceparent = `00-${span.traceId}-${span.spanId}-${span.sampled ? '01' : '00'}`;
 }
 
-/** One span in the OTLP JSON encoding (hex ids, nanosecond strings, enum numbers). */
-function otlpSpan(span: FinishedSpan): Record<string, unknown> {
+/** A finished span as the SDK's exporters read it (its OTLP JSON encoding is the SDK's). */
+function readableSpan(span: FinishedSpan, resource: ReadableSpan['resource']): ReadableSpan {
+  const flags = span.sampled ? TraceFlags.SAMPLED : TraceFlags.NONE;
+  const context = { traceId: span.traceId, spanId: span.spanId, traceFlags: flags };
+  const startTime = hrTime(span.startedAt);
+  const endTime = hrTime(span.endedAt);
   return {
-    traceId: span.traceId,
-    spanId: span.spanId,
-    ...(span.parentId === undefined ? {} : { parentSpanId: span.parentId }),
     name: `${span.method} ${span.path}`,
-    kind: SPAN_KIND_SERVER,
-    startTimeUnixNano: `${epochMicros(span.startedAt)}000`,
-    endTimeUnixNano: `${epochMicros(span.endedAt)}000`,
-    attributes: [
-      attribute('http.request.method', span.method),
-      attribute('url.path', span.path),
-      attribute('url.scheme', span.scheme),
-      attribute('server.address', span.host),
-      attribute('client.address', span.clientIp),
-      { key: 'http.response.status_code', value: { intValue: String(span.status) } },
-      ...(span.route === '' ? [] : [attribute('switchyard.route', span.route)]),
+    kind: SpanKind.SERVER,
+    spanContext: () => context,
+    ...(span.parentId === undefined
+      ? {}
+      : {
+          parentSpanContext: {
+            traceId: span.traceId,
+            spanId: span.parentId,
+            traceFlags: flags,
+            isRemote: true,
+          },
+        }),
+    startTime,
+    endTime,
+    duration: [
+      endTime[0] - startTime[0] - (endTime[1] < startTime[1] ? 1 : 0),
+      (endTime[1] - startTime[1] + 1e9) % 1e9,
     ],
-    status: { code: span.status >= 500 ? STATUS_ERROR : STATUS_UNSET },
+    status: { code: span.status >= 500 ? SpanStatusCode.ERROR : SpanStatusCode.UNSET },
+    attributes: {
+      'http.request.method': span.method,
+      'url.path': span.path,
+      'url.scheme': span.scheme,
+      'server.address': span.host,
+      'client.address': span.clientIp,
+      'http.response.status_code': span.status,
+      ...(span.route === '' ? {} : { 'switchyard.route': span.route }),
+    },
+    links: [],
+    events: [],
+    ended: true,
+    resource,
+    instrumentationScope: SCOPE,
+    droppedAttributesCount: 0,
+    droppedEventsCount: 0,
+    droppedLinksCount: 0,
   };
 }
 
-function attribute(key: string, value: string): { key: string; value: { stringValue: string } } {
-  return { key, value: { stringValue: value } };
+/** `[seconds, nanoseconds]` since the epoch of a `performance.now()` reading, whole microseconds. */
+function hrTime(at: number): [number, number] {
+  const micros = epochMicros(at);
+  return [Math.floor(micros / 1e6), (micros % 1e6) * 1000];
 }
