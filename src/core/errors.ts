@@ -70,6 +70,8 @@ export const ERROR_CODES = {
   AI_REQUEST_INVALID: { status: 400, error: 'invalid_request_error' },
   /** mcp-proxy: every upstream MCP server is down for the request (docs/plugins/mcp-proxy.md). */
   MCP_UPSTREAM_UNAVAILABLE: { status: 502, error: 'bad_gateway' },
+  /** mcp-tool: a JSON-RPC batch carrying tools/call, which would pass per-tool limits (docs/plugins/mcp-tool.md). */
+  MCP_REQUEST_REFUSED: { status: 400, error: 'invalid_request_error' },
 } as const satisfies Record<string, { status: number; error: string }>;
 
 export type KnownErrorCode = keyof typeof ERROR_CODES;
