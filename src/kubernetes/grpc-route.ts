@@ -69,18 +69,6 @@ function emitter(
       config: { headers: { set: req.set, add: req.add, remove: [...req.remove, LISTENER_PORT_HEADER] } },
     });
     edges.push({ from, to: `${id}-req.in` });
-    let answer = 'out.in';
-    const resp = filters.find((f) => f.type === 'ResponseHeaderModifier')?.responseHeaderModifier;
-    if (resp !== undefined) {
-      const h = headerSet(resp);
-      nodes.push({
-        id: `${id}-resp`,
-        type: 'response-rewrite',
-        config: { headers: { set: h.set, add: h.add.map((a) => `${a.name}: ${a.value}`), remove: h.remove } },
-      });
-      edges.push({ from: `${id}-resp.success`, to: 'out.in' });
-      answer = `${id}-resp.in`;
-    }
     const refs = (rule.backendRefs ?? []).filter((r) => (r.weight ?? 1) > 0);
     const backends = refs.map((r) => ctx.resolve(route, r, 'GRPCRoute').backend);
     if (backends.length === 0 || backends.every((b) => b.targets === 'invalid')) {
@@ -99,7 +87,7 @@ function emitter(
     });
     edges.push(
       { from: `${id}-req.success`, to: `${id}-up.in` },
-      { from: `${id}-up.success`, to: answer },
+      { from: `${id}-up.success`, to: 'out.in' },
       // A dead endpoint answers UNAVAILABLE (docs/grpc.md), not the graph's unhandled 502.
       { from: `${id}-up.error`, to: 'out.in' },
     );
@@ -107,43 +95,57 @@ function emitter(
 }
 
 /** Status for every GRPCRoute with a parent of ours, and the policy entries of the accepted ones. */
+/** Filters a rule may carry: the answer of a gRPC call streams through, so only the request side is changed. */
+const SUPPORTED_FILTERS = new Set(['RequestHeaderModifier']);
+
 export function translateGrpcRoutes(routes: GRPCRoute[], ctx: RouteContext): Entry[] {
   const entries: Entry[] = [];
   for (const route of [...routes].sort(olderFirst)) {
-    attachRoute('GRPCRoute', 'grpcroutes', route, ctx, ({ gw, accepted }) => {
-      for (const { listener, hosts } of accepted.listeners) {
-        if (!ctx.programmed(gw, listener)) continue;
-        for (const host of hosts)
-          (route.spec.rules ?? []).forEach((rule, ruleIndex) => {
-            const emit = emitter(route, rule, ctx);
-            const matches = rule.matches !== undefined && rule.matches.length > 0 ? rule.matches : [{}];
-            matches.forEach((match, matchIndex) => {
-              const conditions: unknown[] = [];
-              if (host !== null) conditions.push(hostCondition(host));
-              conditions.push(['http_content_type', '~~', '^application/grpc($|[+;])']);
-              const method = methodCondition(match.method);
-              if (method !== undefined) conditions.push(method);
-              for (const h of match.headers ?? []) {
-                const subject = `http_${h.name.toLowerCase().replace(/-/g, '_')}`;
-                conditions.push(
-                  (h.type ?? 'Exact') === 'Exact' ? [subject, '==', h.value] : [subject, '~~', h.value],
-                );
-              }
-              entries.push({
-                port: listener.port,
-                https: listener.protocol === 'HTTPS',
-                host,
-                match: {},
-                route,
-                rule: {},
-                ruleIndex,
-                matchIndex,
-                custom: { rank: rankOf(host, match), conditions, emit },
+    const bad = (route.spec.rules ?? [])
+      .flatMap((r) => r.filters ?? [])
+      .find((f) => !SUPPORTED_FILTERS.has(f.type));
+    const unsupported = bad === undefined ? undefined : `filter ${bad.type} is not supported on GRPCRoute`;
+    attachRoute(
+      'GRPCRoute',
+      'grpcroutes',
+      route,
+      ctx,
+      ({ gw, accepted }) => {
+        for (const { listener, hosts } of accepted.listeners) {
+          if (!ctx.programmed(gw, listener)) continue;
+          for (const host of hosts)
+            (route.spec.rules ?? []).forEach((rule, ruleIndex) => {
+              const emit = emitter(route, rule, ctx);
+              const matches = rule.matches !== undefined && rule.matches.length > 0 ? rule.matches : [{}];
+              matches.forEach((match, matchIndex) => {
+                const conditions: unknown[] = [];
+                if (host !== null) conditions.push(hostCondition(host));
+                conditions.push(['http_content_type', '~~', '^application/grpc($|[+;])']);
+                const method = methodCondition(match.method);
+                if (method !== undefined) conditions.push(method);
+                for (const h of match.headers ?? []) {
+                  const subject = `http_${h.name.toLowerCase().replace(/-/g, '_')}`;
+                  conditions.push(
+                    (h.type ?? 'Exact') === 'Exact' ? [subject, '==', h.value] : [subject, '~~', h.value],
+                  );
+                }
+                entries.push({
+                  port: listener.port,
+                  https: listener.protocol === 'HTTPS',
+                  host,
+                  match: {},
+                  route,
+                  rule: {},
+                  ruleIndex,
+                  matchIndex,
+                  custom: { rank: rankOf(host, match), conditions, emit },
+                });
               });
             });
-          });
-      }
-    });
+        }
+      },
+      unsupported,
+    );
   }
   return entries;
 }

@@ -30,6 +30,8 @@ export function attachRoute(
   route: AnyRoute,
   ctx: RouteContext,
   onAccepted: (attachment: Attachment) => void,
+  /** Why the route cannot be served as written (an unsupported filter): Accepted False, UnsupportedValue. */
+  unsupported?: string,
 ): void {
   const routeNs = route.metadata.namespace ?? 'default';
   const problems: { reason: string; message: string }[] = [];
@@ -44,7 +46,11 @@ export function attachRoute(
     const gwKey = key(parent.namespace ?? routeNs, parent.name);
     const gw = ctx.gatewayByKey.get(gwKey);
     if (gw === undefined) continue; // not ours: another controller reports it
-    const accepted = ctx.accept(gw, route, parent, kind);
+    const found = ctx.accept(gw, route, parent, kind);
+    const accepted =
+      unsupported === undefined || found.listeners.length === 0
+        ? found
+        : { listeners: [], reason: 'UnsupportedValue', message: unsupported };
     for (const { listener } of accepted.listeners) ctx.attach(gwKey, listener.name);
     if (accepted.listeners.length > 0) onAccepted({ gw, gwKey, accepted });
     const g = route.metadata.generation;

@@ -345,3 +345,29 @@ test('GRPCRoute follows EndpointSlice and route changes without restart (not an 
     what: 'UNAVAILABLE once no endpoint is ready',
   });
 });
+
+test('GRPCRoute with a filter the gateway cannot apply to gRPC answers (ResponseHeaderModifier) → Accepted False UnsupportedValue, not served (not an upstream case)', async (t) => {
+  h.api.applyYaml(`
+apiVersion: gateway.networking.k8s.io/v1
+kind: GRPCRoute
+metadata: { name: grpc-response-headers, namespace: ${INFRA} }
+spec:
+  parentRefs: [{ name: same-namespace }]
+  rules:
+    - filters:
+        - type: ResponseHeaderModifier
+          responseHeaderModifier: { set: [{ name: X-Answered-By, value: switchyard }] }
+      backendRefs: [{ name: grpc-infra-backend-v1, port: 8080 }]
+`);
+  t.after(() => h.api.remove('GRPCRoute', INFRA, 'grpc-response-headers'));
+  await routeCondition(h.api, 'GRPCRoute', 'grpc-response-headers', 'same-namespace', [
+    'Accepted',
+    'False',
+    'UnsupportedValue',
+  ]);
+  assert.equal((await call(client(), 'Echo')).code, grpc.status.UNIMPLEMENTED);
+  await waitFor(() => listeners(h.api, 'same-namespace')[0]?.attachedRoutes === 0, {
+    timeoutMs: 10_000,
+    what: '0 attached',
+  });
+});
