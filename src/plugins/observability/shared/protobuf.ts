@@ -1,7 +1,9 @@
+import protobuf from 'protobufjs';
+
 /**
- * Just enough protobuf encoding for the log groups of SLS and CLS: varints,
- * strings and embedded messages. A repeated field is the same field number
- * listed once per value, exactly as it goes on the wire; `undefined` values
+ * The log groups of SLS and CLS as field lists, written with protobufjs's Writer (the library
+ * that also serves gRPC transcoding): varints, strings and embedded messages. A repeated field is
+ * the same field number listed once per value, exactly as it goes on the wire; `undefined` values
  * (unset optional fields) are skipped.
  */
 export type ProtoField = readonly [number, string | number | ProtoMessage | undefined];
@@ -15,29 +17,26 @@ export function message(fields: readonly ProtoField[]): ProtoMessage {
 }
 
 export function encodeMessage(msg: ProtoMessage): Buffer {
-  const parts: Buffer[] = [];
+  const writer = protobuf.Writer.create();
+  write(writer, msg);
+  const bytes = writer.finish();
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+function write(writer: protobuf.Writer, msg: ProtoMessage): void {
   for (const [number, value] of msg.fields) {
     if (value === undefined) continue;
     if (typeof value === 'number') {
-      parts.push(varint(number * 8), varint(value));
-      continue;
+      // uint64: millisecond timestamps are past 2^32.
+      writer.uint32(number * 8).uint64(value);
+    } else if (typeof value === 'string') {
+      writer.uint32(number * 8 + 2).string(value);
+    } else {
+      writer.uint32(number * 8 + 2).fork();
+      write(writer, value);
+      writer.ldelim();
     }
-    const bytes = typeof value === 'string' ? Buffer.from(value, 'utf8') : encodeMessage(value);
-    parts.push(varint(number * 8 + 2), varint(bytes.length), bytes);
   }
-  return Buffer.concat(parts);
-}
-
-/** Unsigned LEB128 for non-negative integers up to 2^53 (millisecond timestamps fit). */
-function varint(value: number): Buffer {
-  const bytes: number[] = [];
-  let v = value;
-  while (v >= 0x80) {
-    bytes.push((v % 0x80) | 0x80);
-    v = Math.floor(v / 0x80);
-  }
-  bytes.push(v);
-  return Buffer.from(bytes);
 }
 
 /** A log entry as the string key/value contents both services store: nested values as JSON text. */
