@@ -109,8 +109,11 @@ function renderFailure(overrides: (v: Values) => void): string {
 const sys = (v: Values): Manifest => (v.config as { system: Manifest }).system;
 /** Switches the values to etcd as the config source. */
 const etcd = (v: Values): void => {
+  fileSource(v);
   sys(v).config = { source: 'etcd', etcd: { endpoints: ['http://etcd:2379'], prefix: '/switchyard' } };
 };
+/** Switches the Gateway API controller off (on by default): config.system.config.source decides. */
+const fileSource = (v: Values): void => void ((v.kubernetes as Manifest).enabled = false);
 
 /** config/system.yaml as shipped (no environment overrides): the listeners the chart must match. */
 const shipped = parseSystemConfig(readFileSync(join(ROOT, 'config/system.yaml'), 'utf8'), {});
@@ -123,11 +126,23 @@ test('helm: Chart.yaml is a v2 application chart whose appVersion is the package
   assert.equal(chart.appVersion, pkg.version);
 });
 
-test('helm: the default values render a Deployment, Service, ConfigMap and Secret, and no HPA', () => {
+test('issue 32 item 3: the default values render the Gateway API controller (Deployment, Service, ConfigMap, Secret, ServiceAccount and its RBAC), one replica, no HPA', () => {
   const m = render();
-  assert.deepEqual(kinds(m), ['ConfigMap', 'Deployment', 'Secret', 'Service']);
+  assert.deepEqual(kinds(m), [
+    'ClusterRole',
+    'ClusterRoleBinding',
+    'ConfigMap',
+    'Deployment',
+    'Role',
+    'RoleBinding',
+    'Secret',
+    'Service',
+    'ServiceAccount',
+  ]);
+  const system = parseSystemConfig(file(m.get('ConfigMap'), 'system.yaml'), { ADMIN_PASSWORD: 'x' });
+  assert.equal(system.config.source, 'kubernetes', 'the controller is on by default');
   for (const manifest of m.values()) {
-    assert.equal(pick(manifest, 'metadata.name'), 'edge');
+    assert.match(String(pick(manifest, 'metadata.name')), /^edge(-leader-election)?$/);
     assert.equal(pick(manifest, 'metadata.labels')?.['app.kubernetes.io/name' as never], 'switchyard');
   }
   const deployment = m.get('Deployment');
@@ -135,7 +150,7 @@ test('helm: the default values render a Deployment, Service, ConfigMap and Secre
     pick(deployment, 'spec.selector.matchLabels'),
     pick(deployment, 'spec.template.metadata.labels'),
   );
-  assert.equal(pick(deployment, 'spec.replicas'), 1, 'one pod: gateway.yaml from the ConfigMap');
+  assert.equal(pick(deployment, 'spec.replicas'), 1, 'replicaCount 1 by default');
   assert.equal(pick(deployment, `${CONTAINER}.image`), `switchyard:${pkg.version}`);
   assert.equal(pick(deployment, 'spec.template.spec.securityContext.runAsNonRoot'), true);
   const annotations = pick(deployment, 'spec.template.metadata.annotations') as Record<string, string>;
@@ -244,8 +259,8 @@ function granted(rules: Manifest[], group: string, resource: string): string[] {
     .flatMap((r) => r.verbs as string[]);
 }
 
-test('helm: by default no ServiceAccount or RBAC and config.source file', () => {
-  const m = render();
+test('helm: kubernetes.enabled false: no ServiceAccount or RBAC and config.source file', () => {
+  const m = render(fileSource);
   for (const kind of ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'])
     assert.equal(m.has(kind), false, kind);
   const system = parseSystemConfig(file(m.get('ConfigMap'), 'system.yaml'), { ADMIN_PASSWORD: 'x' });
@@ -302,6 +317,22 @@ test('helm: kubernetes.enabled switches on the Gateway API controller with its S
     assert.deepEqual(granted(rules, group, resource).sort(), ['get', 'list', 'watch'], resource);
   for (const resource of ['gatewayclasses/status', 'gateways/status', 'httproutes/status'])
     assert.deepEqual(granted(rules, GW, resource).sort(), ['patch', 'update'], resource);
+  // The other route kinds, BackendTLSPolicy (its CAs in ConfigMaps), and Switchyard's own kinds.
+  for (const [group, resource] of [
+    [GW, 'grpcroutes'],
+    [GW, 'tlsroutes'],
+    [GW, 'tcproutes'],
+    [GW, 'udproutes'],
+    [GW, 'backendtlspolicies'],
+    ['', 'configmaps'],
+    ['switchyard.dev', 'switchyardpolicies'],
+    ['switchyard.dev', 'switchyardconsumers'],
+    ['switchyard.dev', 'switchyardglobalrules'],
+  ] as const) {
+    assert.deepEqual(granted(rules, group, resource).sort(), ['get', 'list', 'watch'], resource);
+    if (resource !== 'configmaps')
+      assert.deepEqual(granted(rules, group, `${resource}/status`).sort(), ['patch', 'update'], resource);
+  }
   // The certificateRefs of HTTPS listeners, and namespace labels for allowedRoutes selectors.
   assert.deepEqual(granted(rules, '', 'secrets').sort(), ['get', 'list', 'watch'], 'secrets');
   assert.deepEqual(granted(rules, '', 'namespaces').sort(), ['list', 'watch'], 'namespaces');
@@ -344,6 +375,27 @@ const stored = (m: Map<string, Manifest>): Manifest => {
   (secret.metadata as Manifest).namespace = 'default';
   return secret;
 };
+
+test('issue 32 item 3: the chart ships the switchyard.dev CRDs in crds/ (installed before the templates), and etcd with the controller on does not render', () => {
+  const crds = readdirSync(join(CHART, 'crds')).sort();
+  assert.deepEqual(crds, [
+    'switchyard.dev_switchyardconsumers.yaml',
+    'switchyard.dev_switchyardglobalrules.yaml',
+    'switchyard.dev_switchyardpolicies.yaml',
+  ]);
+  for (const f of crds) {
+    const crd = parse(readFileSync(join(CHART, 'crds', f), 'utf8')) as Manifest;
+    assert.equal(pick(crd, 'kind'), 'CustomResourceDefinition');
+    assert.equal(pick(crd, 'spec.group'), 'switchyard.dev');
+    assert.equal(pick(crd, 'spec.scope'), 'Namespaced');
+  }
+  // config.system.config.source: etcd would be silently replaced by the controller: refused.
+  const message = renderFailure((v) => {
+    sys(v).config = { source: 'etcd', etcd: { endpoints: ['http://etcd:2379'] } };
+  });
+  assert.match(message, /config\.system\.config\.source is etcd and kubernetes\.enabled is true/);
+  assert.match(message, /kubernetes\.enabled: false/);
+});
 
 test('F15: a generated admin password is kept across upgrades (lookup of the release Secret)', () => {
   const install = render();
@@ -389,14 +441,20 @@ test("F15: the Secret's data is in the pods' checksum: a new password rolls the 
 });
 
 test('F16: two replicas reading gateway.yaml from the ConfigMap do not render, with the reason and the fix', () => {
-  const message = renderFailure((v) => (v.replicaCount = 2));
+  const message = renderFailure((v) => {
+    fileSource(v);
+    v.replicaCount = 2;
+  });
   assert.match(message, /^2 pods .*config\.system\.config\.source 'file'/);
   assert.match(message, /lose them on restart/);
   assert.match(message, /config\.system\.config\.source: etcd/);
   assert.match(message, /kubernetes\.enabled: true/);
   // The HPA could scale to several pods the same way.
   assert.match(
-    renderFailure((v) => (v.autoscaling.enabled = true)),
+    renderFailure((v) => {
+      fileSource(v);
+      v.autoscaling.enabled = true;
+    }),
     /^10 pods/,
   );
   // Values of chart 0.1.2 that moved are refused rather than ignored.
@@ -572,6 +630,7 @@ test('F16: the whole system.yaml comes from config.system and passes the gateway
 test('F16: the gateway runs on the rendered files laid out as in the pod: /hello, /readyz, /metrics with the token, history beside gateway.yaml', async () => {
   const [http, admin] = [await freePort(), await freePort()];
   const m = render((v) => {
+    fileSource(v);
     v.ports = { http, admin };
     (v.serviceMonitor as Manifest).enabled = true;
   });

@@ -88,6 +88,10 @@ lost on its restart. So more than one pod needs a shared source (etcd, or the Ga
 {{- if or .Values.config.logLevel .Values.config.logFormat .Values.config.shutdownTimeoutSeconds -}}
 {{- fail "config.logLevel, config.logFormat and config.shutdownTimeoutSeconds moved to config.system (logging.level, logging.format, timeouts.shutdown_timeout_seconds) in chart 0.1.3" -}}
 {{- end -}}
+{{- $declared := dig "config" "source" "" .Values.config.system -}}
+{{- if and .Values.kubernetes.enabled (eq $declared "etcd") -}}
+{{- fail "config.system.config.source is etcd and kubernetes.enabled is true (the default): the Gateway API controller would replace it. Set kubernetes.enabled: false to use etcd (docs/kubernetes.md#helm)" -}}
+{{- end -}}
 {{- $source := include "switchyard.systemConfig" . | fromYaml | dig "config" "source" "file" -}}
 {{- $pods := .Values.replicaCount -}}
 {{- if .Values.autoscaling.enabled -}}{{- $pods = .Values.autoscaling.maxReplicas -}}{{- end -}}
