@@ -3,16 +3,25 @@ import { after, before, describe, test } from 'node:test';
 import type { Browser } from 'playwright-core';
 import { chromiumSkipReason } from '../support/chromium.js';
 import { startOrigin, type Origin } from '../support/origins.js';
-import { admin, buildUiAndLaunch, dataPlane, expectCount, nodesOf, withEditor } from './harness.js';
+import {
+  admin,
+  buildUiAndLaunch,
+  dataPlane,
+  expectCount,
+  nodesOf,
+  storedPolicy,
+  withEditor,
+} from './harness.js';
 
 // Latencies the origin adds, in ms: eight at 300 (bucket 250–500 ms), two at 1200 (bucket 1–2.5 s).
 const DELAYS = [300, 300, 300, 300, 300, 300, 300, 300, 1200, 1200];
-const BOUNDS_MS = [0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000];
+// The node run-time histogram's bounds (gateway_node_duration_seconds, docs/metrics.md).
+const BOUNDS_MS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000];
 
 /** The bucket [lower, upper] in ms that holds rank q·count of the node's histogram in /metrics. */
 function bucketOf(metrics: string, node: string, q: number): [number, number] {
   const counts = new Map<number, number>();
-  for (const m of metrics.matchAll(/^gateway_upstream_duration_seconds_bucket\{([^}]*)\} (\d+)$/gm)) {
+  for (const m of metrics.matchAll(/^gateway_node_duration_seconds_bucket\{([^}]*)\} (\d+)$/gm)) {
     const labels = m[1] ?? '';
     if (!labels.includes(`node_id="${node}"`)) continue;
     const le = /le="([^"]+)"/.exec(labels)?.[1] ?? '';
@@ -98,5 +107,47 @@ describe('editor metrics overlay', { skip: chromiumSkipReason() }, () => {
         mean >= delays - 1 && mean <= waited + 1,
         `mean ${mean} ms within [${delays}, ${waited.toFixed(1)}] ms`,
       );
+    }));
+
+  test('F26 metrics: runs, errors and quantiles cover one labelled window, so a recompiled policy shows 0 runs and no stale p50/p99; the button shows it is pressed', () =>
+    withEditor(browser, '#/policies', { gatewayYaml: yaml(origin.port) }, async (page, h) => {
+      for (const delay of [300, 300]) assert.equal((await dataPlane(h, `/slow?delay=${delay}`)).status, 200);
+      // A change to the policy recompiles it: its node counters start again, the upstream histogram does not.
+      const policy = await storedPolicy(h, 'slow-policy');
+      const nodes = (policy.nodes as { id: string; config?: Record<string, unknown> }[]).map((n) =>
+        n.id === 'up' ? { ...n, config: { ...n.config, timeout_ms: 4000 } } : n,
+      );
+      assert.equal((await admin(h, 'PUT', '/api/policies/slow-policy', { ...policy, nodes })).status, 200);
+      const metrics = (await admin(h, 'GET', '/metrics')).body;
+      assert.match(metrics, /^gateway_upstream_duration_seconds_count\{[^}]*node_id="up"[^}]*\} 2$/m);
+
+      await page.goto(`${h.url}/#/policies/slow-policy`);
+      await expectCount('nodes', () => nodesOf(page).count(), 3);
+      const button = page.getByRole('button', { name: 'Metrics' });
+      const background = () =>
+        page.evaluate<string>(
+          "getComputedStyle([...document.querySelectorAll('.editor-toolbar button')].find((b) => b.textContent === 'Metrics')).backgroundColor",
+        );
+      const unpressed = await background();
+      assert.equal(await button.getAttribute('aria-pressed'), 'false');
+      await button.click();
+      const note = page.getByRole('note', { name: 'Metrics window' });
+      await note.waitFor();
+      assert.equal(await button.getAttribute('aria-pressed'), 'true');
+      const pressed = await background();
+      assert.notEqual(pressed, unpressed, 'the pressed state is visible, not only announced');
+      assert.match(await note.innerText(), /since this policy was last compiled/);
+      const figures = page.locator('[data-node-id="up"] .pnode-figures');
+      assert.equal(await figures.innerText(), '0 runs · 0 errors', 'no p50/p99 from before the reload');
+
+      assert.equal((await dataPlane(h, '/slow?delay=300')).status, 200);
+      await button.click();
+      await figures.waitFor({ state: 'detached' });
+      await button.click();
+      await note.waitFor();
+      const text = await figures.innerText();
+      assert.match(text, /^1 runs · 0 errors · mean [0-9.]+ ms · p50 ≈[0-9.]+ ms · p99 ≈[0-9.]+ ms$/);
+      const p50 = figure(text, 'p50');
+      assert.ok(p50 > 250 && p50 < 500, `p50 ${p50} ms in the 250–500 ms bucket of this window's one run`);
     }));
 });

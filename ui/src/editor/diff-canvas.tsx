@@ -15,7 +15,7 @@ import { useMemo } from 'react';
 import type { Change, GraphDiff, NodeDiff } from './graph-diff.js';
 import { estimateSize, FIT_PADDING, wrappedLayout, type Area } from './layout.js';
 
-type DiffNode = Node<NodeDiff & Record<string, unknown>, 'diff'>;
+type DiffNode = Node<NodeDiff & { hasInput: boolean } & Record<string, unknown>, 'diff'>;
 
 const LABEL: Record<Change, string> = { added: 'added', removed: 'removed', changed: 'changed', same: '' };
 
@@ -23,7 +23,7 @@ const LABEL: Record<Change, string> = { added: 'added', removed: 'removed', chan
 function DiffNodeView({ data }: NodeProps<DiffNode>) {
   return (
     <div className={`pnode diff-node diff-${data.change}`} data-node-id={data.id} data-change={data.change}>
-      <Handle type="target" position={Position.Left} id="in" isConnectable={false} />
+      {data.hasInput && <Handle type="target" position={Position.Left} id="in" isConnectable={false} />}
       <div className="pnode-head">
         <span className="pnode-id">{data.id}</span>
         <span className="pnode-type">{data.type}</span>
@@ -63,7 +63,7 @@ function DiffFlow({ diff, area }: { diff: GraphDiff; area: Area }) {
       id: n.id,
       type: 'diff',
       position: positions.get(n.id) ?? { x: 0, y: 0 },
-      data: { ...n },
+      data: { ...n, hasInput: diff.edges.some((e) => split(e.to)[0] === n.id) },
       ariaLabel: `${n.id} (${n.type})${n.change === 'same' ? '' : `, ${n.change}`}`,
     }));
     const edges: Edge[] = diff.edges.map((e) => {
@@ -95,7 +95,11 @@ function DiffFlow({ diff, area }: { diff: GraphDiff; area: Area }) {
     >
       <Background />
       <Controls showInteractive={false} />
-      <MiniMap ariaLabel="Minimap of the graph diff" nodeClassName={(n) => `mini-${String(n.data.change)}`} />
+      <MiniMap
+        className="editor-minimap"
+        ariaLabel="Minimap of the graph diff"
+        nodeClassName={(n) => `mini-${String(n.data.change)}`}
+      />
     </ReactFlow>
   );
 }
