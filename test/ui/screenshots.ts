@@ -4,7 +4,8 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { mockPolicyYaml } from '../admin/harness.js';
 import { request } from '../support/http.js';
-import { buildUiAndLaunch, withEditor } from './harness.js';
+import { admin, buildUiAndLaunch, withEditor } from './harness.js';
+import { USERS_POLICY_ITEM } from './users-policy-fixture.js';
 
 const OUT = join(import.meta.dirname, '..', '..', 'docs', 'editor');
 
@@ -35,7 +36,7 @@ consumers:
   - name: alice
     group: gold
     credentials: { key-auth: { key: alices-key } }
-policies:${mockPolicyYaml('hello-policy', 'hello')}${mockPolicyYaml('orders-policy', 'orders')}`;
+policies:${mockPolicyYaml('hello-policy', 'hello')}${mockPolicyYaml('orders-policy', 'orders')}${USERS_POLICY_ITEM}`;
 
 mkdirSync(OUT, { recursive: true });
 const browser = await buildUiAndLaunch();
@@ -55,6 +56,29 @@ try {
     await shot('#/policies/hello-policy', 'policy-editor.png', async () => {
       await page.locator('[data-node-id="m"] .pnode-head').click();
       await page.getByRole('button', { name: /auth \(\d+\)/ }).click();
+    });
+    await shot('#/policies/users-policy', 'policy-12-nodes.png', () =>
+      page.locator('.canvas[data-view="ready"]').waitFor(),
+    );
+    const orders = await admin(h, 'GET', '/api/policies/orders-policy');
+    const changed = JSON.parse(orders.body) as {
+      nodes: { id: string; config?: unknown }[];
+      edges: unknown[];
+    };
+    changed.nodes = changed.nodes.map((n) =>
+      n.id === 'm' ? { ...n, config: { response_example: 'orders v2' } } : n,
+    );
+    changed.nodes.splice(1, 0, { id: 'auth', type: 'key-auth', config: { use_consumers: true } } as never);
+    changed.edges = [
+      { from: 'in.out', to: 'auth.in' },
+      { from: 'auth.success', to: 'm.in' },
+      { from: 'auth.denied', to: 'out.in' },
+      { from: 'm.success', to: 'out.in' },
+    ];
+    await admin(h, 'PUT', '/api/policies/orders-policy', changed);
+    await shot('#/policies/orders-policy', 'history-diff.png', async () => {
+      await page.getByRole('button', { name: 'History' }).click();
+      await page.locator('.diff-canvas .pnode[data-change="added"]').waitFor();
     });
     await shot('#/consumers', 'consumers.png', () => page.locator('tr[data-consumer="alice"]').waitFor());
     await shot('#/supernodes/guard', 'supernode.png', () =>
