@@ -5,6 +5,7 @@ import { collectDefaultMetrics, Counter, Gauge, type Registry } from 'prom-clien
 import type { Runtime } from '../engine/compile.js';
 import type { TlsConfig } from '../config/system.js';
 import { UpstreamNode } from '../plugins/core/upstream.js';
+import { DISCOVERY_FOLLOWERS } from '../outbound/discovery/followers.js';
 
 /** What the scrape reads from a running gateway. */
 export interface GatewaySource {
@@ -96,7 +97,7 @@ export function registerGatewaySeries(registry: Registry, source: GatewaySource)
   });
   new Gauge({
     name: 'gateway_discovery_targets',
-    help: 'Targets an upstream node has from its discovery source now (docs/discovery.md), by policy, node id and source.',
+    help: 'Targets an upstream node has from its discovery source now (docs/service-discovery.md), by policy, node id and source.',
     labelNames: ['policy', 'node_id', 'source'],
     // Each worker resolves on its own: the fewest targets any of them has.
     aggregator: 'min',
@@ -161,7 +162,7 @@ function* upstreamTargets(runtime: Runtime): Iterable<TargetHealth> {
   }
 }
 
-/** The upstream nodes of `runtime` that follow a discovery source. */
+/** The upstream nodes of `runtime` and the stream pools that follow a discovery source. */
 function* discoveries(
   runtime: Runtime,
 ): Iterable<{ policy: string; node: string; source: string; targets: number; errors: number }> {
@@ -171,6 +172,11 @@ function* discoveries(
       const state = node.instance.discoveryState();
       if (state !== null) yield { policy: policy.name, node: node.id, ...state };
     }
+  }
+  // The stream pools of this process (system.yaml `stream:`): policy '', node_id the listener.
+  for (const follower of DISCOVERY_FOLLOWERS) {
+    const state = follower.state();
+    if (state !== null) yield { policy: follower.policy, node: follower.node, ...state };
   }
 }
 

@@ -4,6 +4,7 @@ import { leastLoaded, smoothWeighted } from '../outbound/balancer/weighted.js';
 import { DiscoveryRegistry, type SourceLease } from '../outbound/discovery/registry.js';
 import { resolveDiscovery } from '../outbound/discovery/spec.js';
 import { toTargetSpecs } from '../outbound/discovery/targets.js';
+import { DISCOVERY_FOLLOWERS, type DiscoveryFollower } from '../outbound/discovery/followers.js';
 
 /** One backend of a stream pool, with the live connection count least_connections reads. */
 export interface StreamTarget {
@@ -49,9 +50,13 @@ export class StreamPool {
   #offset = 0;
   #lease: SourceLease | null = null;
   #unsubscribe: (() => void) | null = null;
+  #follower: DiscoveryFollower | null = null;
 
-  /** `logger` is needed with `discovery`; a bad `discovery` block throws a ConfigError at its key. */
-  constructor(config: StreamUpstreamConfig, logger?: Logger) {
+  /**
+   * `logger` is needed with `discovery`; a bad `discovery` block throws a ConfigError at its key.
+   * `name`: the `node_id` of its discovery metrics (the listener, and the SNI route's name).
+   */
+  constructor(config: StreamUpstreamConfig, logger?: Logger, name = '') {
     this.#kind = config.load_balancing;
     if (config.discovery === undefined) {
       this.setTargets(config.targets);
@@ -67,6 +72,18 @@ export class StreamPool {
       const lowest = Math.min(...specs.map((t) => t.priority ?? 0));
       this.setTargets(specs.filter((t) => (t.priority ?? 0) === lowest));
     });
+    const follower: DiscoveryFollower = {
+      policy: '',
+      node: name,
+      state: () => {
+        const held = this.#lease;
+        return held === null
+          ? null
+          : { source: held.source.label, targets: this.#targets.length, errors: held.source.errors };
+      },
+    };
+    this.#follower = follower;
+    DISCOVERY_FOLLOWERS.add(follower);
   }
 
   get targets(): readonly StreamTarget[] {
@@ -107,6 +124,8 @@ export class StreamPool {
   close(): void {
     this.#unsubscribe?.();
     this.#unsubscribe = null;
+    if (this.#follower !== null) DISCOVERY_FOLLOWERS.delete(this.#follower);
+    this.#follower = null;
     this.#lease?.release();
     this.#lease = null;
   }

@@ -16,11 +16,13 @@ export class SniRouter {
     fallback: StreamPool,
     routes: readonly { server_name: string; upstream: StreamUpstreamConfig }[],
     logger?: Logger,
+    /** The listener's label: a route pool's discovery metrics name it `<label> sni <server_name>`. */
+    label = '',
   ) {
     this.fallback = fallback;
     for (const route of routes) {
       const name = route.server_name.toLowerCase().replace(/\.$/, '');
-      const pool = new StreamPool(route.upstream, logger);
+      const pool = new StreamPool(route.upstream, logger, `${label} sni ${name}`.trim());
       if (name.startsWith('*.')) this.#wildcard.set(name.slice(1), pool);
       else this.#exact.set(name, pool);
     }

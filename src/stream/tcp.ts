@@ -143,9 +143,10 @@ export async function startTcpStream(
 
 /** The listener's pools; a pool with a bad discovery block throws (its key path under the listener). */
 function newRouter(config: StreamListenerConfig, logger: Logger): SniRouter {
-  const fallback = new StreamPool(config.upstream, logger);
+  const label = `tcp ${config.bind}:${config.port}`;
+  const fallback = new StreamPool(config.upstream, logger, label);
   try {
-    return new SniRouter(fallback, config.sni_routes, logger);
+    return new SniRouter(fallback, config.sni_routes, logger, label);
   } catch (err) {
     fallback.close();
     throw err;

@@ -40,7 +40,7 @@ export async function startUdpStream(
       { listener: `stream ${label}` },
       'sni_routes apply to TCP only; ignored for this UDP listener',
     );
-  let pool = new StreamPool(config.upstream, logger);
+  let pool = new StreamPool(config.upstream, logger, label);
   const sessions = new Map<string, Session>();
   const server = createSocket({ type: isIPv6(config.bind) ? 'udp6' : 'udp4' });
   let warnedFull = false;
@@ -125,7 +125,7 @@ export async function startUdpStream(
     update(next) {
       const previous = pool;
       try {
-        pool = new StreamPool(next.upstream, logger);
+        pool = new StreamPool(next.upstream, logger, label);
       } catch (err) {
         // A bad discovery block (checked here, not in system.yaml): keep serving the old pools.
         const e = err as Error & { path?: string };

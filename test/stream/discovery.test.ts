@@ -323,3 +323,82 @@ test('stream discovery: a UDP stream pool follows the record for new sessions', 
     for (const socket of origins) socket.close();
   }
 });
+
+test(
+  'stream discovery metrics (issue 35 item 1): gateway_discovery_targets and gateway_discovery_errors_total cover stream pools',
+  { skip },
+  async () => {
+    await dns.set({ hosts: { 'db.test': ['127.0.0.2'] }, srv: [] });
+    // A resolver that is not there: a UDP port bound a moment ago, then closed.
+    const probe = createSocket('udp4');
+    await new Promise<void>((resolve) => probe.bind(0, '127.0.0.1', resolve));
+    const deadResolver = `127.0.0.1:${probe.address().port}`;
+    await new Promise<void>((resolve) => probe.close(() => resolve()));
+    const [port, deadPort, adminPort] = [await freePort(), await freePort(), await freePort()];
+    const dir = tempDir();
+    const sys = join(dir.path, 'system.yaml');
+    const gw = join(dir.path, 'gateway.yaml');
+    writeFileSync(
+      sys,
+      [
+        'listener: { bind: 127.0.0.1, port: 0 }',
+        'logging: { level: info }',
+        `admin: { bind: 127.0.0.1, port: ${adminPort}, username: admin, password: "Admin-Pw-123456789" }`,
+        'stream:',
+        `  - { bind: 127.0.0.1, port: ${port}, upstream: { discovery: { type: dns, host: db.test, port: ${blue.port}, resolvers: ["${dns.server}"] } } }`,
+        `  - { bind: 127.0.0.1, port: ${deadPort}, upstream: { discovery: { type: dns, host: gone.test, port: ${blue.port}, resolvers: ["${deadResolver}"] } } }`,
+        '',
+      ].join('\n'),
+    );
+    writeFileSync(gw, BASE_YAML);
+    const gateway = spawnGateway(['--system-config', sys, '--gateway-config', gw]);
+    const auth = `Basic ${Buffer.from('admin:Admin-Pw-123456789').toString('base64')}`;
+    const metrics = async () => {
+      // '' until the Admin API listens.
+      const res = await fetch(`http://127.0.0.1:${adminPort}/metrics`, {
+        headers: { authorization: auth },
+      }).catch(() => undefined);
+      return res?.ok === true ? res.text() : '';
+    };
+    const value = (text: string, series: string): number | undefined => {
+      const line = text.split('\n').find((l) => l.startsWith(`${series} `));
+      return line === undefined ? undefined : Number(line.slice(series.length + 1));
+    };
+    const targets = `gateway_discovery_targets{policy="",node_id="tcp 127.0.0.1:${port}",source="dns:db.test"}`;
+    const errors = 'gateway_discovery_errors_total{source="dns:gone.test"}';
+    try {
+      await waitFor(async () => value(await metrics(), targets) === 1, {
+        timeoutMs: 60_000,
+        what: `${targets} 1`,
+      }).catch((err: unknown) => {
+        throw new Error(`${(err as Error).message}\n${gateway.output()}`, { cause: err });
+      });
+      assert.equal(await greeting(port), 'blue:');
+      await waitFor(async () => (value(await metrics(), errors) ?? 0) >= 1, {
+        timeoutMs: 60_000,
+        what: `${errors} counting the dead resolver`,
+      });
+      const text = await metrics();
+      assert.equal(
+        value(
+          text,
+          `gateway_discovery_targets{policy="",node_id="tcp 127.0.0.1:${deadPort}",source="dns:gone.test"}`,
+        ),
+        0,
+      );
+      // A discovery change is not a configuration reload.
+      await dns.set({ hosts: { 'db.test': ['127.0.0.2', '127.0.0.3'] }, srv: [] });
+      await waitFor(async () => value(await metrics(), targets) === 2, {
+        timeoutMs: 20_000,
+        what: `${targets} 2`,
+      });
+      assert.doesNotMatch(
+        await metrics(),
+        /gateway_config_reloads_total\{[^}]*source="(file|signal)"[^}]*\} [1-9]/,
+      );
+    } finally {
+      await gateway.stop();
+      dir.remove();
+    }
+  },
+);
