@@ -74,12 +74,12 @@ const streamUpstream = {
   additionalProperties: false,
   properties: {
     targets: { ...upstreamTargets, minItems: 1 },
-    // Checked in full when the listener starts (src/outbound/discovery/spec.ts, docs/discovery.md).
+    // Checked in full when the listener starts (src/outbound/discovery/spec.ts, docs/service-discovery.md).
     discovery: {
       type: 'object',
       required: ['type'],
       properties: { type: { type: 'string', enum: ['dns', 'consul', 'eureka', 'nacos', 'kubernetes'] } },
-      description: 'Where the targets come from instead of targets (docs/discovery.md).',
+      description: 'Where the targets come from instead of targets (docs/service-discovery.md).',
     },
     load_balancing: {
       type: 'string',

@@ -89,7 +89,7 @@ interface HeldTarget {
  * target, forwards the request, retries connect failures elsewhere, and keeps
  * passive and active health. One per upstream node; `close()` when retired.
  * `setTargets` replaces the set while requests run (service discovery,
- * docs/discovery.md): kept targets keep their state, new ones join the shared
+ * docs/service-discovery.md): kept targets keep their state, new ones join the shared
  * health registry, requests in flight finish on the target they picked.
  */
 export class UpstreamPool {

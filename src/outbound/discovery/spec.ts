@@ -70,14 +70,14 @@ const REGISTRY_KEYS: Readonly<Record<string, ReadonlySet<string>>> = {
 };
 
 /**
- * The upstream node's `discovery` key (docs/discovery.md); per-type rules are checked in code. No
+ * The upstream node's `discovery` key (docs/service-discovery.md); per-type rules are checked in code. No
  * `default`s here: the schema would add them to every type, and a key of another type is an error.
  */
 export const discoverySchema = {
   type: 'object',
   additionalProperties: false,
   required: ['type'],
-  description: 'Where the targets come from instead of `targets` (docs/discovery.md).',
+  description: 'Where the targets come from instead of `targets` (docs/service-discovery.md).',
   properties: {
     type: { type: 'string', enum: [...DISCOVERY_TYPES] },
     host: {

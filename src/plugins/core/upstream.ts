@@ -259,7 +259,7 @@ export const upstream = definePlugin({
         'health_check.active.type',
         `grpc needs scheme grpc or grpcs, not '${settings.scheme}'`,
       );
-    // Discovered targets change in the background, never through a reload (docs/discovery.md).
+    // Discovered targets change in the background, never through a reload (docs/service-discovery.md).
     const lease =
       settings.discovery === null
         ? null

@@ -1,4 +1,4 @@
-/** The upstream node's `discovery` block is checked at load, each error at its key (docs/discovery.md). */
+/** The upstream node's `discovery` block is checked at load, each error at its key (docs/service-discovery.md). */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { upstream } from '../../../src/plugins/core/upstream.js';

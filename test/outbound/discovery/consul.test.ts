@@ -1,5 +1,5 @@
 /**
- * Service discovery from Consul (docs/discovery.md#consul) against a local server speaking
+ * Service discovery from Consul (docs/service-discovery.md#consul) against a local server speaking
  * Consul's health API with blocking queries: instances added, failing their Consul check,
  * failing the gateway's own probe, deregistered; the registry going away; no config reload.
  */

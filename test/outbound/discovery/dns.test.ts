@@ -1,5 +1,5 @@
 /**
- * Service discovery from DNS (docs/discovery.md#dns) against a real dnsmasq whose records the
+ * Service discovery from DNS (docs/service-discovery.md#dns) against a real dnsmasq whose records the
  * tests change: A records followed within the TTL, SRV priorities and weights (RFC 2782), the
  * last good answer kept while the resolver is dead, none of it a config reload.
  */

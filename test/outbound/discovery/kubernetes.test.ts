@@ -1,5 +1,5 @@
 /**
- * Service discovery from Kubernetes EndpointSlices (docs/discovery.md#kubernetes) against the
+ * Service discovery from Kubernetes EndpointSlices (docs/service-discovery.md#kubernetes) against the
  * test API server (test/support/kube-api-server.ts), followed through a watch: an endpoint
  * added, marked not ready, removed, a slice of another Service ignored, the watch history
  * compacted (410: listed again); none of it a configuration reload.

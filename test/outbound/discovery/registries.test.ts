@@ -1,5 +1,5 @@
 /**
- * Service discovery from Eureka and Nacos (docs/discovery.md#eureka, #nacos) against local
+ * Service discovery from Eureka and Nacos (docs/service-discovery.md#eureka, #nacos) against local
  * servers speaking their documented HTTP APIs, polled every refresh_s: instances added, marked
  * down or unhealthy, removed; Nacos weights; none of it a configuration reload.
  */
