@@ -20,7 +20,7 @@ const GAP_Y = 24;
 const BAND_GAP = 64;
 /** The share of the canvas fitView keeps free around the graph (fitViewOptions.padding). */
 export const FIT_PADDING = 0.1;
-/** Below this zoom a node's 12 px id reads smaller than 7 px: the editor does not open below it (docs/editor.md#layout). */
+/** Below this zoom a node's 12 px id reads smaller than 7 px: the editor does not open below it (docs/editor.md#policy-graph-editor). */
 export const READABLE_ZOOM = 0.6;
 
 /**

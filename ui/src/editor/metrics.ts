@@ -1,6 +1,6 @@
 /**
  * Per-node figures for the metrics overlay, read from the admin listener's
- * /metrics (docs/editor.md#metrics-overlay).
+ * /metrics (docs/editor.md#traces-sandbox-and-metrics).
  */
 export interface NodeFigures {
   executions: number;
@@ -21,7 +21,7 @@ const LINE = /^([a-z_:]+)\{([^}]*)\}\s+([0-9.eE+-]+|NaN|\+Inf)$/;
  */
 const HISTOGRAMS = ['gateway_node_duration_seconds_bucket'];
 
-/** What the overlay's figures cover, shown above the canvas while it is on (docs/editor.md#metrics-overlay). */
+/** What the overlay's figures cover, shown above the canvas while it is on (docs/editor.md#traces-sandbox-and-metrics). */
 export const METRICS_WINDOW =
   'since this policy was last compiled (a reload that changes it starts again from 0)';
 

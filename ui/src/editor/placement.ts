@@ -31,7 +31,7 @@ const inside = (a: Box, view: Box): boolean =>
  * Where a node added from the palette goes: the free spot nearest `anchor`
  * (right of the selected node, or the middle of the view) that covers no other
  * node and lies wholly in `view`; when the view has no free spot, the nearest
- * free one outside it (the editor then pans to it). docs/editor.md#adding-nodes.
+ * free one outside it (the editor then pans to it). docs/editor.md#policy-graph-editor.
  */
 export function freeSpot(anchor: Position, size: Area, taken: readonly Box[], view: Box): Position {
   const candidates: Position[] = [];

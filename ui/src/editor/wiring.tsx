@@ -12,7 +12,7 @@ interface Props {
  * Keyboard wiring (F12): one select per output port of the selected node,
  * listing every other node's input; choosing one wires the port there (an
  * output port has one edge, so it replaces the old one), "not wired" removes
- * the edge. The edges into the node are listed below. docs/editor.md#wiring.
+ * the edge. The edges into the node are listed below. docs/editor.md#policy-graph-editor.
  */
 export function Wiring({ node, nodes, edges, readOnly, onWire }: Props) {
   const targets = nodes.filter((n) => n.id !== node.id && n.data.hasInput);
