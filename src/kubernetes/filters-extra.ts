@@ -108,7 +108,22 @@ export function ruleHook<R extends KObject>(crd: CrdTranslation, resolve: Resolv
         const node = `${id}-f${i}`;
         if (f.type === 'CORS' && f.cors !== undefined) {
           nodes.push({ id: node, type: 'cors', config: corsConfig(f.cors) });
-          edges.push({ from: head, to: `${node}.in` }, { from: `${node}.preflight`, to: 'out.in' });
+          edges.push({ from: head, to: `${node}.in` });
+          const expose = (f.cors.exposeHeaders ?? []).join(', ');
+          if (expose === '') edges.push({ from: `${node}.preflight`, to: 'out.in' });
+          else {
+            // The suite expects exposeHeaders on the preflight answer too (the cors node sets it on
+            // actual requests only).
+            nodes.push({
+              id: `${node}-expose`,
+              type: 'response-rewrite',
+              config: { headers: { set: { 'access-control-expose-headers': expose } } },
+            });
+            edges.push(
+              { from: `${node}.preflight`, to: `${node}-expose.in` },
+              { from: `${node}-expose.success`, to: 'out.in' },
+            );
+          }
           head = `${node}.success`;
         } else if (f.type === 'RequestMirror' && f.requestMirror !== undefined) {
           const m = f.requestMirror;

@@ -56,7 +56,9 @@ export function echoHandler(namespace: string, pod: string, seen: Echo[]) {
       const colon = pair.indexOf(':');
       if (colon > 0) out.push([pair.slice(0, colon).trim(), pair.slice(colon + 1).trim()]);
     }
-    const delay = /[?&]delay=(\d+)ms/.exec(req.url ?? '')?.[1];
+    // The suite's `?delay=1s` (or `500ms`).
+    const m = /[?&]delay=(\d+)(ms|s)\b/.exec(req.url ?? '');
+    const delay = m === null ? undefined : Number(m[1]) * (m[2] === 's' ? 1000 : 1);
     const answer = () => {
       if (res.destroyed) return;
       res.writeHead(200, out.flat());
