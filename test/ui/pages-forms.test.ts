@@ -23,7 +23,10 @@ import {
 // as a user would, with the effect checked where a user would see it: live traffic, the stored
 // config, the page itself.
 
-const GATEWAY_YAML = `routes:
+const GATEWAY_YAML = `stores:
+  - { name: sessions, type: redis, url: 'redis://127.0.0.1:1' }
+  - { name: counters, type: redis, url: 'redis://127.0.0.1:1' }
+routes:
   - name: hello
     match: { path: /hello }
     policy: hello-policy
@@ -44,6 +47,14 @@ policies:${mockPolicyYaml('hello-policy', 'hello')}
     edges:
       - { from: listener.out, to: backend.in }
       - { from: backend.success, to: client.in }
+  - name: store-policy
+    nodes:
+      - { id: listener, type: listener }
+      - { id: put, type: store-set, config: { store: sessions, key: k, value: v } }
+      - { id: client, type: client }
+    edges:
+      - { from: listener.out, to: put.in }
+      - { from: put.success, to: client.in }
   - name: branch-policy
     nodes:
       - { id: listener, type: listener }
@@ -103,7 +114,12 @@ describe('console pages and forms', { skip: chromiumSkipReason() }, () => {
       assert.equal(await policy.inputValue(), '', 'no policy is pre-filled');
       const options = await policy.locator('option').allInnerTexts();
       assert.equal(options[0], '— choose a policy —');
-      assert.deepEqual(options.slice(1).sort(), ['branch-policy', 'hello-policy', 'orders-policy']);
+      assert.deepEqual(options.slice(1).sort(), [
+        'branch-policy',
+        'hello-policy',
+        'orders-policy',
+        'store-policy',
+      ]);
       const title = await form.getByRole('heading', { name: 'New route' }).boundingBox();
       const undo = await form.getByRole('button', { name: 'Undo' }).boundingBox();
       assert.ok(title !== null && undo !== null);
@@ -174,6 +190,26 @@ describe('console pages and forms', { skip: chromiumSkipReason() }, () => {
         ],
       });
       assert.equal((await dataPlane(h, '/branch', { 'x-tenant': 'acme' })).body, 'tenant matched');
+    }));
+
+  test('F30: a store key is a select of the stores: entries, and the choice is saved', () =>
+    open('#/policies/store-policy', async (page, h) => {
+      await expectCount('nodes', () => nodesOf(page).count(), 3);
+      await selectNode(page, 'put');
+      const store = page
+        .getByRole('form', { name: 'Node config form' })
+        .getByRole('combobox', { name: 'store' });
+      assert.equal(await store.inputValue(), 'sessions');
+      assert.deepEqual(await store.locator('option').allInnerTexts(), ['(none)', 'sessions', 'counters']);
+      await store.selectOption('counters');
+      await page.getByRole('button', { name: 'Save', exact: true }).click();
+      await page.getByText("Saved 'store-policy'").waitFor();
+      const stored = (await storedPolicy(h, 'store-policy')).nodes as { id: string; config?: unknown }[];
+      assert.deepEqual(stored.find((n) => n.id === 'put')?.config, {
+        store: 'counters',
+        key: 'k',
+        value: 'v',
+      });
     }));
 
   test('F14: the sandbox says it runs for real, mocks the upstream by default, sends method and body, and saves the run as a test', () =>
