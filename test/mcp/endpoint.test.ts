@@ -42,6 +42,7 @@ const WRITE_TOOLS = [
   'validate_policy',
   'validate_supernode',
   'run_sandbox',
+  'trace_to_test',
   'rollback_config',
 ];
 
