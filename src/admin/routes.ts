@@ -10,6 +10,7 @@ import { mcpAdminRoutes } from './mcp/admin-routes.js';
 import { cacheRoutes } from './cache-purge.js';
 import { pluginCatalog } from './catalog.js';
 import { debugRoutes } from './debug-routes.js';
+import { traceTestRoutes } from './trace-test.js';
 import { AdminError, json, readJsonObject, bodyLimitsOf } from './http.js';
 import { resourceKinds, resourceRoutes } from './resources.js';
 import { sessionRoutes } from './sessions.js';
@@ -73,6 +74,7 @@ export function adminRoutes(gateway: Gateway, startedAt: number = Date.now()): A
     { method: 'GET', path: '/api/plugins', auth: true, handler: () => json(200, pluginCatalog(registry)) },
     ...cacheRoutes(gateway),
     ...debugRoutes(gateway),
+    ...traceTestRoutes(gateway),
     ...acmeRoutes(gateway),
     ...certFileRoutes(gateway),
     ...mcpAdminRoutes(gateway),

@@ -6,6 +6,7 @@ import type { Trace } from '../../../debug/trace-types.js';
 import { debugDisabled, invalidInput, notFound, sandboxDisabled, toToolError } from '../errors.js';
 import { maskSecrets, scrubSecretLiterals, secretLiterals } from '../secrets.js';
 import { requiredStr } from './args.js';
+import { testForTrace, traceTestYaml } from '../../trace-test.js';
 import type { ToolArgs, ToolContext, ToolDef } from './types.js';
 
 function requireDebug(ctx: ToolContext): void {
@@ -191,6 +192,39 @@ export const debugTools: ToolDef[] = [
       if (!debug.sandboxEnabled) throw sandboxDisabled();
       try {
         return await runSandbox(ctx.gateway, args);
+      } catch (err) {
+        throw toToolError(err);
+      }
+    },
+  },
+  {
+    name: 'trace_to_test',
+    // As POST /api/debug/traces/{id}/test: admin only, the test carries request details.
+    scope: 'write',
+    description:
+      'Turn a stored debug trace into a policy test for `switchyard test` (a `tests:` entry): the request as it arrived, every upstream-type node answered by a mock of what it got, and expect {status, ports (the exact ports taken), ports_exact: true}. Redacted values (credentials) are left out and listed in `notes`. Answers {tests: [entry], notes, yaml}. Needs debug.enabled and a write token.',
+    inputSchema: {
+      type: 'object',
+      properties: {
+        id: { type: 'string', description: 'Trace id (list_traces, or the x-switchyard-trace-id header).' },
+        name: {
+          type: 'string',
+          description: 'The test name; default "trace <id>: <method> <path> → <status>".',
+        },
+      },
+      required: ['id'],
+      additionalProperties: false,
+    },
+    run: (args, ctx) => {
+      requireDebug(ctx);
+      const id = requiredStr(args, 'id');
+      const name = args['name'];
+      if (name !== undefined && (typeof name !== 'string' || name.trim() === ''))
+        throw invalidInput('name must be a non-empty string');
+      if (ctx.gateway.debug.store.get(id) === undefined) throw notFound('trace', id);
+      try {
+        const made = testForTrace(ctx.gateway, id, name);
+        return { tests: [made.test], notes: made.notes, yaml: traceTestYaml(made) };
       } catch (err) {
         throw toToolError(err);
       }
