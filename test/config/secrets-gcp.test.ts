@@ -10,6 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import { parseSystemConfig } from '../../src/config/system.js';
 import { bindSecrets, createSecretStore } from '../../src/config/secrets/index.js';
 import { GcpSecretManager } from '../../src/config/secrets/gcp.js';
+import { loadSecrets } from '../../src/config/secrets/load.js';
 import { silentLogger } from '../../src/core/logger.js';
 import { startGcpSecretsServer, type GcpSecretsServer } from '../support/gcp-secrets-server.js';
 import { tempDir } from '../support/temp-dir.js';
@@ -131,5 +132,15 @@ describe('secret references: the gcp manager against a JWT-checking Secret Manag
     assert.equal(store.value('${secret:gcp:billing#user}'), 'svc');
     store.close();
     assert.throws(() => gcpStore(`endpoint: '${gcp.url}'`), /secrets\.gcp needs credentials_file/);
+    // At start and in `validate`: a load issue named by the manager's key, not a stack trace.
+    const system = parseSystemConfig(`secrets:\n  gcp: { endpoint: '${gcp.url}' }\n`, {});
+    const { store: none, issues } = await loadSecrets(system, silentLogger, undefined, {});
+    assert.equal(none, undefined);
+    assert.deepEqual(issues, [
+      {
+        path: 'secrets.gcp',
+        message: 'needs credentials_file (a service-account JSON key) or GOOGLE_APPLICATION_CREDENTIALS',
+      },
+    ]);
   });
 });

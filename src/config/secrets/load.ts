@@ -6,6 +6,7 @@ import { createSecretStore } from './index.js';
 import type { SecretsConfig } from './schema.js';
 import { referencesWithPaths } from './reference.js';
 import type { SecretStore } from './store.js';
+import { SecretError } from './manager.js';
 
 /**
  * At start (`switchyard` and `switchyard validate`): the store of system.yaml `secrets:`, bound to
@@ -20,7 +21,18 @@ export async function loadSecrets(
   gatewayPath: string | undefined,
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<{ store: SecretStore | undefined; issues: ConfigIssue[] }> {
-  const store = createSecretStore(system.secrets, logger, env);
+  let store: SecretStore | undefined;
+  try {
+    store = createSecretStore(system.secrets, logger, env);
+  } catch (err) {
+    if (!(err instanceof SecretError)) throw err;
+    // A manager that cannot start (`secrets.gcp needs credentials_file …`): named by its key.
+    const key = /^(secrets\.[a-z]+)/.exec(err.message)?.[1] ?? 'secrets';
+    return {
+      store: undefined,
+      issues: [{ path: key, message: err.message.replace(/^secrets\.[a-z]+:? /, '') }],
+    };
+  }
   bindSecrets(env, store);
   const { secrets: _managers, ...rest } = system;
   const inSystem = referencesWithPaths(rest);
