@@ -6,7 +6,11 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { spawnGateway } from '../support/gateway-process.js';
 import { tempDir } from '../support/temp-dir.js';
 import { waitFor } from '../support/wait.js';
@@ -34,6 +38,22 @@ policies:
       - { from: m.success, to: out.in }
 `;
 
+/** The data plane's port, read from its start-up log line (the listener binds port 0). */
+async function dataPlanePort(output: () => string): Promise<number> {
+  let port = 0;
+  await waitFor(
+    () => {
+      const line = output()
+        .split('\n')
+        .find((l) => l.includes('"listener":"data plane"'));
+      if (line !== undefined) port = (JSON.parse(line) as { port: number }).port;
+      return port > 0;
+    },
+    { timeoutMs: 30000, what: 'the data plane to listen' },
+  );
+  return port;
+}
+
 test('issue 35.3 OTLP: the OTEL_* variables pick endpoint, protocol, headers and resource when system.yaml does not', async () => {
   const dir = tempDir();
   const sys = join(dir.path, 'system.yaml');
@@ -51,18 +71,7 @@ test('issue 35.3 OTLP: the OTEL_* variables pick endpoint, protocol, headers and
     OTEL_RESOURCE_ATTRIBUTES: 'deployment.environment.name=staging',
   });
   try {
-    let port = 0;
-    await waitFor(
-      () => {
-        const line = p
-          .output()
-          .split('\n')
-          .find((l) => l.includes('"listener":"data plane"'));
-        if (line !== undefined) port = (JSON.parse(line) as { port: number }).port;
-        return port > 0;
-      },
-      { timeoutMs: 30000, what: 'the data plane to listen' },
-    );
+    const port = await dataPlanePort(() => p.output());
     const res = await fetch(`http://127.0.0.1:${port}/x`);
     assert.equal(res.status, 200);
     assert.equal(await res.text(), 'hi');
@@ -95,6 +104,46 @@ test('issue 35.3 OTLP: the OTEL_* variables pick endpoint, protocol, headers and
   assert.ok(
     receiver.logs().some((l) => l.body === 'stopped'),
     'the last record was not exported',
+  );
+  assert.ok(!p.output().includes(ENV_SECRET), 'the header value reached stdout');
+});
+
+test('issue 35.3 OTLP: examples/opentelemetry runs as written and exports all three signals', async () => {
+  receiver.exports.length = 0;
+  const origin = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.end(JSON.stringify({ traceparent: req.headers.traceparent ?? null })));
+  });
+  origin.listen(0, '127.0.0.1');
+  await once(origin, 'listening');
+  const examples = fileURLToPath(new URL('../../examples/opentelemetry/', import.meta.url));
+  const p = spawnGateway(
+    ['--system-config', join(examples, 'system.yaml'), '--gateway-config', join(examples, 'gateway.yaml')],
+    {
+      GATEWAY_PORT: '0',
+      OTLP_ENDPOINT: receiver.httpUrl,
+      OTLP_TOKEN: ENV_SECRET,
+      UPSTREAM_PORT: String((origin.address() as AddressInfo).port),
+    },
+  );
+  let traceparent: string;
+  try {
+    const port = await dataPlanePort(() => p.output());
+    const res = await fetch(`http://127.0.0.1:${port}/api/hello`);
+    assert.equal(res.status, 200);
+    traceparent = String(((await res.json()) as { traceparent: unknown }).traceparent);
+  } finally {
+    assert.equal(await p.stop('SIGTERM'), 0, p.output());
+    origin.close();
+  }
+  assert.deepEqual(new Set(receiver.exports.map((e) => e.signal)), new Set(['traces', 'metrics', 'logs']));
+  for (const e of receiver.exports) assert.equal(e.headers.authorization, `Bearer ${ENV_SECRET}`);
+  const client = receiver.spans().find((s) => s.kind === 3);
+  assert.ok(client);
+  assert.equal(traceparent, `00-${client.traceId}-${client.spanId}-01`);
+  assert.ok(receiver.metrics().has('gateway_requests_total'));
+  assert.ok(
+    receiver.logs().some((l) => l.attributes['log.type'] === 'access' && l.traceId === client.traceId),
   );
   assert.ok(!p.output().includes(ENV_SECRET), 'the header value reached stdout');
 });
