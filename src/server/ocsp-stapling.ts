@@ -1,4 +1,16 @@
 import { createHash, X509Certificate } from 'node:crypto';
+import {
+  BasicOCSPResponse,
+  CertID,
+  id_pkix_ocsp_basic,
+  OCSPRequest,
+  OCSPResponse,
+  OCSPResponseStatus,
+  Request,
+  TBSRequest,
+} from '@peculiar/asn1-ocsp';
+import { AsnConvert, OctetString } from '@peculiar/asn1-schema';
+import { AlgorithmIdentifier, Certificate } from '@peculiar/asn1-x509';
 import type { Server as TlsServer } from 'node:tls';
 import type { TlsConfig } from '../config/system.js';
 import type { Logger } from '../core/logger.js';
@@ -167,112 +179,31 @@ function responderFromAia(infoAccess: string | undefined): string | undefined {
 
 // ---- Minimal DER (RFC 6960 request building, response reading) ----
 
-interface Tlv {
-  tag: number;
-  start: number;
-  /** First content byte. */
-  body: number;
-  end: number;
-}
+/** CertID's hash: SHA-1, the one every responder accepts (RFC 6960 §4.1.1, RFC 5019 §2.1.1). */
+const SHA1_OID = '1.3.14.3.2.26';
 
-function tlv(buf: Buffer, offset: number): Tlv {
-  if (offset + 2 > buf.length) throw new Error('truncated DER');
-  const tag = buf[offset] as number;
-  let length = buf[offset + 1] as number;
-  let body = offset + 2;
-  if (length & 0x80) {
-    const bytes = length & 0x7f;
-    if (bytes === 0 || bytes > 4) throw new Error('unsupported DER length');
-    length = 0;
-    for (let i = 0; i < bytes; i++) length = length * 256 + (buf[body++] as number);
-  }
-  const end = body + length;
-  if (end > buf.length) throw new Error('truncated DER');
-  return { tag, start: offset, body, end };
-}
-
-function children(buf: Buffer, parent: Tlv): Tlv[] {
-  const out: Tlv[] = [];
-  for (let at = parent.body; at < parent.end;) {
-    const child = tlv(buf, at);
-    out.push(child);
-    at = child.end;
-  }
-  return out;
-}
-
-function child(buf: Buffer, parent: Tlv, index: number, tag?: number): Tlv {
-  const c = children(buf, parent)[index];
-  if (c === undefined || (tag !== undefined && c.tag !== tag)) throw new Error('unexpected DER structure');
-  return c;
-}
-
-function encode(tag: number, ...parts: Buffer[]): Buffer {
-  const body = Buffer.concat(parts);
-  const n = body.length;
-  const length =
-    n < 0x80
-      ? Buffer.from([n])
-      : n < 0x100
-        ? Buffer.from([0x81, n])
-        : n < 0x10000
-          ? Buffer.from([0x82, n >> 8, n & 0xff])
-          : Buffer.from([0x83, n >> 16, (n >> 8) & 0xff, n & 0xff]);
-  return Buffer.concat([Buffer.from([tag]), length, body]);
-}
-
-const SEQUENCE = 0x30;
-const OCTET_STRING = 0x04;
-/** AlgorithmIdentifier { sha1, NULL }: the CertID hash every responder accepts. */
-const SHA1_ALGORITHM = Buffer.from('300906052b0e03021a0500', 'hex');
-
-/** tbsCertificate's fields, skipping the optional `[0] version`. */
-function tbsFields(cert: Buffer): Tlv[] {
-  const tbs = child(cert, tlv(cert, 0), 0, SEQUENCE);
-  const fields = children(cert, tbs);
-  return fields[0]?.tag === 0xa0 ? fields.slice(1) : fields;
-}
-
-/** An OCSPRequest for one certificate; `serial` is the certificate's serial INTEGER, as encoded. */
+/** An OCSPRequest for one certificate; `serial` is the certificate's serial number, as encoded. */
 export function buildOcspRequest(certificate: Buffer, issuer: Buffer): { der: Buffer; serial: Buffer } {
-  const fields = tbsFields(certificate);
-  const serialField = fields[0];
-  const issuerName = fields[2];
-  const spki = tbsFields(issuer)[5];
-  if (serialField === undefined || issuerName === undefined || spki === undefined)
-    throw new Error('unexpected certificate structure');
-  const serial = certificate.subarray(serialField.start, serialField.end);
-  const key = child(issuer, spki, 1, 0x03);
-  const sha1 = (b: Buffer) => createHash('sha1').update(b).digest();
-  const certId = encode(
-    SEQUENCE,
-    SHA1_ALGORITHM,
-    encode(OCTET_STRING, sha1(certificate.subarray(issuerName.start, issuerName.end))),
+  const cert = AsnConvert.parse(certificate, Certificate).tbsCertificate;
+  const issuerKey = AsnConvert.parse(issuer, Certificate).tbsCertificate.subjectPublicKeyInfo;
+  const sha1 = (b: ArrayBuffer) => createHash('sha1').update(new Uint8Array(b)).digest();
+  const serial = Buffer.from(cert.serialNumber);
+  const reqCert = new CertID({
+    hashAlgorithm: new AlgorithmIdentifier({ algorithm: SHA1_OID, parameters: null }),
+    issuerNameHash: new OctetString(sha1(AsnConvert.serialize(cert.issuer))),
     // The key's BIT STRING value without its unused-bits byte.
-    encode(OCTET_STRING, sha1(issuer.subarray(key.body + 1, key.end))),
-    serial,
-  );
-  const der = encode(SEQUENCE, encode(SEQUENCE, encode(SEQUENCE, encode(SEQUENCE, certId))));
-  return { der, serial };
+    issuerKeyHash: new OctetString(sha1(issuerKey.subjectPublicKey)),
+    serialNumber: toArrayBuffer(serial),
+  });
+  const request = new OCSPRequest({
+    tbsRequest: new TBSRequest({ requestList: [new Request({ reqCert })] }),
+  });
+  return { der: Buffer.from(AsnConvert.serialize(request)), serial };
 }
 
-function generalizedTime(buf: Buffer, t: Tlv): number {
-  const text = buf.toString('latin1', t.body, t.end);
-  const m = /^(\d{4})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})(?:\.\d+)?Z$/.exec(text);
-  if (m === null) throw new Error(`unreadable GeneralizedTime ${text}`);
-  const [, y, mo, d, h, mi, s] = m.map(Number) as [number, number, number, number, number, number, number];
-  return Date.UTC(y, mo - 1, d, h, mi, s);
+function toArrayBuffer(bytes: Buffer): ArrayBuffer {
+  return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
 }
-
-const RESPONSE_STATUS = [
-  'successful',
-  'malformedRequest',
-  'internalError',
-  'tryLater',
-  '4',
-  'sigRequired',
-  'unauthorized',
-];
 
 /**
  * Reads an OCSPResponse: the status of the certificate with this `serial`
@@ -284,29 +215,22 @@ export function parseOcspResponse(
   der: Buffer,
   serial: Buffer,
 ): { status: CertStatus; thisUpdate: number; nextUpdate: number | undefined } {
-  const top = tlv(der, 0);
-  const statusField = child(der, top, 0, 0x0a);
-  const code = der[statusField.body] ?? -1;
-  if (code !== 0) throw new Error(`responder status ${RESPONSE_STATUS[code] ?? code}`);
-  const responseBytes = child(der, child(der, top, 1, 0xa0), 0, SEQUENCE);
-  const basicOctets = child(der, responseBytes, 1, OCTET_STRING);
-  const basic = tlv(der, basicOctets.body);
-  const data = child(der, basic, 0, SEQUENCE);
-  const fields = children(der, data);
-  const rest = fields[0]?.tag === 0xa0 ? fields.slice(1) : fields;
-  const responses = rest[2];
-  if (responses === undefined || responses.tag !== SEQUENCE)
-    throw new Error('unexpected OCSP response structure');
-  for (const single of children(der, responses)) {
-    const [certId, status, thisUpdate, ...more] = children(der, single);
-    if (certId === undefined || status === undefined || thisUpdate === undefined) continue;
-    const idSerial = children(der, certId)[3];
-    if (idSerial === undefined || !der.subarray(idSerial.start, idSerial.end).equals(serial)) continue;
-    const next = more.find((f) => f.tag === 0xa0);
+  const response = AsnConvert.parse(der, OCSPResponse);
+  if (response.responseStatus !== OCSPResponseStatus.successful)
+    throw new Error(
+      `responder status ${OCSPResponseStatus[response.responseStatus] ?? String(response.responseStatus)}`,
+    );
+  if (response.responseBytes === undefined) throw new Error('unexpected OCSP response structure');
+  if (response.responseBytes.responseType !== id_pkix_ocsp_basic)
+    throw new Error(`unsupported OCSP response type ${response.responseBytes.responseType}`);
+  const basic = AsnConvert.parse(response.responseBytes.response, BasicOCSPResponse);
+  for (const single of basic.tbsResponseData.responses) {
+    if (!Buffer.from(single.certID.serialNumber).equals(serial)) continue;
+    const status = single.certStatus;
     return {
-      status: status.tag === 0x80 ? 'good' : status.tag === 0xa1 ? 'revoked' : 'unknown',
-      thisUpdate: generalizedTime(der, thisUpdate),
-      nextUpdate: next === undefined ? undefined : generalizedTime(der, child(der, next, 0, 0x18)),
+      status: status.good !== undefined ? 'good' : status.revoked !== undefined ? 'revoked' : 'unknown',
+      thisUpdate: single.thisUpdate.getTime(),
+      nextUpdate: single.nextUpdate?.getTime(),
     };
   }
   throw new Error('the OCSP response is not about the served certificate');
