@@ -88,15 +88,16 @@ export class Informer<T extends KObject> {
       this.#retry(err, true);
       return;
     }
+    if (this.#stopped) return;
     if (list === undefined) {
       // An optional kind no version of which is served: nothing to watch; look again later.
       this.#objects.clear();
-      if (!this.#listed) this.#onChange();
+      const first = !this.#listed;
       this.#listed = true;
+      if (first) this.#onChange();
       this.#timer = setTimeout(() => void this.#list(), MAX_BACKOFF_MS);
       return;
     }
-    if (this.#stopped) return;
     this.lists++;
     this.#objects.clear();
     for (const item of list.items) {
