@@ -5,6 +5,7 @@ import { aiPromptTemplate } from './ai-prompt-template.js';
 import { aiProxy } from './ai-proxy.js';
 import { aiRateLimit } from './ai-rate-limit.js';
 import { mcpProxy } from './mcp-proxy.js';
+import { mcpRefuse, mcpTool } from './mcp-tool.js';
 
 /** LLM traffic: prompt guards and rewrites, token budgets, the LLM call (docs/ai-gateway.md). */
 export const aiPlugins = [
@@ -15,4 +16,6 @@ export const aiPlugins = [
   aiPromptDecorator,
   aiCache,
   mcpProxy,
+  mcpTool,
+  mcpRefuse,
 ] as const;
