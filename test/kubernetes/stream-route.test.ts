@@ -277,3 +277,52 @@ test('UDPRouteNotAllowedByListeners: a UDPRoute to a TLS listener → NotAllowed
     },
   );
 });
+
+test('UDPRouteMultipleRoutesAttachment: both routes Accepted, 2 attached; only the older one gets datagrams', async (t) => {
+  t.after(await h.applyCase('udproute-multiple-routes-attachment.yaml', udpEcho));
+  await routeCondition(h.api, 'UDPRoute', 'udproute-attach-older', 'udp-multi-route-attach-gateway', [
+    'Accepted',
+    'True',
+  ]);
+  await waitFor(async () => (await udpAsk(5301 + h.offset))?.pod === 'udp-attach-backend-1-pod-1', {
+    timeoutMs: 15_000,
+    what: 'the older route',
+  });
+  const older = h.api.get('UDPRoute', INFRA, 'udproute-attach-older')?.metadata.creationTimestamp ?? '';
+  await waitFor(() => new Date().toISOString().replace(/\.\d+Z$/, 'Z') > older, {
+    timeoutMs: 3000,
+    what: 'the next second',
+  });
+  h.api.apply({
+    apiVersion: 'gateway.networking.k8s.io/v1alpha2',
+    kind: 'UDPRoute',
+    metadata: { name: 'udproute-attach-newer', namespace: INFRA },
+    spec: {
+      parentRefs: [{ name: 'udp-multi-route-attach-gateway', sectionName: 'udp' }],
+      rules: [{ backendRefs: [{ name: 'udp-attach-backend-2', port: 8080 }] }],
+    },
+  });
+  t.after(() => h.api.remove('UDPRoute', INFRA, 'udproute-attach-newer'));
+  await routeCondition(h.api, 'UDPRoute', 'udproute-attach-newer', 'udp-multi-route-attach-gateway', [
+    'Accepted',
+    'True',
+  ]);
+  await waitFor(() => listeners(h.api, 'udp-multi-route-attach-gateway')[0]?.attachedRoutes === 2, {
+    timeoutMs: 10_000,
+    what: 'attachedRoutes 2',
+  });
+  for (let i = 0; i < 10; i++)
+    assert.equal((await udpAsk(5301 + h.offset, 2000))?.pod, 'udp-attach-backend-1-pod-1');
+});
+
+test('UDPRouteInvalidCrossNamespaceBackendRef: no ReferenceGrant → RefNotPermitted; no answer', async (t) => {
+  t.after(await h.applyCase('udproute-invalid-cross-namespace-backend-ref.yaml', udpEcho));
+  await routeCondition(
+    h.api,
+    'UDPRoute',
+    'udp-route-invalid-cross-namespace-backend-ref',
+    'udp-gateway-invalid-cross-namespace-backend-ref',
+    ['ResolvedRefs', 'False', 'RefNotPermitted'],
+  );
+  assert.equal(await udpAsk(5300 + h.offset, 500), undefined);
+});
