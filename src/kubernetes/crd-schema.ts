@@ -184,7 +184,7 @@ export function crdFiles(nodeTypes: readonly string[]): { file: string; text: st
     [
       'SwitchyardPolicy',
       'switchyardpolicies',
-      'A policy graph (a supernode definition: one input boundary, the output boundary leads on to the backends) attached to HTTPRoute rules by an ExtensionRef filter (docs/kubernetes.md#policy-graphs).',
+      'A policy graph (a supernode definition: one input boundary, the output boundary leads on to the backends) attached to HTTPRoute rules by an ExtensionRef filter (docs/kubernetes.md#policy-graphs-switchyarddevv1alpha1).',
       policySpec,
     ],
     [

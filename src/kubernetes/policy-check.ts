@@ -1,4 +1,4 @@
-// The compiler's check of a SwitchyardPolicy graph (docs/kubernetes.md#policy-graphs): the
+// The compiler's check of a SwitchyardPolicy graph (docs/kubernetes.md#policy-graphs-switchyarddevv1alpha1): the
 // supernode is compiled as the one global rule of a configuration with one trivial policy, so it
 // gets the errors gateway.yaml would give — schema, node configs, wiring, params, and the global
 // rule's "only `output` continues" — with the key paths moved from `supernodes[0]` to `spec`.

@@ -1,6 +1,6 @@
 // SwitchyardPolicy, SwitchyardConsumer and SwitchyardGlobalRule (switchyard.dev/v1alpha1) → the
 // supernodes, consumers and global rules of the translated configuration, and their statuses
-// (docs/kubernetes.md#policy-graphs). Pure, like translate.ts: checking a graph is the caller's
+// (docs/kubernetes.md#policy-graphs-switchyarddevv1alpha1). Pure, like translate.ts: checking a graph is the caller's
 // `checkPolicy` (the source compiles it, src/kubernetes/policy-check.ts).
 import {
   consumerSchema,
