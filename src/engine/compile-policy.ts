@@ -205,7 +205,10 @@ function sharedConfigFor(
       `'${name}' names no plugin_configs entry${didYouMean(name, cc.sharedConfigs.keys())}`,
     );
   if (shared.type !== type)
-    throw new ConfigError(key, `'${name}' is a '${shared.type}' config; a ${type} config is needed here`);
+    throw new ConfigError(
+      key,
+      `'${name}' is a '${shared.type}' config; a config of type '${type}' is needed here`,
+    );
   const found: ConfigIssue[] = [];
   const node = { id: name, type, config_ref: name };
   const config = resolveNodeConfig(
