@@ -272,7 +272,9 @@ export class UpstreamPool {
             : {
                 tlsOptions: {
                   rejectUnauthorized: tls.rejectUnauthorized,
-                  ...servernameFor(hostHeader),
+                  ...(tls.servername === undefined
+                    ? servernameFor(hostHeader)
+                    : { servername: tls.servername }),
                   ...(tls.ca === undefined ? {} : { ca: tls.ca }),
                   ...(tls.cert === undefined ? {} : { cert: tls.cert }),
                   ...(tls.key === undefined ? {} : { key: tls.key }),

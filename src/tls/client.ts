@@ -8,6 +8,8 @@ export interface TlsSettings {
   verify: boolean;
   /** PEM bundle that replaces the system roots. */
   caPath?: string | undefined;
+  /** PEM text of a CA bundle given inline (instead of `caPath`). */
+  caPem?: string | undefined;
   /** PEM client certificate and key for outbound mutual TLS; both or neither. */
   certPath?: string | undefined;
   keyPath?: string | undefined;
@@ -53,7 +55,12 @@ export class TlsMaterialError extends Error {
  * rejects the configuration instead of failing requests.
  */
 export function loadTlsMaterial(settings: TlsSettings): TlsMaterial {
-  const ca = settings.caPath === undefined ? undefined : readPem(settings.caPath, 'ca');
+  const ca =
+    settings.caPem !== undefined
+      ? inlinePem(settings.caPem, 'ca')
+      : settings.caPath === undefined
+        ? undefined
+        : readPem(settings.caPath, 'ca');
   const cert = settings.certPath === undefined ? undefined : readPem(settings.certPath, 'cert');
   const password = settings.keyPassword;
   const key =
@@ -182,6 +189,12 @@ function readPem(path: string, field: TlsField): Buffer {
   }
   if (!data.includes('-----BEGIN ')) throw new TlsMaterialError(field, `'${path}' is not a PEM file`);
   return data;
+}
+
+function inlinePem(text: string, field: TlsField): Buffer {
+  if (!text.includes('-----BEGIN '))
+    throw new TlsMaterialError(field, 'is not PEM text (no -----BEGIN line)');
+  return Buffer.from(text);
 }
 
 function check(field: TlsField, build: () => unknown): void {

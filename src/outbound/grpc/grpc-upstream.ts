@@ -200,7 +200,11 @@ export class GrpcUpstream {
               port: target.port,
               ALPNProtocols: ['h2'],
               rejectUnauthorized: tls.rejectUnauthorized,
-              ...(ipVersion(target.host) === 0 ? { servername: target.host } : {}),
+              ...(tls.servername !== undefined
+                ? { servername: tls.servername }
+                : ipVersion(target.host) === 0
+                  ? { servername: target.host }
+                  : {}),
               ...(tls.ca === undefined ? {} : { ca: tls.ca }),
               ...(tls.cert === undefined ? {} : { cert: tls.cert }),
               ...(tls.key === undefined ? {} : { key: tls.key }),

@@ -55,12 +55,20 @@ export interface UpstreamConfig {
   pass_host?: 'pass' | 'node' | 'rewrite';
   upstream_host?: string;
   scheme?: Scheme;
-  tls?: boolean;
+  /** true, or the TLS options (which imply true). */
+  tls?: boolean | UpstreamTlsConfig;
   ssl_verify?: boolean;
   ca_cert_path?: string;
   client_cert_path?: string;
   client_key_path?: string;
   client_key_password?: string;
+}
+
+export interface UpstreamTlsConfig {
+  /** PEM CA bundle, inline, that replaces the system roots (instead of ca_cert_path). */
+  ca_pem?: string;
+  /** Name sent as SNI and checked in the target's certificate (default: the Host sent). */
+  server_name?: string;
 }
 
 const DEFAULTS = {
@@ -194,7 +202,31 @@ const schema = {
       description:
         'http | https; grpc (HTTP/2 cleartext, prior knowledge) and grpcs (TLS, ALPN h2) relay gRPC calls (docs/grpc.md). Default http, or https with tls: true.',
     },
-    tls: { type: 'boolean', description: 'true = https (and wss) to the targets.' },
+    tls: {
+      description:
+        'true = https (and wss) to the targets; an object {ca_pem, server_name} means true with those options.',
+      oneOf: [
+        { type: 'boolean' },
+        {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            ca_pem: {
+              type: 'string',
+              minLength: 1,
+              description: 'PEM CA bundle (text) that replaces the system roots; instead of ca_cert_path.',
+            },
+            server_name: {
+              type: 'string',
+              minLength: 1,
+              pattern: '^[A-Za-z0-9*]([A-Za-z0-9.-]*[A-Za-z0-9])?$',
+              description:
+                'Name sent as SNI and the name the certificate must match (default: the Host sent upstream).',
+            },
+          },
+        },
+      ],
+    },
     ssl_verify: { type: 'boolean', default: true },
     ca_cert_path: { type: 'string', minLength: 1, [READS_FILE]: true },
     client_cert_path: { type: 'string', minLength: 1, [READS_FILE]: true },
@@ -345,14 +377,14 @@ function resolveSettings(config: UpstreamConfig, env: PluginEnv): Settings {
     );
   }
 
-  if (
-    config.scheme !== undefined &&
-    config.tls !== undefined &&
-    TLS_SCHEMES.has(config.scheme) !== config.tls
-  ) {
-    throw new ConfigError('tls', `tls: ${config.tls} contradicts scheme '${config.scheme}'`);
+  const tlsOn = config.tls === undefined ? undefined : config.tls !== false;
+  if (config.scheme !== undefined && tlsOn !== undefined && TLS_SCHEMES.has(config.scheme) !== tlsOn) {
+    throw new ConfigError(
+      'tls',
+      `tls: ${typeof config.tls === 'object' ? '{…}' : String(config.tls)} contradicts scheme '${config.scheme}'`,
+    );
   }
-  const scheme = config.scheme ?? (config.tls === true ? 'https' : 'http');
+  const scheme = config.scheme ?? (tlsOn === true ? 'https' : 'http');
   const tls = resolveTls(config, scheme, env);
 
   const passHost = config.pass_host ?? 'node';
@@ -447,6 +479,13 @@ function resolveTls(config: UpstreamConfig, scheme: Scheme, env: PluginEnv): Tls
   if (config.client_key_password !== undefined && config.client_key_path === undefined) {
     throw new ConfigError('client_key_password', 'is only used with client_key_path');
   }
+  const options = typeof config.tls === 'object' ? config.tls : {};
+  if (options.ca_pem !== undefined && config.ca_cert_path !== undefined) {
+    throw new ConfigError('tls.ca_pem', 'set either tls.ca_pem or ca_cert_path, not both');
+  }
+  if (!verify && options.ca_pem !== undefined) {
+    throw new ConfigError('tls.ca_pem', 'is incompatible with ssl_verify: false (nothing would be verified)');
+  }
   if (!verify && config.ca_cert_path !== undefined) {
     throw new ConfigError(
       'ca_cert_path',
@@ -464,12 +503,18 @@ function resolveTls(config: UpstreamConfig, scheme: Scheme, env: PluginEnv): Tls
     return loadTlsMaterial({
       verify,
       caPath: config.ca_cert_path,
+      caPem: options.ca_pem,
+      serverName: options.server_name,
       certPath: config.client_cert_path,
       keyPath: config.client_key_path,
       keyPassword: config.client_key_password,
     });
   } catch (err) {
-    if (err instanceof TlsMaterialError) throw new ConfigError(TLS_KEYS[err.field], err.message);
+    if (err instanceof TlsMaterialError)
+      throw new ConfigError(
+        err.field === 'ca' && options.ca_pem !== undefined ? 'tls.ca_pem' : TLS_KEYS[err.field],
+        err.message,
+      );
     throw err;
   }
 }
