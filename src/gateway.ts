@@ -40,6 +40,7 @@ import { ConfigSourceReadOnly } from './kubernetes/errors.js';
 import { LISTENER_PORT_HEADER } from './kubernetes/translate.js';
 import type { KubernetesSource } from './kubernetes/source.js';
 import { PortCertificates } from './kubernetes/certificates.js';
+import { KubernetesStreams } from './stream/kubernetes-ports.js';
 import type { Translation } from './kubernetes/translate.js';
 import type { RequestHandler } from './server/listener.js';
 
@@ -484,7 +485,12 @@ export class Gateway {
     }
     if (this.#etcd !== undefined) this.#etcdWatch = this.#watchEtcd(this.#etcd);
     this.#kubernetes?.start({
-      timeouts: this.system.timeouts,
+      streams: new KubernetesStreams(
+        this.logger,
+        this.system.listener.bind,
+        this.#kubernetes.config.port_offset,
+        this.system.timeouts,
+      ),
       apply: async (translation) => {
         // Through the same path as a file or etcd change: schema check, compile, swap.
         await this.apply(checkGatewayShape(structuredClone(translation.config)), 'kubernetes');

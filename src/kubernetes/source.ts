@@ -11,7 +11,8 @@ import { LeaderElector } from './leader.js';
 import { SWITCHYARD_GROUP, SWITCHYARD_VERSION } from './crd-types.js';
 import { policyChecker } from './policy-check.js';
 import type { PolicyCheck } from './policy-crd.js';
-import { KubernetesStreams, type StreamTimeouts } from './stream-route-listeners.js';
+import { translateGrpcRoutes } from './grpc-route.js';
+import { translateStreamRoutes } from './stream-route.js';
 import { translate, type StatusUpdate, type Translation } from './translate.js';
 import type { ClusterState, KObject } from './types.js';
 
@@ -134,8 +135,16 @@ export function loadKubeConfig(path: string | undefined, env: NodeJS.ProcessEnv)
 export interface KubernetesSourceHooks {
   /** Applies a translation (validate → compile → swap, then the listener sockets); rejects when it does not compile. */
   apply(translation: Translation): Promise<void>;
-  /** system.yaml `timeouts`: the TLS-passthrough, TCP and UDP listener sockets use them (docs/stream.md). */
-  timeouts?: StreamTimeouts;
+  /** The TLS-passthrough, TCP and UDP listener sockets (src/stream/kubernetes-ports.ts); absent: none bound. */
+  streams?: KubernetesStreamSockets;
+}
+
+/** The stream sockets of the translated TLS/TCP/UDP listeners, as the source drives them. */
+export interface KubernetesStreamSockets {
+  sync(streams: Translation['streams']): Promise<void>;
+  addresses(): Map<string, AddressInfo>;
+  /** Stops accepting; open connections get `graceMs` (default `timeouts.shutdown_timeout_seconds`). */
+  close(graceMs?: number): Promise<void>;
 }
 
 export class KubernetesSource {
@@ -148,8 +157,7 @@ export class KubernetesSource {
   /** Compiles SwitchyardPolicy graphs (policy-check.ts), remembering the verdicts. */
   readonly #checkPolicy: PolicyCheck;
   #hooks: KubernetesSourceHooks | undefined;
-  #streams: KubernetesStreams | undefined;
-  readonly #bindAddress: string;
+  #streams: KubernetesStreamSockets | undefined;
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> = Promise.resolve();
   #lastConfig = '';
@@ -163,7 +171,6 @@ export class KubernetesSource {
     this.#kc = loadKubeConfig(config.kubeconfig, env);
     this.#statusAddress = config.status_address ?? env['POD_IP'] ?? bindAddress;
     this.#checkPolicy = policyChecker(logger, env);
-    this.#bindAddress = bindAddress;
     const namespaces = config.watch_namespaces ?? [undefined];
     for (const k of KINDS) {
       for (const ns of k.namespaced ? namespaces : [undefined]) {
@@ -228,12 +235,7 @@ export class KubernetesSource {
 
   start(hooks: KubernetesSourceHooks): void {
     this.#hooks = hooks;
-    this.#streams = new KubernetesStreams(
-      this.#logger,
-      this.#bindAddress,
-      this.config.port_offset,
-      hooks.timeouts ?? { connection_seconds: 30, idle_seconds: 60, shutdown_timeout_seconds: 30 },
-    );
+    this.#streams = hooks.streams;
     for (const { informer } of this.#informers) informer.start();
     this.#leader?.start();
   }
@@ -244,7 +246,7 @@ export class KubernetesSource {
     for (const { informer } of this.#informers) informer.stop();
     // Hands the Lease back (best effort, in the background): another replica takes over at once.
     void this.#leader?.stop();
-    void this.#streams?.close((this.#hooks?.timeouts?.shutdown_timeout_seconds ?? 30) * 1000);
+    void this.#streams?.close();
   }
 
   state(): ClusterState {
@@ -291,6 +293,10 @@ export class KubernetesSource {
       checkPolicy: this.#checkPolicy,
       controllerName: this.config.controller_name,
       statusAddress: this.#statusAddress,
+      otherRoutes: (state, ctx) => ({
+        entries: translateGrpcRoutes(state.grpcRoutes ?? [], ctx),
+        streams: translateStreamRoutes(state, ctx),
+      }),
     });
     // A rotated certificate Secret changes `tls` only: applied too (the port's TLS listener swaps it in).
     const text = JSON.stringify({

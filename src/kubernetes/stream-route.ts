@@ -4,29 +4,8 @@
 // backends without terminating TLS; a TCP or UDP port relays to the backends of the one route
 // that holds it (the oldest; newer ones are accepted but get no traffic, as the suite expects).
 import { attachRoute, olderFirst, weightedTargets } from './stream-route-parents.js';
-import type { RouteContext, StatusUpdate } from './translate.js';
+import type { RouteContext, StatusUpdate, StreamPortConfig, StreamTargetConfig } from './translate.js';
 import type { ClusterState, L4Route } from './types.js';
-
-export interface StreamTargetConfig {
-  host: string;
-  port: number;
-  weight: number;
-}
-
-/** One stream socket, by declared port. */
-export interface StreamPortConfig {
-  protocol: 'tcp' | 'udp';
-  /** The declared listener port (bound at port + port_offset). */
-  port: number;
-  /** TLS passthrough: `routes` by server name, in match order; else one route (hostname null). */
-  passthrough: boolean;
-  /**
-   * `hostname`: exact, or `*.` wildcard (any number of labels deeper), or null (any name, and a
-   * ClientHello without one). Empty `targets`: the connection is closed (the route's backends are
-   * invalid or have no ready endpoint).
-   */
-  routes: { hostname: string | null; targets: StreamTargetConfig[] }[];
-}
 
 const KINDS: {
   kind: StatusUpdate['kind'];

@@ -7,8 +7,6 @@
 // first that holds runs its rule (filters, then backends), the last `false` answers 404.
 import { createSecureContext } from 'node:tls';
 import type { GatewayConfig, NodeConfig, EdgeConfig, PolicyConfig, RouteConfig } from '../config/gateway.js';
-import { translateGrpcRoutes } from './grpc-route.js';
-import { translateStreamRoutes, type StreamPortConfig } from './stream-route.js';
 import type {
   BackendRef,
   ClusterState,
@@ -35,6 +33,11 @@ export interface TranslateOptions {
   statusAddress: string;
   /** Condition timestamps; tests pass a fixed clock. */
   now?: () => string;
+  /**
+   * The route kinds beyond HTTPRoute (source.ts passes grpc-route.ts and stream-route.ts): their
+   * policy entries and stream sockets. Injected so those modules depend on this one, not both ways.
+   */
+  otherRoutes?: (state: ClusterState, ctx: RouteContext) => { entries: Entry[]; streams: StreamPortConfig[] };
   /** Compiles a SwitchyardPolicy graph (policy-check.ts); absent: every graph is taken as valid. */
   checkPolicy?: PolicyCheck;
 }
@@ -83,6 +86,27 @@ export interface Translation {
   /** TLS passthrough, TCP and UDP listener ports (stream-route.ts), bound at port + port_offset. */
   streams: StreamPortConfig[];
   statuses: StatusUpdate[];
+}
+
+export interface StreamTargetConfig {
+  host: string;
+  port: number;
+  weight: number;
+}
+
+/** One stream socket of the TLS-passthrough, TCP and UDP listeners (stream-route.ts), by declared port. */
+export interface StreamPortConfig {
+  protocol: 'tcp' | 'udp';
+  /** The declared listener port (bound at port + port_offset). */
+  port: number;
+  /** TLS passthrough: `routes` by server name, in match order; else one route (hostname null). */
+  passthrough: boolean;
+  /**
+   * `hostname`: exact, or `*.` wildcard (any number of labels deeper), or null (any name, and a
+   * ClientHello without one). Empty `targets`: the connection is closed (the route's backends are
+   * invalid or have no ready endpoint).
+   */
+  routes: { hostname: string | null; targets: StreamTargetConfig[] }[];
 }
 
 /** What the other route kinds' translators (grpc-route.ts, stream-route.ts) use of this one. */
@@ -596,8 +620,9 @@ export function translate(state: ClusterState, options: TranslateOptions): Trans
     },
     statuses,
   };
-  entries.push(...translateGrpcRoutes(state.grpcRoutes ?? [], context));
-  const streams = translateStreamRoutes(state, context);
+  const other = options.otherRoutes?.(state, context) ?? { entries: [], streams: [] };
+  entries.push(...other.entries);
+  const streams = other.streams;
 
   const ports = new Set<number>();
   const tlsByPort = new Map<number, TlsCertificate[]>();

@@ -1,4 +1,4 @@
-// The stream sockets of the Gateway TLS-passthrough, TCP and UDP listeners (stream-route.ts),
+// The stream sockets of the Gateway TLS-passthrough, TCP and UDP listeners (src/kubernetes/stream-route.ts),
 // bound on `listener.bind` at declared port + port_offset. TCP and UDP ports are the data plane's
 // stream listeners (src/stream/, docs/stream.md): pools change in place, open tunnels and UDP
 // sessions keep their target. TLS-passthrough ports read the ClientHello's server name (never
@@ -7,11 +7,12 @@
 import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import type { StreamListenerConfig, SystemConfig } from '../config/system.js';
 import type { Logger } from '../core/logger.js';
-import { StreamListeners } from '../stream/index.js';
-import { listenOn } from '../stream/listener.js';
-import { StreamPool } from '../stream/pool.js';
-import { readServerName } from '../stream/sni.js';
-import type { StreamPortConfig } from './stream-route.js';
+import type { KubernetesStreamSockets } from '../kubernetes/source.js';
+import type { StreamPortConfig } from '../kubernetes/translate.js';
+import { StreamListeners } from './index.js';
+import { listenOn } from './listener.js';
+import { StreamPool } from './pool.js';
+import { readServerName } from './sni.js';
 
 /** How much of a ClientHello is buffered while looking for the server name (as src/stream/tcp.ts). */
 const MAX_CLIENT_HELLO = 8 * 1024;
@@ -172,8 +173,8 @@ class PassthroughPort {
   }
 }
 
-/** Moves the stream sockets to what the latest translation declares. */
-export class KubernetesStreams {
+/** Moves the stream sockets to what the latest translation declares (built by the gateway, used by the source). */
+export class KubernetesStreams implements KubernetesStreamSockets {
   readonly #logger: Logger;
   readonly #bind: string;
   readonly #offset: number;
@@ -245,7 +246,7 @@ export class KubernetesStreams {
     }
   }
 
-  async close(graceMs: number): Promise<void> {
+  async close(graceMs = this.#timeouts.shutdown_timeout_seconds * 1000): Promise<void> {
     const all = [...this.#passthrough.values()];
     this.#passthrough.clear();
     await Promise.all([...all.map((p) => p.close(graceMs)), this.#plain?.close(graceMs)]);
