@@ -43,7 +43,10 @@ async function tcpReaches(port: number, pod: string): Promise<void> {
 test('TCPRouteWeightedRouting: connections split 70/30/0 across the weighted backends', async (t) => {
   t.after(await h.applyCase('tcproute-weighted-routing.yaml', tcpEcho));
   await routeCondition(h.api, 'TCPRoute', 'tcp-weighted-route', 'tcp-weighted-gateway', ['Accepted', 'True']);
-  await waitFor(async () => typeof (await tcpPod(9300)) === 'string', { timeoutMs: 15_000, what: 'echo' });
+  await waitFor(async () => String(await tcpPod(9300)).startsWith('tcp-backend-'), {
+    timeoutMs: 15_000,
+    what: 'echo',
+  });
   const counts = new Map<string, number>();
   for (let i = 0; i < 200; i++) {
     const pod = await tcpPod(9300);
@@ -209,7 +212,8 @@ test('UDPRouteSimple: datagrams reach the backend through the UDP listener', asy
 
 test('UDPRouteWeightedRouting: sessions split 70/30/0 across the weighted backends', async (t) => {
   t.after(await h.applyCase('udproute-weighted-routing.yaml', udpEcho));
-  await waitFor(async () => (await udpAsk(5300 + h.offset)) !== undefined, {
+  // Until the weighted route is applied, the port may still relay to the previous case's backend.
+  await waitFor(async () => (await udpAsk(5300 + h.offset))?.pod.startsWith('udp-backend-') === true, {
     timeoutMs: 15_000,
     what: 'echo',
   });
