@@ -1,5 +1,5 @@
 // TLSRoute, TCPRoute, UDPRoute (gateway.networking.k8s.io/v1alpha2) → the stream (L4) sockets of
-// the TLS-passthrough, TCP and UDP listeners (stream-route-listeners.ts binds them at port +
+// the TLS-passthrough, TCP and UDP listeners (src/stream/kubernetes-ports.ts binds them at port +
 // port_offset). A TLS port routes each connection by the ClientHello's server name to a route's
 // backends without terminating TLS; a TCP or UDP port relays to the backends of the one route
 // that holds it (the oldest; newer ones are accepted but get no traffic, as the suite expects).
