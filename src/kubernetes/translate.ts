@@ -22,6 +22,7 @@ import type {
   Secret,
 } from './types.js';
 import { ruleHook, type RuleHook } from './filters-extra.js';
+import { backendTlsIndex } from './backend-tls.js';
 import { translateCrds, type CrdStatus, type PolicyCheck } from './policy-crd.js';
 
 /** Set by each Gateway listener socket on every request (a client's own value is overwritten). */
@@ -51,6 +52,7 @@ export interface StatusUpdate {
     | 'TLSRoute'
     | 'TCPRoute'
     | 'UDPRoute'
+    | 'BackendTLSPolicy'
     | CrdStatus['kind'];
   plural:
     | 'gatewayclasses'
@@ -60,6 +62,7 @@ export interface StatusUpdate {
     | 'tlsroutes'
     | 'tcproutes'
     | 'udproutes'
+    | 'backendtlspolicies'
     | CrdStatus['plural'];
   /** Default gateway.networking.k8s.io (SwitchyardPolicy… : switchyard.dev, with their version). */
   group?: string;
@@ -333,6 +336,8 @@ export interface Backend {
   weight: number;
   /** ready endpoints, or a problem: 'invalid' (→ 500) */
   targets: { host: string; port: number }[] | 'invalid';
+  /** Upstream keys of a BackendTLSPolicy targeting it (backend-tls.ts). */
+  upstream?: Record<string, unknown>;
 }
 
 export function translate(state: ClusterState, options: TranslateOptions): Translation {
@@ -376,6 +381,8 @@ export function translate(state: ClusterState, options: TranslateOptions): Trans
   }
   const gateways = state.gateways.filter((gw) => classes.has(gw.spec.gatewayClassName));
   const gatewayByKey = new Map(gateways.map((gw) => [key(gw.metadata.namespace, gw.metadata.name), gw]));
+  const backendTls = backendTlsIndex(state);
+  statuses.push(...backendTls.statuses(gatewayByKey, options.controllerName, now));
   const services = new Map(state.services.map((s) => [key(s.metadata.namespace, s.metadata.name), s]));
   const attached = new Map<string, number>(); // gateway key + listener name → count
   const entries: Entry[] = [];
@@ -475,7 +482,9 @@ export function translate(state: ClusterState, options: TranslateOptions): Trans
         }
       }
     }
-    return { backend: { weight, targets } };
+    const tls = backendTls.forBackend(ns, ref.name, servicePort);
+    if (tls === 'invalid') return { backend: { weight, targets: 'invalid' } };
+    return { backend: { weight, targets, ...(tls === undefined ? {} : { upstream: tls }) } };
   };
 
   // One protocol per port (a socket is plaintext or TLS): the oldest Gateway's listener decides;
@@ -1059,7 +1068,7 @@ function ruleNodes(
       nodes.push({
         id: `${id}-up`,
         type: 'upstream',
-        config: { ...extra, targets: only.targets, pass_host: 'pass' },
+        config: { ...extra, ...only.upstream, targets: only.targets, pass_host: 'pass' },
       });
       edges.push({ from: head, to: `${id}-up.in` }, { from: `${id}-up.success`, to: answer });
     }
@@ -1070,7 +1079,8 @@ function ruleNodes(
   const slots: Record<string, unknown>[] = [];
   let broken = 0;
   for (const b of backends) {
-    if (b.targets === 'invalid' || b.targets.length === 0) broken += b.weight;
+    // A split slot has no TLS keys: a BackendTLSPolicy backend there is unusable, never plaintext.
+    if (b.targets === 'invalid' || b.targets.length === 0 || b.upstream !== undefined) broken += b.weight;
     else slots.push({ weight: b.weight, upstream: { ...extra, targets: b.targets } });
   }
   if (broken > 0) slots.push({ weight: broken });
