@@ -333,6 +333,7 @@ async function run(args: CliArgs, early: EarlySignals | undefined): Promise<numb
               logger,
               process.env,
               system.listener.bind,
+              (await import('./plugins/check-policy-graph.js')).policyChecker(logger, process.env),
             ),
             onApplied,
             ...(telemetry === undefined ? {} : { telemetry }),

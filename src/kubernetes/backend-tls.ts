@@ -5,7 +5,7 @@
 // NoValidCACertificate, and the backends it targets answer 500 (docs/kubernetes.md).
 import type { BackendTLSPolicy } from './crd-types.js';
 import type { ClusterState, KObject } from './types.js';
-import { conditions, key, type StatusUpdate } from './translate.js';
+import { conditions, key, type StatusUpdate } from './status-update.js';
 
 const GROUP = 'gateway.networking.k8s.io';
 

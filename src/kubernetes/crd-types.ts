@@ -1,7 +1,7 @@
 // The switchyard.dev/v1alpha1 kinds (deploy/helm/switchyard/crds/, docs/kubernetes.md#policy-graphs-switchyarddevv1alpha1)
 // and the Gateway API BackendTLSPolicy with the ConfigMaps it names. Only the fields used are typed.
 import type { EdgeConfig, NodeConfig, SupernodeParamSpec } from '../config/gateway.js';
-import type { Condition, KObject } from './types.js';
+import type { Condition, KObject } from './object-meta.js';
 
 export const SWITCHYARD_GROUP = 'switchyard.dev';
 export const SWITCHYARD_VERSION = 'v1alpha1';

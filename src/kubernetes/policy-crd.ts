@@ -1,7 +1,7 @@
 // SwitchyardPolicy, SwitchyardConsumer and SwitchyardGlobalRule (switchyard.dev/v1alpha1) → the
 // supernodes, consumers and global rules of the translated configuration, and their statuses
 // (docs/kubernetes.md#policy-graphs-switchyarddevv1alpha1). Pure, like translate.ts: checking a graph is the caller's
-// `checkPolicy` (the source compiles it, src/kubernetes/policy-check.ts).
+// `checkPolicy` (the source compiles it, src/plugins/check-policy-graph.ts).
 import {
   consumerSchema,
   type ConsumerConfig,

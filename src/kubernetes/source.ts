@@ -4,12 +4,14 @@
 // statuses are written through the status subresource with a JSON merge patch.
 import { hostname } from 'node:os';
 import type { AddressInfo } from 'node:net';
-import { CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { CustomObjectsApi, PatchStrategy, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
+import { loadKubeConfig } from '../config/kubeconfig.js';
+
+export { loadKubeConfig } from '../config/kubeconfig.js';
 import type { Logger } from '../core/logger.js';
 import { Informer, type InformerSpec } from './informer.js';
 import { LeaderElector } from './leader.js';
 import { SWITCHYARD_GROUP, SWITCHYARD_VERSION } from './crd-types.js';
-import { policyChecker } from './policy-check.js';
 import type { PolicyCheck } from './policy-crd.js';
 import { translateGrpcRoutes } from './grpc-route.js';
 import { translateStreamRoutes } from './stream-route.js';
@@ -123,15 +125,6 @@ function pathOf(apiVersion: string, plural: string, namespace: string | undefine
   return namespace === undefined ? `${base}/${plural}` : `${base}/namespaces/${namespace}/${plural}`;
 }
 
-/** The kubeconfig: `kubeconfig` when set, in-cluster credentials under a pod, else $KUBECONFIG or ~/.kube/config. */
-export function loadKubeConfig(path: string | undefined, env: NodeJS.ProcessEnv): KubeConfig {
-  const kc = new KubeConfig();
-  if (path !== undefined) kc.loadFromFile(path);
-  else if (env['KUBERNETES_SERVICE_HOST'] !== undefined) kc.loadFromCluster();
-  else kc.loadFromDefault();
-  return kc;
-}
-
 export interface KubernetesSourceHooks {
   /** Applies a translation (validate → compile → swap, then the listener sockets); rejects when it does not compile. */
   apply(translation: Translation): Promise<void>;
@@ -154,8 +147,8 @@ export class KubernetesSource {
   readonly #informers: { state: Kind; informer: Informer<KObject> }[] = [];
   readonly #leader: LeaderElector | undefined;
   readonly #statusAddress: string;
-  /** Compiles SwitchyardPolicy graphs (policy-check.ts), remembering the verdicts. */
-  readonly #checkPolicy: PolicyCheck;
+  /** Compiles SwitchyardPolicy graphs (src/plugins/check-policy-graph.ts, passed in); absent: taken as valid. */
+  readonly #checkPolicy: PolicyCheck | undefined;
   #hooks: KubernetesSourceHooks | undefined;
   #streams: KubernetesStreamSockets | undefined;
   #timer: NodeJS.Timeout | undefined;
@@ -165,12 +158,18 @@ export class KubernetesSource {
   /** Status bodies written (or found) last, by object: only changes are written. */
   readonly #written = new Map<string, string>();
 
-  constructor(config: KubernetesConfig, logger: Logger, env: NodeJS.ProcessEnv, bindAddress: string) {
+  constructor(
+    config: KubernetesConfig,
+    logger: Logger,
+    env: NodeJS.ProcessEnv,
+    bindAddress: string,
+    checkPolicy?: PolicyCheck,
+  ) {
     this.config = config;
     this.#logger = logger;
     this.#kc = loadKubeConfig(config.kubeconfig, env);
     this.#statusAddress = config.status_address ?? env['POD_IP'] ?? bindAddress;
-    this.#checkPolicy = policyChecker(logger, env);
+    this.#checkPolicy = checkPolicy;
     const namespaces = config.watch_namespaces ?? [undefined];
     for (const k of KINDS) {
       for (const ns of k.namespaced ? namespaces : [undefined]) {
@@ -290,7 +289,7 @@ export class KubernetesSource {
   async #sync(): Promise<void> {
     if (this.#stopped || this.#hooks === undefined) return;
     const translation = translate(this.state(), {
-      checkPolicy: this.#checkPolicy,
+      ...(this.#checkPolicy === undefined ? {} : { checkPolicy: this.#checkPolicy }),
       controllerName: this.config.controller_name,
       statusAddress: this.#statusAddress,
       otherRoutes: (state, ctx) => ({

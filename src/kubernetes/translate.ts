@@ -23,7 +23,10 @@ import type {
 } from './types.js';
 import { ruleHook, type RuleHook } from './filters-extra.js';
 import { backendTlsIndex } from './backend-tls.js';
-import { translateCrds, type CrdStatus, type PolicyCheck } from './policy-crd.js';
+import { translateCrds, type PolicyCheck } from './policy-crd.js';
+import { conditions, key, type StatusUpdate } from './status-update.js';
+
+export { conditions, key, type StatusUpdate } from './status-update.js';
 
 /** Set by each Gateway listener socket on every request (a client's own value is overwritten). */
 export const LISTENER_PORT_HEADER = 'x-switchyard-listener-port';
@@ -39,37 +42,8 @@ export interface TranslateOptions {
    * policy entries and stream sockets. Injected so those modules depend on this one, not both ways.
    */
   otherRoutes?: (state: ClusterState, ctx: RouteContext) => { entries: Entry[]; streams: StreamPortConfig[] };
-  /** Compiles a SwitchyardPolicy graph (policy-check.ts); absent: every graph is taken as valid. */
+  /** Compiles a SwitchyardPolicy graph (src/plugins/check-policy-graph.ts); absent: every graph is taken as valid. */
   checkPolicy?: PolicyCheck;
-}
-
-export interface StatusUpdate {
-  kind:
-    | 'GatewayClass'
-    | 'Gateway'
-    | 'HTTPRoute'
-    | 'GRPCRoute'
-    | 'TLSRoute'
-    | 'TCPRoute'
-    | 'UDPRoute'
-    | 'BackendTLSPolicy'
-    | CrdStatus['kind'];
-  plural:
-    | 'gatewayclasses'
-    | 'gateways'
-    | 'httproutes'
-    | 'grpcroutes'
-    | 'tlsroutes'
-    | 'tcproutes'
-    | 'udproutes'
-    | 'backendtlspolicies'
-    | CrdStatus['plural'];
-  /** Default gateway.networking.k8s.io (SwitchyardPolicy… : switchyard.dev, with their version). */
-  group?: string;
-  version?: string;
-  namespace: string | undefined;
-  name: string;
-  status: Record<string, unknown>;
 }
 
 /** A certificate of an HTTPS listener, from a kubernetes.io/tls Secret (PEM). */
@@ -186,27 +160,8 @@ function secretPair(secret: Secret | undefined): { cert: string; key: string } |
   return { cert, key };
 }
 
-export function key(ns: string | undefined, name: string): string {
-  return `${ns ?? ''}/${name}`;
-}
-
 export function escapeRegex(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&');
-}
-
-/** Keeps lastTransitionTime of a condition whose status did not change. */
-export function conditions(
-  previous: Condition[] | undefined,
-  next: Omit<Condition, 'lastTransitionTime'>[],
-  now: string,
-): Condition[] {
-  return next.map((c) => {
-    const old = previous?.find((p) => p.type === c.type);
-    return {
-      ...c,
-      lastTransitionTime: old !== undefined && old.status === c.status ? old.lastTransitionTime : now,
-    };
-  });
 }
 
 /** Intersection of a listener hostname and a route hostname (Gateway API rules), or undefined. */

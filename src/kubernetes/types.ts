@@ -8,30 +8,9 @@ import type {
   SwitchyardGlobalRule,
   SwitchyardPolicy,
 } from './crd-types.js';
+import type { Condition, KObject } from './object-meta.js';
 
-export interface ObjectMeta {
-  name: string;
-  namespace?: string;
-  generation?: number;
-  resourceVersion?: string;
-  creationTimestamp?: string;
-  labels?: Record<string, string>;
-}
-
-export interface Condition {
-  type: string;
-  status: 'True' | 'False' | 'Unknown';
-  reason: string;
-  message: string;
-  observedGeneration?: number | undefined;
-  lastTransitionTime: string;
-}
-
-export interface KObject {
-  apiVersion?: string;
-  kind?: string;
-  metadata: ObjectMeta;
-}
+export type { Condition, KObject, ObjectMeta } from './object-meta.js';
 
 export interface GatewayClass extends KObject {
   spec: { controllerName: string };

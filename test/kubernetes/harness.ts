@@ -10,6 +10,7 @@ import { silentLogger, createLogger } from '../../src/core/logger.js';
 const testLogger =
   process.env['K8S_TEST_LOG'] === '1' ? createLogger({ level: 'warn', format: 'json' }) : silentLogger;
 import { KubernetesSource } from '../../src/kubernetes/source.js';
+import { policyChecker } from '../../src/plugins/check-policy-graph.js';
 import { KubeApiServer } from '../support/kube-api-server.js';
 import { tempDir } from '../support/temp-dir.js';
 import { waitFor } from '../support/wait.js';
@@ -156,7 +157,13 @@ config:
     status_address: 10.1.2.3
     leader_election: { enabled: false }
 `);
-  const kubernetes = new KubernetesSource(system.config.kubernetes, testLogger, env, '127.0.0.1');
+  const kubernetes = new KubernetesSource(
+    system.config.kubernetes,
+    testLogger,
+    env,
+    '127.0.0.1',
+    policyChecker(testLogger, env),
+  );
   const gateway = Gateway.createFromKubernetes({ system, logger: testLogger, kubernetes });
   await gateway.listen();
   await waitFor(() => gateway.notReady() === undefined, { timeoutMs: 15_000, what: 'the first sync' });

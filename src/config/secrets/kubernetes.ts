@@ -72,7 +72,7 @@ export class KubernetesSecretManager implements SecretManager {
     this.#api ??= (async () => {
       const [{ CoreV1Api }, { loadKubeConfig }] = await Promise.all([
         import('@kubernetes/client-node'),
-        import('../../kubernetes/source.js'),
+        import('../kubeconfig.js'),
       ]);
       let kc;
       try {

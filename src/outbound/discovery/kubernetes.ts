@@ -69,7 +69,7 @@ export class KubernetesSource extends DiscoverySource {
     const { namespace, kubeconfig } = this.#options;
     const [{ Informer }, { loadKubeConfig }] = await Promise.all([
       import('../../kubernetes/informer.js'),
-      import('../../kubernetes/source.js'),
+      import('../../config/kubeconfig.js'),
     ]);
     if (signal.aborted) throw new Error('stopped');
     const kc = loadKubeConfig(kubeconfig ?? undefined, process.env);

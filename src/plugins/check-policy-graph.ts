@@ -5,8 +5,8 @@
 import { checkGatewayShape, type SupernodeConfig } from '../config/gateway.js';
 import { ConfigRejected, type ConfigIssue } from '../config/schema-validate.js';
 import type { Logger } from '../core/logger.js';
-import { compileWith } from '../plugins/compile-with.js';
-import type { PolicyCheck } from './policy-crd.js';
+import { compileWith } from './compile-with.js';
+import type { PolicyCheck } from '../kubernetes/policy-crd.js';
 
 /** Verdicts kept, by the checked text: a sync re-checks only what changed. */
 const CACHE_MAX = 1000;
