@@ -106,6 +106,25 @@ test('mcp run_sandbox: runs a stored policy or ad-hoc nodes and stores a sandbox
     const neither = await fails(client, 'run_sandbox', { context: {} });
     assert.equal(neither.code, 'invalid_input');
     assert.match(neither.hint ?? '', /exactly one of/);
+    // The upstream points at a port nobody serves: unmocked it is a 502, mocked it answers the mock.
+    const unreachable = [
+      { id: 'backend', type: 'upstream', config: { targets: [{ host: '127.0.0.1', port: 9 }] } },
+    ];
+    const real = await ok(client, 'run_sandbox', { nodes: unreachable, on_error: 'client' });
+    assert.equal((real['trace'] as { status: number }).status, 502);
+    const mocked = await ok(client, 'run_sandbox', {
+      nodes: unreachable,
+      upstreams: { backend: { status: 418, headers: { 'x-mock': 'yes' }, body: 'mocked' } },
+    });
+    assert.deepEqual(mocked['mocked'], ['backend']);
+    assert.equal((mocked['trace'] as { status: number }).status, 418);
+    const badMock = await fails(client, 'run_sandbox', {
+      nodes: unreachable,
+      upstreams: { nope: { status: 200 } },
+    });
+    assert.equal(badMock.code, 'invalid_input');
+    assert.match(JSON.stringify(badMock), /nope/);
+
     const unknownType = await fails(client, 'run_sandbox', { nodes: [{ type: 'no-such-plugin' }] });
     assert.equal(unknownType.code, 'invalid_input');
     assert.match(JSON.stringify(unknownType), /no-such-plugin/);

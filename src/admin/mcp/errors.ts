@@ -133,7 +133,7 @@ function fromAdminError(err: AdminError): ToolError {
 }
 
 const SANDBOX_HINT =
-  'run_sandbox takes exactly one of "policy" (a stored policy name) or "nodes" ([{"id", "type", "config"}]), an optional "on_error" ("stop" or "client") and a flat "context": {"method", "path", "host", "headers": {...}, "query_params": {...}, "body", "message": {...}, "response": {"status_code", "headers", "body"}}.';
+  'run_sandbox takes exactly one of "policy" (a stored policy name) or "nodes" ([{"id", "type", "config"}]), an optional "on_error" ("stop" or "client") and a flat "context": {"method", "path", "host", "headers": {...}, "query_params": {...}, "body", "message": {...}, "response": {"status_code", "headers", "body"}} and optional "upstreams": {"<node id>": {"status", "headers", "body"}}.';
 
 function fromSandboxError(err: SandboxError): ToolError {
   const text = typeof err.body['message'] === 'string' ? err.body['message'] : err.message;

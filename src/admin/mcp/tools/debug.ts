@@ -159,7 +159,7 @@ export const debugTools: ToolDef[] = [
     // Nodes execute: outbound calls, store writes, scripts. That is admin power, not reading.
     scope: 'write',
     description:
-      'Run a stored policy ({"policy": "<name>"}) or ad-hoc nodes ({"nodes": [{"id", "type", "config"}]}, chained by success between an implicit listener and client) on a synthetic request through the real engine, and get the trace. Nodes execute for real: outbound calls happen and shared state (rate limits, caches, stores) may change; stored configuration does not. Ad-hoc nodes cannot read environment variables (`${NAME}`, `{{env.NAME}}` are refused). Needs a write token. `context` is flat: {"method", "path", "host", "headers": {...}, "query_params": {...}, "body", "message": {...}, "response": {"status_code", "headers", "body"}}. Needs debug.enabled and debug.sandbox.',
+      'Run a stored policy ({"policy": "<name>"}) or ad-hoc nodes ({"nodes": [{"id", "type", "config"}]}, chained by success between an implicit listener and client) on a synthetic request through the real engine, and get the trace. Nodes execute for real: outbound calls happen (unless `upstreams` mocks the node) and shared state (rate limits, caches, stores) may change; stored configuration does not. Ad-hoc nodes cannot read environment variables (`${NAME}`, `{{env.NAME}}` are refused). Needs a write token. `context` is flat: {"method", "path", "host", "headers": {...}, "query_params": {...}, "body", "message": {...}, "response": {"status_code", "headers", "body"}}. Needs debug.enabled and debug.sandbox.',
     inputSchema: {
       type: 'object',
       properties: {
@@ -182,6 +182,20 @@ export const debugTools: ToolDef[] = [
         context: {
           type: 'object',
           description: 'The synthetic request; every field optional ({} is GET /).',
+        },
+        upstreams: {
+          type: 'object',
+          additionalProperties: {
+            type: 'object',
+            properties: {
+              status: { type: 'integer' },
+              headers: { type: 'object', additionalProperties: { type: 'string' } },
+              body: { type: 'string' },
+            },
+            required: ['status'],
+          },
+          description:
+            'Node id → {status, headers?, body?}: that upstream-type node answers the mock instead of calling its backend (the `upstreams:` of a policy test).',
         },
       },
       additionalProperties: false,
