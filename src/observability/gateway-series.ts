@@ -5,6 +5,7 @@ import { collectDefaultMetrics, Counter, Gauge, type Registry } from 'prom-clien
 import type { Runtime } from '../engine/compile.js';
 import type { TlsConfig } from '../config/system.js';
 import { UpstreamNode } from '../plugins/core/upstream.js';
+import { TrafficSplitNode } from '../plugins/traffic/traffic-split.js';
 import { DISCOVERY_FOLLOWERS } from '../outbound/discovery/followers.js';
 
 /** What the scrape reads from a running gateway. */
@@ -147,12 +148,11 @@ interface TargetHealth {
 /** Every target of every upstream node of `runtime`; config-bounded, so the labels are too. */
 function* upstreamTargets(runtime: Runtime): Iterable<TargetHealth> {
   for (const policy of runtime.policies.values()) {
-    for (const node of policy.nodes.values()) {
-      if (!(node.instance instanceof UpstreamNode)) continue;
-      for (const state of node.instance.targetStates()) {
+    for (const { id, node } of upstreamNodes(policy.nodes.values())) {
+      for (const state of node.targetStates()) {
         yield {
           policy: policy.name,
-          node: node.id,
+          node: id,
           target: state.address,
           up: state.available ? 1 : 0,
           active: state.active,
@@ -162,15 +162,24 @@ function* upstreamTargets(runtime: Runtime): Iterable<TargetHealth> {
   }
 }
 
+/** A policy's upstream nodes, and those a traffic-split `config_ref` slot proxies through (node id `split/name`). */
+function* upstreamNodes(
+  nodes: Iterable<{ id: string; instance: unknown }>,
+): Iterable<{ id: string; node: UpstreamNode }> {
+  for (const node of nodes) {
+    if (node.instance instanceof UpstreamNode) yield { id: node.id, node: node.instance };
+    else if (node.instance instanceof TrafficSplitNode) yield* node.instance.innerUpstreams();
+  }
+}
+
 /** The upstream nodes of `runtime` and the stream pools that follow a discovery source. */
 function* discoveries(
   runtime: Runtime,
 ): Iterable<{ policy: string; node: string; source: string; targets: number; errors: number }> {
   for (const policy of runtime.policies.values()) {
-    for (const node of policy.nodes.values()) {
-      if (!(node.instance instanceof UpstreamNode)) continue;
-      const state = node.instance.discoveryState();
-      if (state !== null) yield { policy: policy.name, node: node.id, ...state };
+    for (const { id, node } of upstreamNodes(policy.nodes.values())) {
+      const state = node.discoveryState();
+      if (state !== null) yield { policy: policy.name, node: id, ...state };
     }
   }
   // The stream pools of this process (system.yaml `stream:`): policy '', node_id the listener.

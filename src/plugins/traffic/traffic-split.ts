@@ -172,13 +172,16 @@ export const trafficSplit = definePlugin({
   },
 });
 
-class TrafficSplitNode implements NodeInstance<SplitPort> {
+export class TrafficSplitNode implements NodeInstance<SplitPort> {
   readonly #rules: Rule[];
   readonly #pools: UpstreamPool[] = [];
   /** One upstream per distinct `config_ref` of this node, whichever slots name it. */
   readonly #shared = new Map<string, UpstreamNode>();
 
+  readonly #nodeId: string;
+
   constructor(config: TrafficSplitConfig, env: PluginEnv) {
+    this.#nodeId = env.nodeId;
     try {
       this.#rules = config.rules.map((rule, i) => this.#compileRule(rule, i, config.timeout_ms, env));
     } catch (err) {
@@ -281,6 +284,11 @@ class TrafficSplitNode implements NodeInstance<SplitPort> {
     const slot = pick(rule);
     if (slot.backend === null) return 'success';
     return forward(slot.backend, ctx);
+  }
+
+  /** The upstreams its `config_ref` slots proxy through, by the node id their metrics carry (`split/name`). */
+  *innerUpstreams(): Iterable<{ id: string; node: UpstreamNode }> {
+    for (const [name, node] of this.#shared) yield { id: `${this.#nodeId}/${name}`, node };
   }
 
   close(): void {

@@ -43,6 +43,14 @@ async function checkedOrigin(name: string, health: { status: number }): Promise<
   });
 }
 
+/** gateway_upstream_target_up of a target of policy p's canary slot (node id split/canary-up); undefined if absent. */
+async function targetUp(gw: RunningGateway, target: string): Promise<number | undefined> {
+  const text = (await gw.gateway.metrics.render()).body;
+  const line = `gateway_upstream_target_up{policy="p",node_id="split/canary-up",target="${target}"} `;
+  const found = text.split('\n').find((l) => l.startsWith(line));
+  return found === undefined ? undefined : Number(found.slice(line.length));
+}
+
 const healthzHits = (o: Origin): number => o.requests.filter((r) => r.url === '/healthz').length;
 
 async function gateway(yaml: string): Promise<RunningGateway> {
@@ -114,6 +122,10 @@ test('F28: a config_ref slot is health checked: a canary target failing /healthz
   assert.equal(sick.requests.filter((r) => r.url !== '/healthz').length, 0);
   assert.equal((await request(`${gw.url}/app/x`)).headers['x-origin'], 'stable');
 
+  // The slot's targets are in the dashboard's health series under node id split/canary-up.
+  assert.equal(await targetUp(gw, `127.0.0.1:${sick.port}`), 0);
+  assert.equal(await targetUp(gw, `127.0.0.1:${well.port}`), 1);
+
   // The slot and policy q's upstream probe the same targets the same way: one check per target.
   assert.equal(registryOf(gw).checks, 2);
 
@@ -138,6 +150,7 @@ test('F28: a config_ref slot is health checked: a canary target failing /healthz
       'canary-sick',
     { what: 'the recovered canary target back in rotation', timeoutMs: 15_000 },
   );
+  assert.equal(await targetUp(gw, `127.0.0.1:${sick.port}`), 1);
 });
 
 /** An origin that sends `first`, then holds the rest until `release()` is called. */
