@@ -289,11 +289,6 @@ async function run(args: CliArgs, early: EarlySignals | undefined): Promise<numb
   });
   handOver(early, ['SIGTERM', 'SIGINT'], 'drop');
   const workers = resolveWorkers(system.workers);
-  if (telemetry !== undefined && workers > 1) {
-    process.stderr.write('telemetry.otlp: runs with workers: 1 only for now (docs/opentelemetry.md)\n');
-    await telemetry.shutdown();
-    return 1;
-  }
   // `${secret:…}` of both files are read before the configuration compiles (docs/secrets.md).
   const secrets =
     system.secrets === undefined
@@ -384,7 +379,8 @@ async function run(args: CliArgs, early: EarlySignals | undefined): Promise<numb
     }
     throw err;
   }
-  telemetry?.exportMetrics(gateway.metrics.registry);
+  // With workers the primary exports the aggregated /metrics (docs/opentelemetry.md#workers).
+  telemetry?.exportMetrics(gateway.metrics.registry, workers > 1 ? () => gateway.renderMetrics() : undefined);
   // A changed secret value re-applies the configuration: the policies that use it compile again.
   secrets?.store?.start(
     () => void gateway.apply((current) => current, 'secrets').catch(() => undefined),

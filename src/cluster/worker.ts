@@ -153,7 +153,13 @@ export async function runClusterWorker(): Promise<number> {
     secrets.set(values);
     bindSecrets(process.env, secrets);
   }
-  const logger = createLogger(system.logging).child({ worker });
+  // Its own spans and logs, under a resource naming the worker; the primary exports the metrics.
+  const telemetry =
+    system.telemetry?.otlp === undefined
+      ? undefined
+      : (await import('../telemetry/index.js')).startTelemetry(system, process.env, { worker });
+  const logger = createLogger(system.logging, telemetry?.logSink).child({ worker });
+  telemetry?.useLogger(logger);
   log.to = logger;
   // The worker's copy never persists, watches or orders certificates; the primary does.
   const workerSystem = { ...system, config: { ...system.config, persist: false, watch: false } };
@@ -165,6 +171,7 @@ export async function runClusterWorker(): Promise<number> {
         wrapShared: workerSharedState(channel, leases),
         dataPlaneOnly: true,
         ...(gatewayPath === undefined ? {} : { gatewayPath }),
+        ...(telemetry === undefined ? {} : { telemetry }),
       },
       config,
     );
@@ -178,6 +185,7 @@ export async function runClusterWorker(): Promise<number> {
     if (pendingStream !== undefined) applyStream(running, pendingStream);
   } catch (err) {
     logger.error({ err }, 'worker cannot start');
+    await telemetry?.shutdown();
     return 1;
   }
   send({ t: 'ready' });
@@ -205,5 +213,7 @@ export async function runClusterWorker(): Promise<number> {
   // Everything it counted reaches the primary, which keeps it in the summed counters.
   await report(0).catch(() => undefined);
   await closeAllPools();
+  // What is still buffered (the drain's records too) is exported before the process ends.
+  await telemetry?.shutdown();
   return 0;
 }

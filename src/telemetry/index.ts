@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { diag, DiagLogLevel, type Span } from '@opentelemetry/api';
 import {
   defaultResource,
@@ -22,8 +23,9 @@ import type { NodeSpans } from '../engine/run.js';
 import { jsonFields } from '../observability/access-log-format.js';
 import type { RequestFinished } from '../observability/metrics.js';
 import { logExporter, metricExporter, traceExporter } from './exporters.js';
+import { parseExposition } from './exposition.js';
 import { emitAccessRecord, PinoLogBridge } from './log-bridge.js';
-import { PrometheusProducer } from './metrics-bridge.js';
+import { PrometheusProducer, type PromMetric } from './metrics-bridge.js';
 import { RequestTracing } from './request-spans.js';
 
 export { telemetrySchema, type OtlpConfig, type TelemetryConfig } from '../config/telemetry.js';
@@ -39,6 +41,38 @@ export interface GatewayTelemetry {
   finished(inner: RequestFinished): RequestFinished;
 }
 
+/** Where this process runs in a `workers: N` gateway (docs/opentelemetry.md#workers). */
+export interface TelemetryRole {
+  /** The worker slot (1…N) of a data-plane worker; absent for the primary or a single process. */
+  worker?: number;
+}
+
+/**
+ * The resource every signal of this process carries. The gateway's `service.instance.id` is the
+ * configured one (system.yaml `resource`, else `OTEL_RESOURCE_ATTRIBUTES`), else a random UUID
+ * per start, written back into `config.resource` so the workers, which get this system.yaml from
+ * the primary, derive theirs from it: `<id>-worker-<slot>`, with `switchyard.worker: <slot>`.
+ */
+function resourceOf(config: OtlpConfig, role: TelemetryRole) {
+  let resource = defaultResource()
+    .merge(resourceFromAttributes({ 'service.name': 'switchyard' }))
+    .merge(detectResources({ detectors: [envDetector] }))
+    .merge(resourceFromAttributes(config.resource));
+  const configured = resource.attributes['service.instance.id'];
+  let instance = typeof configured === 'string' || typeof configured === 'number' ? String(configured) : '';
+  if (instance === '') {
+    instance = randomUUID();
+    config.resource['service.instance.id'] = instance;
+    resource = resource.merge(resourceFromAttributes({ 'service.instance.id': instance }));
+  }
+  const perProcess: Record<string, string | number> = { 'process.pid': process.pid };
+  if (role.worker !== undefined) {
+    perProcess['service.instance.id'] = `${instance}-worker-${role.worker}`;
+    perProcess['switchyard.worker'] = role.worker;
+  }
+  return resource.merge(resourceFromAttributes(perProcess));
+}
+
 /** The running SDK: tracer, meter and logger providers over OTLP exporters (docs/opentelemetry.md). */
 export class Telemetry implements GatewayTelemetry {
   readonly spans: RequestTracing | undefined;
@@ -48,15 +82,17 @@ export class Telemetry implements GatewayTelemetry {
   readonly #meterProvider: MeterProvider | undefined;
   readonly #loggerProvider: LoggerProvider | undefined;
   readonly #system: SystemConfig;
-  #registry: Registry | undefined;
+  #metricsSource: (() => Promise<readonly PromMetric[]>) | undefined;
   #logger: Logger | undefined;
 
-  constructor(config: OtlpConfig, system: SystemConfig, env: NodeJS.ProcessEnv = process.env) {
+  constructor(
+    config: OtlpConfig,
+    system: SystemConfig,
+    env: NodeJS.ProcessEnv = process.env,
+    role: TelemetryRole = {},
+  ) {
     this.#system = system;
-    const resource = defaultResource()
-      .merge(resourceFromAttributes({ 'service.name': 'switchyard' }))
-      .merge(detectResources({ detectors: [envDetector] }))
-      .merge(resourceFromAttributes(config.resource));
+    const resource = resourceOf(config, role);
     if (config.traces.enabled) {
       const ratio = config.traces.sample_ratio;
       this.#tracerProvider = new TracerProvider({
@@ -66,7 +102,9 @@ export class Telemetry implements GatewayTelemetry {
       });
       this.spans = new RequestTracing(this.#tracerProvider.getTracer(SCOPE));
     }
-    if (config.metrics.enabled) {
+    // A worker's series reach the export through the primary's aggregated /metrics: exported
+    // once, summed as /metrics sums them, surviving worker restarts (docs/opentelemetry.md#workers).
+    if (config.metrics.enabled && role.worker === undefined) {
       const fromEnv = Number(env.OTEL_METRIC_EXPORT_INTERVAL);
       const interval =
         config.metrics.interval_s !== undefined
@@ -81,7 +119,7 @@ export class Telemetry implements GatewayTelemetry {
           interval,
           config.timeout_s === undefined ? 30_000 : config.timeout_s * 1000,
         ),
-        metricProducers: [new PrometheusProducer(() => this.#registry)],
+        metricProducers: [new PrometheusProducer(() => this.#metricsSource?.())],
       });
       this.#meterProvider = new MeterProvider({ resource, readers: [reader] });
     }
@@ -103,9 +141,15 @@ export class Telemetry implements GatewayTelemetry {
     this.#logger = logger;
   }
 
-  /** Exports this registry's series (the `/metrics` ones) from now on. */
-  exportMetrics(registry: Registry): void {
-    this.#registry = registry;
+  /**
+   * Exports the `/metrics` series from now on: this registry's, or with `workers: N` what
+   * `aggregated` renders (the primary's `/metrics`, every worker's series summed).
+   */
+  exportMetrics(registry: Registry, aggregated?: () => Promise<{ contentType: string; body: string }>): void {
+    this.#metricsSource =
+      aggregated === undefined
+        ? () => registry.getMetricsAsJSON()
+        : async () => parseExposition((await aggregated()).body);
   }
 
   finished(inner: RequestFinished): RequestFinished {
@@ -169,8 +213,9 @@ export class Telemetry implements GatewayTelemetry {
 export function startTelemetry(
   system: SystemConfig,
   env: NodeJS.ProcessEnv = process.env,
+  role: TelemetryRole = {},
 ): Telemetry | undefined {
   const config = system.telemetry?.otlp;
   if (config === undefined || env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true') return undefined;
-  return new Telemetry(config, system, env);
+  return new Telemetry(config, system, env, role);
 }

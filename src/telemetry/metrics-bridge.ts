@@ -9,37 +9,49 @@ import {
   type MetricData,
   type MetricProducer,
 } from '@opentelemetry/sdk-metrics';
-import type { Registry } from 'prom-client';
 import { emptyResource } from '@opentelemetry/resources';
 
-type PromMetric = Awaited<ReturnType<Registry['getMetricsAsJSON']>>[number];
-/** getMetricsAsJSON's values carry `metricName` for histogram and summary parts (`_bucket`, `_sum`, `_count`). */
-type PromValue = PromMetric['values'][number] & { metricName?: string };
+/**
+ * A metric family as prom-client's `getMetricsAsJSON` gives it, or as src/telemetry/exposition.ts
+ * reads it from the `/metrics` text; `metricName` names histogram and summary parts (`_bucket`,
+ * `_sum`, `_count`).
+ */
+export interface PromMetric {
+  name: string;
+  help: string;
+  type: unknown;
+  values: readonly PromValue[];
+}
+type PromValue = { labels: Record<string, string | number | undefined>; value: number; metricName?: string };
 
 const SCOPE = { name: 'switchyard' } as const;
 
 /**
- * The `/metrics` registry as OTLP: the same series under the same names (no second naming
- * scheme), read from prom-client at each export. Counters become monotonic cumulative sums,
+ * The `/metrics` series as OTLP: the same series under the same names (no second naming
+ * scheme), read at each export from prom-client's registry (one process) or from the
+ * aggregated `/metrics` of `workers: N` (docs/opentelemetry.md#workers). Counters become monotonic cumulative sums,
  * gauges gauges, histograms OTLP explicit-bucket histograms with the registry's bounds, and a
  * summary's quantiles gauges with a `quantile` attribute.
  */
 export class PrometheusProducer implements MetricProducer {
-  readonly #registry: () => Registry | undefined;
-  /** Cumulative series start when the process does (prom-client never resets them). */
+  readonly #source: () => Promise<readonly PromMetric[]> | undefined;
+  /**
+   * Cumulative series start when this process does: prom-client never resets them, and the
+   * summed series of `workers: N` restart only with the primary (docs/workers.md).
+   */
   readonly #start: HrTime = millisToHrTime(performance.timeOrigin);
 
-  constructor(registry: () => Registry | undefined) {
-    this.#registry = registry;
+  constructor(source: () => Promise<readonly PromMetric[]> | undefined) {
+    this.#source = source;
   }
 
   async collect(): Promise<CollectionResult> {
-    const registry = this.#registry();
+    const reading = this.#source();
     const metrics: MetricData[] = [];
     const errors: unknown[] = [];
-    if (registry !== undefined) {
+    if (reading !== undefined) {
       const now = millisToHrTime(Date.now());
-      for (const metric of await registry.getMetricsAsJSON()) {
+      for (const metric of await reading) {
         try {
           const data = convert(metric, this.#start, now);
           if (data !== undefined) metrics.push(data);
@@ -96,9 +108,7 @@ function convert(metric: PromMetric, startTime: HrTime, endTime: HrTime): Metric
         aggregationTemporality: AggregationTemporality.CUMULATIVE,
         dataPointType: DataPointType.GAUGE,
         dataPoints: metric.values
-          .filter(
-            (v) => (v as PromValue).metricName === undefined || (v as PromValue).metricName === metric.name,
-          )
+          .filter((v) => v.metricName === undefined || v.metricName === metric.name)
           .map((v) => point(v)),
       };
     case 'histogram':
@@ -127,7 +137,7 @@ function histogramPoints(metric: PromMetric, startTime: HrTime, endTime: HrTime)
       entry = { attributes, bounds: [], sum: 0, count: 0 };
       series.set(key, entry);
     }
-    const name: string = (v as PromValue).metricName ?? '';
+    const name: string = v.metricName ?? '';
     if (name.endsWith('_bucket')) {
       const le = v.labels.le;
       if (le !== undefined && le !== '+Inf') entry.bounds.push([Number(le), v.value]);
