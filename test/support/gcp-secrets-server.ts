@@ -27,6 +27,14 @@ export interface GcpSecretsServer {
   putSecret(project: string, secret: string, value: string): void;
   /** Every access token issued so far stops working (as after a revocation). */
   revokeTokens(): void;
+  /**
+   * An access token for `email` minted without a JWT, as the metadata server mints one for the
+   * workload's service account (test/support/gcp-metadata-server.ts).
+   */
+  issueToken(
+    email: string,
+    ttlS?: number,
+  ): { access_token: string; expires_in: number; token_type: 'Bearer' };
   /** Every request: what was asked, and how the server judged it. */
   readonly requests: { method: string; path: string; bearer: string | undefined; verdict: string }[];
   /** Access tokens issued, in order (a test checks none reaches a log). */
@@ -88,11 +96,15 @@ export async function startGcpSecretsServer(options: { tokenTtlS?: number } = {}
       send(res, 400, { error: 'invalid_grant', error_description: 'Invalid JWT Signature.' });
       return `refused: ${(err as Error).message}`;
     }
-    const accessToken = `ya29.${randomBytes(24).toString('base64url')}`;
-    tokens.set(accessToken, { email, expiresAt: Date.now() + ttl * 1000 });
-    issued.push(accessToken);
-    send(res, 200, { access_token: accessToken, expires_in: ttl, token_type: 'Bearer' });
+    send(res, 200, mint(email, ttl));
     return 'ok';
+  };
+
+  const mint = (email: string, ttlS: number) => {
+    const accessToken = `ya29.${randomBytes(24).toString('base64url')}`;
+    tokens.set(accessToken, { email, expiresAt: Date.now() + ttlS * 1000 });
+    issued.push(accessToken);
+    return { access_token: accessToken, expires_in: ttlS, token_type: 'Bearer' as const };
   };
 
   const access = (req: IncomingMessage, path: string, res: ServerResponse): string => {
@@ -189,6 +201,7 @@ export async function startGcpSecretsServer(options: { tokenTtlS?: number } = {}
       secrets.set(key, [...(secrets.get(key) ?? []), value]);
     },
     revokeTokens: () => tokens.clear(),
+    issueToken: (email, ttlS = ttl) => mint(email, ttlS),
     requests,
     issued,
     close: () =>
