@@ -6,11 +6,12 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readdirSync, statSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadGatewayConfig } from '../../src/config/gateway.js';
 import { loadSystemConfig } from '../../src/config/system.js';
+import { loadSecrets } from '../../src/config/secrets/load.js';
 import { compileWith } from '../../src/gateway.js';
 import { silentLogger } from '../../src/core/logger.js';
 
@@ -41,8 +42,16 @@ for (const file of files) {
   const name = relative(repo, file);
   if (file.endsWith('gateway.yaml')) {
     test(`examples: ${name} compiles`, async () => {
-      const runtime = compileWith(loadGatewayConfig(file), silentLogger, env, file);
+      // `${secret:…}` references resolve through the folder's system.yaml `secrets:`, as
+      // `switchyard validate --system-config` resolves them (examples/secrets, from the repo root).
+      const sibling = join(dirname(file), 'system.yaml');
+      const system = existsSync(sibling) ? loadSystemConfig(sibling) : undefined;
+      const own = { ...env };
+      const secrets =
+        system?.secrets === undefined ? undefined : await loadSecrets(system, silentLogger, file, own);
+      const runtime = compileWith(loadGatewayConfig(file), silentLogger, own, file);
       await runtime.close();
+      secrets?.store?.close();
     });
   } else if (/system[^/]*\.yaml$/.test(file)) {
     test(`examples: ${name} loads`, () => {
