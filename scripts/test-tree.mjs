@@ -4,7 +4,7 @@
 // gateway, several minutes over the suite; its transpiling is cached, the hooks are not.
 //
 // The shadow root holds a symbolic link to every top-level entry of the repository (.git included,
-// for `git ls-files`) except src/, test/ and bench/ (which tests import); in those, the compiled
+// for `git ls-files`) except src/, test/, bench/ and ui/src/ (which tests import); in those, the compiled
 // `.js` sits next to a link to each original file (the `.ts` sources too, for tests that read
 // them). Paths a test derives from `import.meta.dirname` (`../..` is the repository root, fixtures
 // next to the test) therefore lead to the same files.
@@ -16,6 +16,8 @@ import { join, relative } from 'node:path';
 const root = join(import.meta.dirname, '..');
 const cache = join(root, 'node_modules', '.cache', 'switchyard-test-tree');
 const COMPILED = new Set(['src', 'test', 'bench']);
+/** Top-level folders of which only some subfolders are compiled: tests import the editor's pure modules. */
+const PARTLY_COMPILED = { ui: ['src'] };
 
 /** Every file under `dir`, relative to the repository root. */
 function files(dir) {
@@ -61,10 +63,23 @@ export async function buildTestTree() {
   process.once('exit', () => rmSync(shadow, { recursive: true, force: true }));
   for (const name of readdirSync(root)) {
     if (COMPILED.has(name)) continue;
-    symlinkSync(join(root, name), join(shadow, name));
+    const inside = PARTLY_COMPILED[name];
+    if (inside === undefined) {
+      symlinkSync(join(root, name), join(shadow, name));
+      continue;
+    }
+    mkdirSync(join(shadow, name));
+    // Its other entries, and dist/ even before the editor build makes it (a link may dangle until then).
+    for (const entry of new Set([...readdirSync(join(root, name)), 'dist'])) {
+      if (!inside.includes(entry)) symlinkSync(join(root, name, entry), join(shadow, name, entry));
+    }
   }
-  const all = [...COMPILED].flatMap((dir) => files(join(root, dir)));
-  const sources = all.filter((path) => path.endsWith('.ts') && !path.endsWith('.d.ts'));
+  const dirs = [
+    ...COMPILED,
+    ...Object.entries(PARTLY_COMPILED).flatMap(([top, subs]) => subs.map((sub) => join(top, sub))),
+  ];
+  const all = dirs.flatMap((dir) => files(join(root, dir)));
+  const sources = all.filter((path) => /\.tsx?$/.test(path) && !path.endsWith('.d.ts'));
   await esbuild.build({
     entryPoints: sources.map((path) => join(root, path)),
     outdir: shadow,
