@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream';
+import { ClientTransport } from './transport.js';
 
 /** Header map with lowercased names; a value is a string or, for repeated headers, a list. */
 export type HeaderMap = Record<string, string | string[] | undefined>;
@@ -237,6 +238,11 @@ export class Context {
    * `compare`): a watcher may only observe (listen on `response.stream`), never change the answer.
    */
   responseWatchers: ((ctx: Context) => void)[] | undefined = undefined;
+  /**
+   * The client side a node takes over (streamed body, WebSocket, gRPC, gRPC-Web: ./transport.ts);
+   * undefined for a plain request, created by {@link transportOf} on first use.
+   */
+  transport: ClientTransport | undefined = undefined;
   #signal: AbortSignal | undefined;
 
   /** A given `signal` (tests, sandbox) also counts as the client going away when it aborts. */
@@ -271,6 +277,11 @@ export class Context {
     this.message['consumer.name'] = consumer.name;
     if (consumer.group !== undefined) this.message['consumer.group'] = consumer.group;
   }
+}
+
+/** The context's transport, created on first use. */
+export function transportOf(ctx: Context): ClientTransport {
+  return (ctx.transport ??= new ClientTransport());
 }
 
 /** Runs the context's response watchers; one that throws is skipped, the answer goes out anyway. */

@@ -154,3 +154,30 @@ export const PROXY_LOOP_BODY = {
   message:
     'The request has passed through this gateway listener.max_hops times (Via); an upstream points back at it',
 } as const;
+
+/** A request the gateway refuses before any policy runs: bad target, Host, header or HTTP/2 pseudo-header. */
+export function badRequestBody(message: string): { error: 'bad_request'; message: string } {
+  return { error: 'bad_request', message };
+}
+
+/** A buffered request body over `listener.max_body_bytes` (docs/routing.md#request-bodies). */
+export function payloadTooLargeBody(message: string): { error: 'payload_too_large'; message: string } {
+  return { error: 'payload_too_large', message };
+}
+
+/** A policy answer that cannot be written to the client (bad status or header). */
+export function invalidResponseBody(message: string): { error: 'bad_gateway'; message: string } {
+  return { error: 'bad_gateway', message: `invalid response: ${message}` };
+}
+
+/** An HTTP/1.1 `Upgrade` other than websocket on a request that cannot be served without it. */
+export const UNSUPPORTED_UPGRADE_BODY = {
+  error: 'bad_request',
+  message: 'only websocket upgrades are supported',
+} as const;
+
+/** An HTTP/2 request body that did not arrive within the listener's request timeout (408). */
+export const REQUEST_TIMEOUT_BODY = {
+  error: 'request_timeout',
+  message: 'request body not received in time',
+} as const;

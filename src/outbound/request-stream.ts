@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream';
-import type { Context } from '../core/context.js';
+import { transportOf, type Context } from '../core/context.js';
+import type { StreamedRequestBody } from '../core/transport.js';
 
 /** The client side that feeds a {@link RequestBodyStream}: node:http, HTTP/2 or the lean front. */
 export interface RequestBodySource {
@@ -20,7 +21,7 @@ const OPTIONS = { highWaterMark: 256 * 1024 };
  * Backpressure reaches the client: when the upstream does not drain, `push` returns false
  * and the source stops reading the client's socket (or HTTP/2 stream) until `_read`.
  */
-export class RequestBodyStream extends Readable {
+export class RequestBodyStream extends Readable implements StreamedRequestBody {
   readonly #source: RequestBodySource;
   /** The client's Content-Length, kept on the upstream request; undefined sends it chunked. */
   readonly announced: number | undefined;
@@ -90,14 +91,13 @@ export class BodyAlreadySent extends Error {
 
 function ignore(): void {}
 
-const streams = new WeakMap<Context, RequestBodyStream>();
-
 /** The server attaches the unread body of a policy that streams request bodies. */
 export function attachRequestStream(ctx: Context, stream: RequestBodyStream): void {
-  streams.set(ctx, stream);
+  transportOf(ctx).requestStream = stream;
 }
 
 /** The streamed request body of `ctx`, or undefined when the body was buffered (or there is none). */
 export function requestStreamOf(ctx: Context): RequestBodyStream | undefined {
-  return streams.get(ctx);
+  // Only attachRequestStream sets the field, always with a RequestBodyStream.
+  return ctx.transport?.requestStream as RequestBodyStream | undefined;
 }

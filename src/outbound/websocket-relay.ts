@@ -7,19 +7,19 @@ import {
   type IncomingMessage,
 } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import type { ServerHttp2Stream } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import type { ConnectionOptions } from 'node:tls';
-import type { Context, HeaderMap } from '../core/context.js';
+import { transportOf, type Context, type HeaderMap } from '../core/context.js';
+import type { ClientUpgrade } from '../core/transport.js';
 import { appendVia } from '../outbound/via.js';
 import { ClientAbortedError } from './errors.js';
+import { invalidResponseBody } from '../core/errors.js';
 
 /**
  * The client side of a WebSocket upgrade, attached to the context by the
  * server and taken over by the node that relays it (the upstream node).
  */
-export type ClientUpgrade =
-  { kind: 'http1'; socket: Duplex; head: Buffer } | { kind: 'http2'; stream: ServerHttp2Stream };
+export type { ClientUpgrade } from '../core/transport.js';
 
 export interface RelayTarget {
   host: string;
@@ -32,32 +32,29 @@ export interface RelayTarget {
   timeoutMs: number;
 }
 
-const upgrades = new WeakMap<Context, ClientUpgrade>();
 const tunnels = new Set<{ client: Duplex; upstream: Duplex }>();
 
 export function attachUpgrade(ctx: Context, upgrade: ClientUpgrade): void {
-  upgrades.set(ctx, upgrade);
+  transportOf(ctx).upgrade = upgrade;
 }
 
 export function upgradeOf(ctx: Context): ClientUpgrade | undefined {
-  return upgrades.get(ctx);
+  return ctx.transport?.upgrade;
 }
-
-const relayed = new WeakSet<Context>();
 
 /** True once a node took the connection over: the server must not write a response. */
 export function isRelayed(ctx: Context): boolean {
-  return relayed.has(ctx);
+  return ctx.transport?.relayed === true;
 }
 
 /** A node other than the WebSocket relay (the gRPC relay) took the client over. */
 export function markRelayed(ctx: Context): void {
-  relayed.add(ctx);
+  transportOf(ctx).relayed = true;
 }
 
 /** The node that took the client over hands the answer back to the server (grpc-transcode). */
 export function clearRelayed(ctx: Context): void {
-  relayed.delete(ctx);
+  if (ctx.transport !== undefined) ctx.transport.relayed = false;
 }
 
 /** Headers that belong to the client's hop; the upstream leg gets its own. */
@@ -82,7 +79,7 @@ const HOP = new Set([
  * `ctx.response` for the normal response path. Rejects on connect failure.
  */
 export function relayWebSocket(ctx: Context, target: RelayTarget): Promise<'relayed' | 'refused'> {
-  const upgrade = upgrades.get(ctx);
+  const upgrade = upgradeOf(ctx);
   if (upgrade === undefined) return Promise.resolve('refused');
   const headers: Record<string, string | string[]> = {};
   for (const [name, value] of Object.entries(ctx.request.headers)) {
@@ -137,8 +134,9 @@ export function relayWebSocket(ctx: Context, target: RelayTarget): Promise<'rela
     req.once('upgrade', (res: IncomingMessage, upstream: Duplex, upstreamHead: Buffer) => {
       req.setTimeout(0);
       (upstream as Duplex & { setTimeout?: (ms: number) => void }).setTimeout?.(0);
-      upgrades.delete(ctx);
-      relayed.add(ctx);
+      const transport = transportOf(ctx);
+      transport.upgrade = undefined;
+      transport.relayed = true;
       ctx.response.status = upgrade.kind === 'http1' ? 101 : 200;
       if (upgrade.kind === 'http1') {
         const lines = [`HTTP/1.1 101 ${STATUS_CODES[101]}`];
@@ -231,7 +229,7 @@ export function answerUpgrade(socket: Duplex, status: number, headers: HeaderMap
       socket,
       502,
       { 'content-type': 'application/json' },
-      Buffer.from(JSON.stringify({ error: 'bad_gateway', message: `invalid response: ${message}` })),
+      Buffer.from(JSON.stringify(invalidResponseBody(message))),
     );
     return;
   }

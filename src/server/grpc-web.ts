@@ -1,4 +1,5 @@
-import type { Context, HeaderMap } from '../core/context.js';
+import { transportOf, type Context, type HeaderMap } from '../core/context.js';
+import type { GrpcWebClient } from '../core/transport.js';
 import { encodeGrpcMessage, errorMessage, grpcStatusFor } from './grpc-error.js';
 import type { Reply } from './respond.js';
 import { sendResponse } from './respond.js';
@@ -28,21 +29,15 @@ export function isGrpcWebText(contentType: string): boolean {
 }
 
 /** The client's side of a gRPC-Web call: its reply, and the content type it was sent with. */
-export interface GrpcWebClient {
-  reply: Reply;
-  /** As received (nodes may rewrite the request's headers; the answer's type follows this one). */
-  contentType: string;
-}
-
-const clients = new WeakMap<Context, GrpcWebClient>();
+export type { GrpcWebClient } from '../core/transport.js';
 
 /** Set by the data plane for a gRPC-Web call: the `grpc-web` node writes the relayed answer itself. */
 export function attachGrpcWebReply(ctx: Context, res: Reply): void {
-  clients.set(ctx, { reply: res, contentType: ctx.request.header('content-type') ?? WEB });
+  transportOf(ctx).grpcWeb = { reply: res, contentType: ctx.request.header('content-type') ?? WEB };
 }
 
 export function grpcWebClientOf(ctx: Context): GrpcWebClient | undefined {
-  return clients.get(ctx);
+  return ctx.transport?.grpcWeb;
 }
 
 /** The content type of the answer: the request's (without parameters); plain `application/grpc-web` gets `+proto`. */
@@ -135,7 +130,7 @@ export function sendGrpcWebResponse(res: Reply, ctx: Context, done: () => void):
     return;
   }
   r.discardStream();
-  const requestType = clients.get(ctx)?.contentType ?? ctx.request.header('content-type') ?? WEB;
+  const requestType = ctx.transport?.grpcWeb?.contentType ?? ctx.request.header('content-type') ?? WEB;
   const headers: Record<string, string | string[]> = {
     ...carriedHeaders(r.headers),
     'content-type': answerContentType(requestType),

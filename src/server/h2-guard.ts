@@ -10,6 +10,7 @@ import {
 import type { Http2Config } from '../config/system.js';
 import { lastProgress } from '../outbound/grpc/progress.js';
 import { isGrpcContentType, sendGrpcError } from './grpc-error.js';
+import { badRequestBody, REQUEST_TIMEOUT_BODY } from '../core/errors.js';
 import type { ThrottledLog } from './throttled-log.js';
 import type { ClientBudget } from './connection-limit.js';
 
@@ -38,10 +39,7 @@ export interface Http2GuardOptions {
 
 type Http2Handler = (req: Http2ServerRequest, res: Http2ServerResponse) => void;
 
-const TIMEOUT_BODY = JSON.stringify({
-  error: 'request_timeout',
-  message: 'request body not received in time',
-});
+const TIMEOUT_BODY = JSON.stringify(REQUEST_TIMEOUT_BODY);
 
 /**
  * An HTTP/2 server (compatibility API) whose clients are bounded: the stream
@@ -132,7 +130,7 @@ function pseudoHeaderProblem(req: Http2ServerRequest): string | undefined {
 function refuse(req: Http2ServerRequest, res: Http2ServerResponse, message: string): void {
   if (isGrpcContentType(req.headers['content-type'])) sendGrpcError(res, 400, message);
   else {
-    const body = JSON.stringify({ error: 'bad_request', message });
+    const body = JSON.stringify(badRequestBody(message));
     res.writeHead(400, {
       'content-type': 'application/json',
       'content-length': String(Buffer.byteLength(body)),

@@ -1,27 +1,14 @@
 import { ServerResponse, STATUS_CODES } from 'node:http';
 import { Http2ServerResponse, type ServerHttp2Stream } from 'node:http2';
-import { ERROR_CODES } from '../core/errors.js';
+import { ERROR_CODES, invalidResponseBody } from '../core/errors.js';
 import { classifyCause } from '../outbound/classify.js';
 import { acceptsTrailers, relayTrailers } from '../outbound/upstream-body.js';
 import type { Readable } from 'node:stream';
 import type { Context, HeaderMap } from '../core/context.js';
+import type { Reply } from '../core/transport.js';
 
-/**
- * What answering needs of a response: node:http's ServerResponse, HTTP/2's
- * compatibility response and the lean front's LeanResponse all fit.
- */
-export interface Reply {
-  statusCode: number;
-  readonly headersSent: boolean;
-  readonly writableFinished: boolean;
-  writeHead(status: number, headers?: Record<string, string | string[] | number>): unknown;
-  write(chunk: Buffer): boolean;
-  end(): unknown;
-  end(chunk: Buffer | string): unknown;
-  destroy(): unknown;
-  once(event: 'close' | 'finish', listener: () => void): unknown;
-  on(event: 'drain', listener: () => void): unknown;
-}
+/** What answering needs of a response (node:http, HTTP/2 compatibility, the lean front). */
+export type { Reply } from '../core/transport.js';
 
 /**
  * Fires `gone` when the client leaves before the answer is complete: an
@@ -124,7 +111,7 @@ function writeStatus(res: Reply, status: number, headers: Record<string, string 
     return true;
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
-    sendJson(res, 502, { error: 'bad_gateway', message: `invalid response: ${message}` });
+    sendJson(res, 502, invalidResponseBody(message));
     return false;
   }
 }
