@@ -9,10 +9,13 @@
  * when the request has one, back-pressure, 502 on upstream failure, and the
  * upstream exchange aborted when the client goes away.
  *
- * Environment: UPSTREAM_PORT (required), PORT (default 0). Prints
- * `listening <port>` once bound.
+ * Environment: UPSTREAM_PORT (required), PORT (default 0), TLS_CERT and
+ * TLS_KEY (PEM file paths: serve HTTPS instead, for the tls scenario of
+ * bench/scenario-table.ts). Prints `listening <port>` once bound.
  */
-import { createServer, type ServerResponse } from 'node:http';
+import { readFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import { Pool, type Dispatcher } from 'undici';
 
 const HOP_BY_HOP = new Set([
@@ -144,7 +147,7 @@ if (!Number.isInteger(upstreamPort) || upstreamPort <= 0) throw new Error('UPSTR
 // The gateway's upstream pool shape: unbounded connections, keep-alive, no pipelining.
 const pool = new Pool(`http://127.0.0.1:${upstreamPort}`, { pipelining: 1, keepAliveTimeout: 60_000 });
 
-const server = createServer((req, res) => {
+const handle = (req: IncomingMessage, res: ServerResponse): void => {
   const { headers, hasBody } = requestHeaders(req.rawHeaders);
   pool.dispatch(
     {
@@ -156,7 +159,14 @@ const server = createServer((req, res) => {
     },
     new Exchange(res),
   );
-});
+};
+const server =
+  process.env.TLS_CERT === undefined || process.env.TLS_KEY === undefined
+    ? createServer(handle)
+    : createHttpsServer(
+        { cert: readFileSync(process.env.TLS_CERT), key: readFileSync(process.env.TLS_KEY) },
+        handle,
+      );
 server.keepAliveTimeout = 60_000;
 server.listen(Number(process.env.PORT ?? 0), '127.0.0.1', () => {
   const address = server.address();
