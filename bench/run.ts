@@ -14,7 +14,9 @@
  *
  * Environment: BENCH_SECONDS (per run, default 5), BENCH_ROUNDS (default 3),
  * BENCH_CONNECTIONS (default 50), BENCH_SCENARIOS (comma list of scenario
- * names, default all; `grpc-unary`, bench/grpc.ts, runs only when listed),
+ * names, default all; `grpc-unary`, bench/grpc.ts, and `ai-stream`,
+ * bench/ai-stream.ts, run only when listed; the latter reads BENCH_AI_STREAMS,
+ * BENCH_AI_TOKENS and BENCH_AI_TOKEN_INTERVAL_MS),
  * BENCH_PEERS (comma list, default `minimal,fastify`),
  * BENCH_PIN=0 (no pinning).
  */
@@ -36,6 +38,7 @@ import {
 } from './measure.js';
 import { peerPath, scenarios, type Payload } from './scenarios.js';
 import { GRPC_SCENARIO, grpcTableRows, runGrpcBench } from './grpc.js';
+import { AI_STREAM_SCENARIO, aiStreamTableRows, runAiStreamBench } from './ai-stream.js';
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 5);
 const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -175,7 +178,7 @@ async function main(): Promise<void> {
         children,
       });
       grpcTable = markdownTable(grpcTableRows(rows));
-      if (selected.length === 0) {
+      if (selected.length === 0 && !only.includes(AI_STREAM_SCENARIO)) {
         console.log(
           `\nSwitchyard gRPC benchmark — ${new Date().toISOString().slice(0, 10)}, node ${process.version}, ` +
             `${cpus().length} CPUs, ${rounds} rounds × ${seconds}s interleaved, ${connections} calls in flight on one ` +
@@ -184,6 +187,40 @@ async function main(): Promise<void> {
         console.log(grpcTable);
         return;
       }
+    }
+    // AI streaming (bench/ai-stream.ts): opt-in, BENCH_SCENARIOS=ai-stream.
+    let aiTable: string | undefined;
+    if (only?.includes(AI_STREAM_SCENARIO) === true) {
+      const streams = Number(process.env.BENCH_AI_STREAMS ?? 16);
+      const tokens = Number(process.env.BENCH_AI_TOKENS ?? 64);
+      const intervalMs = Number(process.env.BENCH_AI_TOKEN_INTERVAL_MS ?? 1);
+      const rows = await runAiStreamBench({
+        seconds,
+        rounds,
+        streams,
+        tokens,
+        intervalMs,
+        targetCpu: pinning.target,
+        dir,
+        children,
+      });
+      aiTable =
+        `AI streaming (${streams} streams in flight, ${tokens} tokens each, ${intervalMs} ms apart; ` +
+        `TTFT added = p50 − direct p50; × provider CPU = CPU per token ÷ the provider's own)\n\n` +
+        markdownTable(aiStreamTableRows(rows));
+    }
+    if ((grpcTable !== undefined || aiTable !== undefined) && selected.length === 0) {
+      console.log(
+        `\nSwitchyard benchmark — ${new Date().toISOString().slice(0, 10)}, node ${process.version}, ` +
+          `${cpus().length} CPUs, ${rounds} rounds × ${seconds}s interleaved; medians\n${pinning.describe}\n`,
+      );
+      if (grpcTable !== undefined) console.log(`gRPC unary\n\n${grpcTable}\n`);
+      if (aiTable !== undefined) console.log(aiTable);
+      if (seconds < 5 || rounds < 3)
+        console.log(
+          '\nShort settings (under 3 rounds × 5 s): a smoke run of the harness, not a result to publish.',
+        );
+      return;
     }
     const payloads = [...new Set(selected.map((s) => s.payload ?? 'hello'))];
     if (payloads.length === 0) payloads.push('hello');
@@ -298,6 +335,7 @@ async function main(): Promise<void> {
       console.log(
         `\ngRPC unary (${connections} calls in flight; × direct = calls/s ÷ the direct call’s)\n\n${grpcTable}`,
       );
+    if (aiTable !== undefined) console.log(`\n${aiTable}`);
     if (seconds < 5 || rounds < 3)
       console.log(
         '\nShort settings (under 3 rounds × 5 s): a smoke run of the harness, not a result to publish.',
