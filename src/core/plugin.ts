@@ -3,6 +3,7 @@ import type { ConsumerIndex } from './consumers.js';
 import type { Logger } from './logger.js';
 import type { StoreLookup } from './store.js';
 import type { GatewayScope } from './gateway-scope.js';
+import type { FromSchema, JSONSchema } from 'json-schema-to-ts';
 
 export type JsonSchema = Record<string, unknown>;
 
@@ -119,7 +120,7 @@ export interface PluginDefinition<C = Record<string, unknown>, P extends string 
    */
   relaysOn?: string;
   /** Whether this instance reads the response body; drives streaming inference. */
-  readsResponseBody?: (config: C) => boolean;
+  readsResponseBody?(config: C): boolean;
   /**
    * `false` declares that the node never reads (nor replaces) `ctx.request.body`, so a policy made
    * only of such nodes streams request bodies to the upstream (docs/routing.md#request-bodies); a
@@ -130,8 +131,21 @@ export interface PluginDefinition<C = Record<string, unknown>, P extends string 
   create(config: C, env: PluginEnv): NodeInstance<P>;
 }
 
-/** Identity helper that keeps the config and port types of a plugin definition. */
-export function definePlugin<C, P extends string>(def: PluginDefinition<C, P>): PluginDefinition<C, P> {
+/**
+ * The config `create` receives for a node whose schema is `S`: the type `S` describes, with every
+ * key that has a `default` present (defaults are applied before `create`). `unknown` when `S` is
+ * not a literal schema (built at run time or widened): such a definition annotates `create`'s config.
+ */
+export type ConfigOf<S> = S extends JSONSchema ? FromSchema<S> : unknown;
+
+/**
+ * Identity helper that keeps the port types of a plugin definition and derives its config type
+ * from `schema` (read as a `const` literal): `create` and the per-instance callbacks receive
+ * `ConfigOf<typeof schema>`, so no interface restates the schema.
+ */
+export function definePlugin<const S extends JsonSchema, P extends string>(
+  def: PluginDefinition<ConfigOf<S>, P> & { schema: S },
+): PluginDefinition<ConfigOf<S>, P> {
   return def;
 }
 

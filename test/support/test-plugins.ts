@@ -27,7 +27,7 @@ export const gate = definePlugin({
   },
 });
 
-export const failing = definePlugin<{ code: string; async: boolean }, 'success'>({
+export const failing = definePlugin({
   type: 'test-fail',
   category: 'test',
   description: 'Always fails with the configured code; async when async: true.',
@@ -40,7 +40,7 @@ export const failing = definePlugin<{ code: string; async: boolean }, 'success'>
     },
   },
   outputs: { success: { kind: 'success' } },
-  create(config: { code: string; async: boolean }) {
+  create(config) {
     const fail = (): never => {
       throw new NodeError(customErrorCode(config.code), 'test node failed', { status: 503 });
     };

@@ -1,12 +1,5 @@
 import { definePlugin } from '../../core/plugin.js';
-import { headerListSchema, headerPairs, type HeaderListConfig } from '../shared-schemas.js';
-
-interface EchoConfig {
-  body?: string;
-  before_body?: string;
-  after_body?: string;
-  headers?: HeaderListConfig;
-}
+import { headerListSchema, headerPairs } from '../shared-schemas.js';
 
 /** Testing aid: replaces or wraps the response body and sets response headers. */
 export const echo = definePlugin({
@@ -26,9 +19,9 @@ export const echo = definePlugin({
   outputs: { success: { kind: 'success' } },
   templated: ['body', 'before_body', 'after_body', 'headers.*'],
   // Wrapping keeps the current body, so it must be read; replacing it does not.
-  readsResponseBody: (c: EchoConfig) =>
+  readsResponseBody: (c) =>
     c.body === undefined && (c.before_body !== undefined || c.after_body !== undefined),
-  create(config: EchoConfig, env) {
+  create(config, env) {
     const body = config.body === undefined ? undefined : env.template(config.body, 'body');
     const before =
       config.before_body === undefined ? undefined : env.template(config.before_body, 'before_body');

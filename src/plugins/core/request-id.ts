@@ -4,13 +4,6 @@ import { ConfigError, definePlugin } from '../../core/plugin.js';
 import { mentionsResponseBody } from '../response-body-refs.js';
 import { configReadsRequestBody } from '../request-body-refs.js';
 
-interface RequestIdConfig {
-  header_name: string;
-  include_in_response: boolean;
-  algorithm: 'uuid' | 'nanoid' | 'range_id';
-  range_id: { char_set: string; length: number };
-}
-
 const NANOID_ALPHABET = 'useandom-26T198340PX75pxJACKVERYMINDBUSHWOLF_GQZbfghjklqvwyzrict';
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const POOL_SIZE = 4096;
@@ -105,8 +98,8 @@ export const requestId = definePlugin({
   outputs: { success: { kind: 'success' } },
   templated: ['header_name'],
   // docs/configuration.md#streaming: only a header name that renders the response body makes this node read it.
-  readsResponseBody: (config: RequestIdConfig) => mentionsResponseBody(config.header_name, false),
-  create(config: RequestIdConfig, env) {
+  readsResponseBody: (config) => mentionsResponseBody(config.header_name, false),
+  create(config, env) {
     const template = env.template(config.header_name, 'header_name', { phase: 'response' });
     let fixedName: string | undefined;
     if (template.isStatic) {

@@ -2,13 +2,6 @@ import { ConfigError, definePlugin } from '../../core/plugin.js';
 import { configReadsRequestBody } from '../request-body-refs.js';
 import { RESTRICTION_OUTPUTS } from '../auth/shared.js';
 
-interface RefererRestrictionConfig {
-  whitelist?: string[];
-  blacklist?: string[];
-  bypass_missing: boolean;
-  message: string;
-}
-
 /** Exact hosts plus `*`-prefixed suffixes (`*.example.com` keeps `.example.com`). */
 interface HostMatcher {
   exact: Set<string>;
@@ -90,7 +83,7 @@ export const refererRestriction = definePlugin({
   outputs: RESTRICTION_OUTPUTS,
   templated: ['message'],
   readsResponseBody: () => false,
-  create(config: RefererRestrictionConfig, env) {
+  create(config, env) {
     const white = compileHosts(config.whitelist ?? [], 'whitelist');
     const black = compileHosts(config.blacklist ?? [], 'blacklist');
     const whiteMode = white.exact.size + white.suffixes.length > 0;
