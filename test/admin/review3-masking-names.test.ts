@@ -39,12 +39,17 @@ const LOGSHIP = {
 };
 const LEAKS = /QVVUSEhEUi1TRUNSRVQ|QKEY-123|COLLECTOR-KEY-123/;
 
+/** F-15: the value a script reads through a ${VAR} placeholder, from the gateway's environment. */
+const F15_SCRIPT_KEY = 'LUA-ENV-KEY-f15-0123456789';
+/** F-15: a secret written into script text as a literal (shown as written: documented, out of scope). */
+const F15_LITERAL = 'LITERAL-IN-SCRIPT-f15';
+
 let config: SpawnedConfig;
 let gw: GatewayProcess;
 let admin: string;
 before(async () => {
   config = await spawnedConfig(SYSTEM);
-  gw = await startSpawned(config);
+  gw = await startSpawned(config, { F15_SCRIPT_KEY });
   admin = `http://127.0.0.1:${config.adminPort}`;
 });
 after(async () => {
@@ -126,4 +131,52 @@ test('F-7: a name holding a lone UTF-16 surrogate is refused with 400 before any
   });
   assert.equal(ok.status, 201, await ok.text());
   assert.equal(ok.headers.get('location'), `/api/routes/${encodeURIComponent('x😀')}`);
+});
+
+test('F-15: script text is shown as written: a ${VAR} placeholder stays a placeholder for viewers and read tokens while the script runs with its value; a literal is shown as docs/security.md says', async () => {
+  const inline = [
+    'function execute(ctx)',
+    `  local literal = "${F15_LITERAL}"`,
+    '  ctx.response.status_code = 200',
+    '  ctx.response.body = "key=${F15_SCRIPT_KEY}"',
+    '  return ctx, "respond"',
+    'end',
+  ].join('\n');
+  const policy = {
+    nodes: [
+      { id: 'in', type: 'listener' },
+      { id: 's', type: 'script', config: { inline } },
+      { id: 'out', type: 'client' },
+    ],
+    edges: [
+      { from: 'in.out', to: 's.in' },
+      { from: 's.respond', to: 'out.in' },
+      { from: 's.success', to: 'out.in' },
+    ],
+  };
+  const put = await asAdmin('PUT', '/api/policies/f15-script', policy);
+  assert.ok(put.status === 200 || put.status === 201, await put.text());
+  const route = await asAdmin('POST', '/api/routes', {
+    name: 'f15',
+    match: { path: '/f15' },
+    policy: 'f15-script',
+  });
+  assert.equal(route.status, 201, await route.text());
+  // The script runs with the environment's value.
+  const served = await fetch(`http://127.0.0.1:${config.dataPort}/f15`);
+  assert.equal(await served.text(), `key=${F15_SCRIPT_KEY}`);
+  const shown: Record<string, string> = {
+    'viewer GET /api/policies/f15-script': await (await asViewer('GET', '/api/policies/f15-script')).text(),
+    'viewer GET /api/config/export': await (await asViewer('GET', '/api/config/export')).text(),
+    'mcp get_policy': await mcpRead('get_policy', { name: 'f15-script' }),
+    'mcp export_config': await mcpRead('export_config', {}),
+  };
+  for (const [where, text] of Object.entries(shown)) {
+    assert.doesNotMatch(text, new RegExp(F15_SCRIPT_KEY), `${where}: the resolved value never shows`);
+    assert.match(text, /\$\{F15_SCRIPT_KEY\}/, `${where}: the placeholder is shown`);
+    // Masking reads keys, header maps and URLs, not free text (docs/security.md): a literal in
+    // script text is shown as written. If this starts to fail, script text became masked: update
+    // docs/security.md and docs/mcp.md#masking with it.
+    assert.match(text, new RegExp(F15_LITERAL), `${where}: the literal is shown as written`);
+  }
 });

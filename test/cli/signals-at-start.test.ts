@@ -91,7 +91,7 @@ async function signalReloads(config: SpawnedConfig): Promise<number> {
 }
 
 test(
-  'signals: a SIGHUP sent right after spawn never kills the gateway; it reloads once started',
+  'signals (issue 38 item 5): a SIGHUP sent right after spawn never kills the gateway; it reloads once started',
   { skip: !linux && 'reads /proc/<pid>/status' },
   async () => {
     const ROUNDS = 10;
@@ -132,7 +132,7 @@ test(
 );
 
 test(
-  'signals: a SIGTERM or SIGINT during start-up stops the gateway cleanly (exit 0, not killed)',
+  'signals (issue 38 item 5): a SIGTERM or SIGINT during start-up stops the gateway cleanly (exit 0, not killed)',
   { skip: !linux && 'reads /proc/<pid>/status' },
   async () => {
     for (const signal of ['SIGTERM', 'SIGINT'] as const) {

@@ -104,7 +104,7 @@ async function through(side: Side, mode: Mode): Promise<Answer> {
 }
 
 for (const mode of MODES) {
-  test(`bad origin ${mode.name}: the next client gets the origin's GOOD; the lean client answers as undici does`, async () => {
+  test(`F-2 differential: bad origin ${mode.name}: the next client gets the origin's GOOD; the lean client answers as undici does`, async () => {
     const lean = seen(await through(sides.lean, mode));
     const undici = seen(await through(sides.undici, mode));
     const reason = DIFFERENT[mode.name];
@@ -113,7 +113,7 @@ for (const mode of MODES) {
   });
 }
 
-test('bad origin: the suite covers the review’s 66 modes and more', () => {
+test('F-2 differential: the suite covers the review’s 66 modes and more', () => {
   assert.ok(MODES.length >= 66, `${MODES.length} modes`);
   for (const name of Object.keys(DIFFERENT))
     assert.ok(

@@ -65,13 +65,25 @@ before(async () => {
   fronts.node = node;
   if (nginxInstalled()) fronts.nginx = await nginxFront();
   else nginxMissing = 'nginx is not installed (npm run setup installs it): the nginx column is skipped';
+  // One answered request through each front before the first input: the gateways load modules
+  // lazily on their first request, which on a loaded machine outlasts the exchange's idle window;
+  // the first input's requests then reached the origin during the next input and were counted
+  // there (seen as a lean/node difference on the second input, the first compared nothing).
+  await Promise.all(
+    [fronts.lean, fronts.node, fronts.nginx].map(async (front) => {
+      if (front === undefined) return;
+      const answer = await fetch(`http://127.0.0.1:${front.port}/warm-up`);
+      await answer.arrayBuffer();
+      await front.origin.settled();
+    }),
+  );
 });
 
 after(async () => {
   await Promise.all([fronts.lean?.stop(), fronts.node?.stop(), fronts.nginx?.stop()]);
 });
 
-test('http1 differential: nginx is there to compare with (required when CI=true)', (t) => {
+test('http1 differential (F-1, F-9, F-10, F-11): nginx is there to compare with (required when CI=true)', (t) => {
   if (fronts.nginx !== undefined) return;
   if (process.env['CI'] === 'true') assert.fail(nginxMissing);
   t.skip(nginxMissing);
@@ -83,7 +95,7 @@ const show = (f: readonly Forwarded[]) =>
     : f.map((r) => `${r.method} ${r.url} body=${JSON.stringify(r.body)}`).join('; ');
 
 for (const c of CASES) {
-  test(`http1 differential: ${c.name}`, async () => {
+  test(`http1 differential (F-1, F-9, F-10, F-11): ${c.name}`, async () => {
     const input = [Buffer.from(c.input, 'latin1')];
     const [lean, node, nginx] = await Promise.all([
       observe(fronts.lean!, input),
@@ -173,9 +185,14 @@ let seed = 38;
 let deliveries = 0;
 for (const [name, base] of Object.entries(BASES)) {
   const thisSeed = seed++;
-  test(`http1 split reads (lean front): "${name}" at every byte offset and in 30 random splits reaches the origin as unsplit`, async () => {
+  test(`F-1 http1 split reads (lean front): "${name}" at every byte offset and in 30 random splits reaches the origin as unsplit`, async () => {
     const front = fronts.lean!;
-    const reference = await observe(front, [Buffer.from(base, 'latin1')]);
+    // Waits for one answer per request of the base (or the close), not for a quiet moment: on a
+    // loaded machine an answer can take longer than any idle window, and a delivery cut short by
+    // one looked like a split that lost a request. idleMs is only the safety net for a split the
+    // front never answers (a real failure, reported after 5 s).
+    const requests = base.split(' HTTP/1.1\r\n').length - 1;
+    const reference = await observe(front, [Buffer.from(base, 'latin1')], { expect: requests, idleMs: 5000 });
     assert.ok(reference.forwarded.length > 0, 'the unsplit request is forwarded');
     const expected = normalise(reference.forwarded, ID);
     const expect = reference.exchange.statuses.length;
@@ -187,7 +204,7 @@ for (const [name, base] of Object.entries(BASES)) {
         const index = next++;
         const id = String(++deliveries).padStart(5, '0');
         const bytes = Buffer.from(base.replaceAll(`/s/${ID}/`, `/s/${id}/`), 'latin1');
-        const result = await observe(front, cut(bytes, plans[index]!), { expect, gapMs: 1, idleMs: 500 });
+        const result = await observe(front, cut(bytes, plans[index]!), { expect, gapMs: 1, idleMs: 5000 });
         const mine = front.origin.seen.filter((f) => f.url.startsWith(`/s/${id}/`));
         const got = normalise(mine, id);
         if (got !== expected || result.exchange.statuses.join() !== reference.exchange.statuses.join())
