@@ -128,6 +128,74 @@ describe('ai-proxy: Gemini targets', () => {
     assert.deepEqual([usage?.input_tokens, usage?.output_tokens], [3, 6]);
   });
 
+  test('ai-proxy: a Gemini function call streamed to the openai SDK is a tool call chunk with finish_reason tool_calls', async () => {
+    const stream = await h.openai('og').chat.completions.create({
+      model: 'x',
+      stream: true,
+      tools: [
+        {
+          type: 'function',
+          function: {
+            name: 'get_weather',
+            parameters: { type: 'object', properties: { city: { type: 'string' } } },
+          },
+        },
+      ],
+      messages: [{ role: 'user', content: 'weather?' }],
+    });
+    const list = [];
+    for await (const c of stream) list.push(c);
+    const calls = list.flatMap((c) => c.choices[0]?.delta.tool_calls ?? []);
+    assert.equal(calls[0]?.function?.name, 'get_weather');
+    assert.ok((calls[0]?.id ?? '') !== '', 'the tool call has an id');
+    assert.deepEqual(JSON.parse(calls.map((c) => c.function?.arguments ?? '').join('')), { city: 'Paris' });
+    assert.equal(list.find((c) => c.choices[0]?.finish_reason)?.choices[0]?.finish_reason, 'tool_calls');
+  });
+
+  test('ai-proxy: Anthropic SDK tool use over a Gemini target, whole and streamed; the tool_use id comes back as the functionResponse id', async () => {
+    const client = h.anthropic('ag');
+    const tools = [
+      {
+        name: 'get_weather',
+        input_schema: { type: 'object' as const, properties: { city: { type: 'string' } } },
+      },
+    ];
+    const whole = await client.messages.create({
+      model: 'x',
+      max_tokens: 50,
+      tools,
+      messages: [{ role: 'user', content: 'weather?' }],
+    });
+    assert.equal(whole.stop_reason, 'tool_use');
+    const use = whole.content.find((b): b is Anthropic.ToolUseBlock => b.type === 'tool_use');
+    assert.ok(use !== undefined, 'a tool_use block');
+    assert.equal(use.name, 'get_weather');
+    assert.deepEqual(use.input, { city: 'Paris' });
+    const streamed = await client.messages
+      .stream({ model: 'x', max_tokens: 50, tools, messages: [{ role: 'user', content: 'weather?' }] })
+      .finalMessage();
+    assert.equal(streamed.stop_reason, 'tool_use');
+    const streamedUse = streamed.content.find((b): b is Anthropic.ToolUseBlock => b.type === 'tool_use');
+    assert.equal(streamedUse?.name, 'get_weather');
+    assert.deepEqual(streamedUse?.input, { city: 'Paris' });
+    const answer = await client.messages.create({
+      model: 'x',
+      max_tokens: 50,
+      tools,
+      messages: [
+        { role: 'user', content: 'weather?' },
+        { role: 'assistant', content: whole.content },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: 'sunny' }] },
+      ],
+    });
+    assert.equal((answer.content[0] as Anthropic.TextBlock).text, 'tool said: sunny');
+    const contents = h.geminiProvider.requests.at(-1)!.body.contents as { role: string; parts: unknown[] }[];
+    assert.deepEqual(contents[2], {
+      role: 'user',
+      parts: [{ functionResponse: { id: use.id, name: 'get_weather', response: { content: 'sunny' } } }],
+    });
+  });
+
   test('ai-proxy: a Gemini 429 (RESOURCE_EXHAUSTED) falls back to the next target', async () => {
     h.geminiProvider.next(429);
     const answer = await h
