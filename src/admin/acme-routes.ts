@@ -1,5 +1,5 @@
 import type { Gateway } from '../gateway.js';
-import { AdminError, json, notFound } from './http.js';
+import { adminError, json, notFound } from './http.js';
 import type { AdminRoute } from './router.js';
 
 /**
@@ -24,7 +24,7 @@ export function acmeRoutes(gateway: Gateway): AdminRoute[] {
       auth: true,
       handler: ({ params, query }) => {
         const acme = gateway.acme;
-        if (acme === undefined) throw new AdminError(501, { error: 'acme_disabled' });
+        if (acme === undefined) throw adminError('acme_disabled');
         const force = query.get('force') === 'true';
         switch (acme.renew(params.id as string, force)) {
           case 'scheduled':
@@ -32,7 +32,7 @@ export function acmeRoutes(gateway: Gateway): AdminRoute[] {
           case 'not_due':
             return json(200, { scheduled: false, reason: 'not_due' });
           case 'in_progress':
-            throw new AdminError(409, { error: 'in_progress' });
+            throw adminError('in_progress');
           case 'unknown':
             throw notFound();
         }

@@ -1,6 +1,6 @@
 import type { Gateway } from '../gateway.js';
 import type { CacheTarget } from '../core/plugin.js';
-import { AdminError, json } from './http.js';
+import { adminError, json } from './http.js';
 import type { AdminRoute } from './router.js';
 
 /** One backend's outcome in a purge answer (docs/admin-api.md). */
@@ -71,14 +71,12 @@ export function cacheRoutes(gateway: Gateway): AdminRoute[] {
         const id = params['id'] ?? '';
         const result = await purgeCache(gateway, id);
         if (result.kind === 'not_found') {
-          throw new AdminError(404, {
-            error: 'not_found',
+          throw adminError('not_found', {
             message: `no proxy-cache pair with id '${id}' in any policy`,
           });
         }
         if (result.kind === 'failed') {
-          throw new AdminError(502, {
-            error: 'cache_purge_failed',
+          throw adminError('cache_purge_failed', {
             message: `purging '${id}' failed on ${result.failures.join('; ')}`,
             id,
             purged: result.purged,

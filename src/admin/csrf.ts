@@ -1,11 +1,11 @@
 import type { IncomingMessage } from 'node:http';
-import type { Reply } from './http.js';
+import { adminErrorReply, type Reply } from './http.js';
 
 const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 export const isWrite = (method: string): boolean => WRITES.has(method);
 
-const forbidden = (message: string): Reply => ({ status: 403, body: { error: 'forbidden', message } });
+const forbidden = (message: string): Reply => adminErrorReply('forbidden', { message });
 
 function normalizedOrigin(text: string): string | undefined {
   try {
@@ -60,15 +60,12 @@ export function contentTypeGuard(req: IncomingMessage, method: string): Reply | 
   if (!isWrite(method)) return undefined;
   const type = req.headers['content-type'];
   if (type !== undefined ? isJson(type) : !hasBody(req)) return undefined;
-  return {
-    status: 415,
-    body: {
-      error: 'unsupported_media_type',
-      message: 'Admin API writes take Content-Type: application/json',
-    },
+  return adminErrorReply(
+    'unsupported_media_type',
+    { message: 'Admin API writes take Content-Type: application/json' },
     // RFC 9110 §15.5.16: Accept names the media types that would have been taken.
-    headers: { accept: 'application/json' },
-  };
+    { accept: 'application/json' },
+  );
 }
 
 function hasBody(req: IncomingMessage): boolean {

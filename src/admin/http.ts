@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ConfigIssue } from '../config/schema-validate.js';
 import type { SystemConfig } from '../config/system.js';
+import { ADMIN_ERROR_STATUS, adminErrorBody, adminProblemBody, type AdminErrorCode } from '../core/errors.js';
 
 /** What a handler answers: a JSON value, or text with its content type. */
 export interface Reply {
@@ -27,10 +28,28 @@ export class AdminError extends Error {
   }
 }
 
-export const notFound = (): AdminError => new AdminError(404, { error: 'not_found' });
+/** An Admin error answer thrown below a handler; its status is the code's (src/core/errors.ts, docs/admin-api.md#error-codes). */
+export const adminError = (
+  code: AdminErrorCode,
+  fields?: Record<string, unknown>,
+  headers?: Record<string, string>,
+): AdminError => new AdminError(ADMIN_ERROR_STATUS[code], adminErrorBody(code, fields), headers);
+
+/** The same answer as a {@link Reply}, for the guards that answer before any handler runs. */
+export const adminErrorReply = (
+  code: AdminErrorCode,
+  fields?: Record<string, unknown>,
+  headers?: Record<string, string>,
+): Reply => {
+  const status = ADMIN_ERROR_STATUS[code];
+  const body = adminErrorBody(code, fields);
+  return headers === undefined ? { status, body } : { status, body, headers };
+};
+
+export const notFound = (): AdminError => adminError('not_found');
 
 export const badRequest = (error: string, details?: ConfigIssue[]): AdminError =>
-  new AdminError(400, details === undefined ? { error } : { error, details });
+  new AdminError(400, adminProblemBody(error, details));
 
 export const json = (status: number, body: unknown, headers?: Record<string, string>): Reply =>
   headers === undefined ? { status, body } : { status, body, headers };
@@ -47,12 +66,9 @@ export const DEFAULT_BODY_LIMITS: BodyLimits = { max_body_bytes: 10 * 1024 * 102
 export const bodyLimitsOf = (system: SystemConfig): BodyLimits => system.admin?.limits ?? DEFAULT_BODY_LIMITS;
 
 const tooLarge = (limit: number): AdminError =>
-  new AdminError(
-    413,
-    {
-      error: 'payload_too_large',
-      message: `request body must not exceed ${limit} bytes (admin.limits.max_body_bytes)`,
-    },
+  adminError(
+    'payload_too_large',
+    { message: `request body must not exceed ${limit} bytes (admin.limits.max_body_bytes)` },
     { connection: 'close' },
   );
 
@@ -134,10 +150,7 @@ export function checkIfMatch(header: string | undefined, current: unknown): void
       .map((tag) => tag.trim())
       .some((tag) => tag === '*' || tag === etagOf(current));
   if (!ok)
-    throw new AdminError(412, {
-      error: 'precondition_failed',
-      message: 'If-Match does not match the current version',
-    });
+    throw adminError('precondition_failed', { message: 'If-Match does not match the current version' });
 }
 
 const COMMON_HEADERS = { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' };

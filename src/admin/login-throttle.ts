@@ -1,6 +1,7 @@
 import { LRUCache } from 'lru-cache';
 import type { LoginThrottleConfig } from '../config/system.js';
 import type { Logger } from '../core/logger.js';
+import { ADMIN_ERROR_STATUS, adminErrorBody } from '../core/errors.js';
 
 /** Failures of one client address (an IPv4 address or an IPv6 /64). */
 interface ClientState {
@@ -197,11 +198,10 @@ export function tooManyFailures(seconds: number): {
   headers: Record<string, string>;
 } {
   return {
-    status: 429,
-    body: {
-      error: 'too_many_failed_logins',
+    status: ADMIN_ERROR_STATUS.too_many_failed_logins,
+    body: adminErrorBody('too_many_failed_logins', {
       message: `too many failed logins from this address; retry in ${seconds} s`,
-    },
+    }),
     headers: { 'retry-after': String(seconds) },
   };
 }

@@ -13,6 +13,7 @@ import type { Runtime } from '../engine/compile.js';
 import type { Gateway } from '../gateway.js';
 import {
   AdminError,
+  adminError,
   badRequest,
   checkIfMatch,
   etagOf,
@@ -21,6 +22,7 @@ import {
   readJsonObject,
   bodyLimitsOf,
 } from './http.js';
+import { adminProblemBody } from '../core/errors.js';
 import {
   pluginConfigReferences,
   policyReferences,
@@ -115,8 +117,7 @@ export function resourceKinds(gateway: Gateway): ResourceKind[] {
         const refs = storeReferences(config, name, gateway.system.acme);
         if (refs.length === 0) return;
         const details = referenceIssues(`store '${name}'`, refs);
-        throw new AdminError(409, {
-          error: 'in_use',
+        throw adminError('in_use', {
           message: formatIssues(details),
           referrers: refs.map((r) => r.label),
           details,
@@ -174,8 +175,7 @@ async function checkConfigSize(gateway: Gateway, before: GatewayConfig, after: G
   const max = gateway.system.admin?.limits.max_config_bytes ?? DEFAULT_MAX_CONFIG_BYTES;
   const size = await configJsonBytes(after);
   if (size <= max || size <= (await configJsonBytes(before))) return;
-  throw new AdminError(413, {
-    error: 'config_too_large',
+  throw adminError('config_too_large', {
     message: `the configuration would be ${size} bytes; admin.limits.max_config_bytes allows ${max}`,
   });
 }
@@ -306,7 +306,7 @@ export function resourceRoutes(gateway: Gateway, kind: ResourceKind): AdminRoute
           const list = listOf(draft, kind.section);
           const item = checked(kind, body, list.length);
           if (list.some((i) => i.name === item.name)) {
-            throw new AdminError(409, { error: `${kind.label} '${item.name}' already exists` });
+            throw new AdminError(409, adminProblemBody(`${kind.label} '${item.name}' already exists`));
           }
           list.push(item);
         });

@@ -12,6 +12,7 @@ import { pluginCatalog } from './catalog.js';
 import { debugRoutes } from './debug-routes.js';
 import { traceTestRoutes } from './trace-test.js';
 import { AdminError, json, readJsonObject, bodyLimitsOf } from './http.js';
+import { adminProblemBody } from '../core/errors.js';
 import { resourceKinds, resourceRoutes } from './resources.js';
 import { sessionRoutes } from './sessions.js';
 import { storePingRoute } from './store-ping.js';
@@ -146,7 +147,7 @@ export function adminRoutes(gateway: Gateway, startedAt: number = Date.now()): A
           });
         } catch (err) {
           if (!(err instanceof ConfigRejected)) throw err;
-          throw new AdminError(500, { error: formatIssues(err.issues), details: err.issues });
+          throw new AdminError(500, adminProblemBody(formatIssues(err.issues), err.issues));
         }
       },
     },

@@ -5,6 +5,7 @@ import { EtcdUnavailable } from '../config/etcd-client.js';
 import { EtcdConflict } from '../config/etcd-source.js';
 import { ConfigSourceReadOnly } from '../kubernetes/errors.js';
 import { ConfigRejected, formatIssues } from '../config/schema-validate.js';
+import { adminProblemBody } from '../core/errors.js';
 import type { AdminConfig } from '../config/system.js';
 import type { Gateway } from '../gateway.js';
 import type { Logger } from '../core/logger.js';
@@ -12,7 +13,7 @@ import { basicAuthVerifier, basicChallenge, CHALLENGE, type AdminAccount, type A
 import { maskedForViewer, VIEWER_READ_ONLY } from './viewer.js';
 import { metricsAuthVerifier } from './metrics-auth.js';
 import { contentTypeGuard, crossOriginGuard } from './csrf.js';
-import { AdminError, send, type Reply } from './http.js';
+import { AdminError, adminErrorReply, send, type Reply } from './http.js';
 import { LoginThrottle, tooManyFailures } from './login-throttle.js';
 import { AdminRouter, type AdminRoute } from './router.js';
 import { adminRoutes } from './routes.js';
@@ -40,12 +41,12 @@ export interface AdminServer {
   close(): Promise<void>;
 }
 
-const UNAUTHORIZED: Reply = { status: 401, body: { error: 'unauthorized' }, headers: CHALLENGE };
+const UNAUTHORIZED: Reply = adminErrorReply('unauthorized', undefined, CHALLENGE);
 
 /** 127.0.0.0/8, ::1 and their IPv4-mapped forms, and `localhost`. */
 export const isLoopback = (bind: string): boolean =>
   /^(127\.\d+\.\d+\.\d+|::1|::ffff:127\.\d+\.\d+\.\d+|localhost)$/i.test(bind);
-const NOT_FOUND: Reply = { status: 404, body: { error: 'not_found' } };
+const NOT_FOUND: Reply = adminErrorReply('not_found');
 
 /** Paths behind HTTP Basic even when no route matches them (so unknown API paths do not leak a 404). */
 const isProtected = (pathname: string): boolean =>
@@ -154,11 +155,7 @@ export async function startAdminServer(
       return role === 'viewer' ? maskedForViewer(reply) : reply;
     }
     if (found.kind === 'method') {
-      return {
-        status: 405,
-        body: { error: 'method_not_allowed' },
-        headers: { allow: found.allowed.join(', ') },
-      };
+      return adminErrorReply('method_not_allowed', undefined, { allow: found.allowed.join(', ') });
     }
     if (isProtected(pathname) || ui === undefined || method !== 'GET') return NOT_FOUND;
     return ui(pathname);
@@ -216,20 +213,20 @@ export async function startAdminServer(
 function errorReply(err: unknown, logger: Logger): Reply {
   if (err instanceof AdminError) return { status: err.status, body: err.body, headers: err.headers };
   if (err instanceof ConfigRejected) {
-    return { status: 400, body: { error: formatIssues(err.issues), details: err.issues } };
+    return { status: 400, body: adminProblemBody(formatIssues(err.issues), err.issues) };
   }
   // F-4: another gateway (or etcdctl) kept changing a resource this write touches: nothing applied.
   if (err instanceof EtcdConflict) {
-    return { status: 409, body: { error: 'conflict', message: err.message, resources: err.resources } };
+    return adminErrorReply('conflict', { message: err.message, resources: err.resources });
   }
   // config.source kubernetes: the cluster holds the configuration (docs/kubernetes.md).
   if (err instanceof ConfigSourceReadOnly) {
-    return { status: 409, body: { error: 'read_only_source', message: err.message, source: err.source } };
+    return adminErrorReply('read_only_source', { message: err.message, source: err.source });
   }
   // config.source etcd: the change was valid but could not be stored, so it was not applied.
   if (err instanceof EtcdUnavailable) {
-    return { status: 503, body: { error: 'config_store_unavailable', message: err.message } };
+    return adminErrorReply('config_store_unavailable', { message: err.message });
   }
   logger.error({ err }, 'admin request failed');
-  return { status: 500, body: { error: 'internal_error', message: (err as Error).message ?? String(err) } };
+  return adminErrorReply('internal_error', { message: (err as Error).message ?? String(err) });
 }

@@ -1,7 +1,7 @@
 import type { Gateway } from '../gateway.js';
 import { deleteSession, deleteSubjectSessions, listSessions, SESSION_ID } from '../sessions/index.js';
 import { StoreError, type Store } from '../stores/index.js';
-import { AdminError, badRequest, json, notFound } from './http.js';
+import { adminError, badRequest, json, notFound } from './http.js';
 import type { AdminRoute } from './router.js';
 
 const DEFAULT_LIMIT = 50;
@@ -20,7 +20,7 @@ async function guarded<T>(work: () => Promise<T>): Promise<T> {
     return await work();
   } catch (err) {
     if (!(err instanceof StoreError)) throw err;
-    throw new AdminError(502, { error: 'store_unavailable', message: err.message, store: err.store });
+    throw adminError('store_unavailable', { message: err.message, store: err.store });
   }
 }
 

@@ -1,17 +1,15 @@
 import type { Gateway } from '../gateway.js';
 import { StoreError } from '../stores/index.js';
-import { AdminError, json, notFound } from './http.js';
+import { adminError, type AdminError, json, notFound } from './http.js';
 import type { AdminRoute } from './router.js';
 
 /** The Admin answer for a failed store operation: 504 past the budget, 502 otherwise (docs/admin-api.md). */
 export function storeFailure(err: unknown): AdminError {
   if (!(err instanceof StoreError)) throw err;
-  const status = err.code === 'STORE_TIMEOUT' ? 504 : 502;
-  return new AdminError(status, {
-    error: err.code === 'STORE_TIMEOUT' ? 'store_timeout' : 'store_unavailable',
-    message: err.message,
-    store: err.store,
-  });
+  const fields = { message: err.message, store: err.store };
+  return err.code === 'STORE_TIMEOUT'
+    ? adminError('store_timeout', fields)
+    : adminError('store_unavailable', fields);
 }
 
 /**

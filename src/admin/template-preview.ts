@@ -1,7 +1,7 @@
 import type { Gateway } from '../gateway.js';
 import { parseSandboxContext, SandboxInputError, sandboxContext } from '../debug/sandbox-context.js';
 import { compileTemplate } from '../template/index.js';
-import { AdminError, bodyLimitsOf, json, readJsonObject } from './http.js';
+import { AdminError, adminError, bodyLimitsOf, json, readJsonObject } from './http.js';
 import type { AdminRoute } from './router.js';
 
 /** The preview: one line of at most this many characters (docs/editor.md#template-preview). */
@@ -13,7 +13,7 @@ export const MAX_PREVIEW_BODY_BYTES = 64 * 1024;
 
 const FIELDS = new Set(['template', 'request', 'legacy', 'phase']);
 
-const badRequest = (message: string): AdminError => new AdminError(400, { error: 'bad_request', message });
+const badRequest = (message: string): AdminError => adminError('bad_request', { message });
 
 /** One line (newlines shown as ⏎), cut to PREVIEW_LENGTH characters with a trailing ellipsis. */
 export function previewLine(rendered: string): string {
@@ -57,10 +57,9 @@ export function templatePreviewRoute(gateway: Gateway): AdminRoute {
         });
       } catch (err) {
         if (err instanceof AdminError && err.status === 413) {
-          throw new AdminError(
-            413,
+          throw adminError(
+            'payload_too_large',
             {
-              error: 'payload_too_large',
               message: `a template preview body must not exceed ${Math.min(limits.max_body_bytes, MAX_PREVIEW_BODY_BYTES)} bytes`,
             },
             err.headers,

@@ -6,7 +6,7 @@ import type { Trace } from '../debug/trace-types.js';
 import { NO_ROUTE_POLICY } from '../debug/trace-types.js';
 import type { Gateway } from '../gateway.js';
 import { registry } from '../plugins/index.js';
-import { AdminError, bodyLimitsOf, json, notFound, readJsonObject } from './http.js';
+import { adminError, bodyLimitsOf, json, notFound, readJsonObject } from './http.js';
 import { scrubSecretLiterals, secretLiterals } from './mcp/secrets.js';
 import type { AdminRoute } from './router.js';
 
@@ -148,8 +148,7 @@ export function testForTrace(gateway: Gateway, id: string, name: string | undefi
   const trace = gateway.debug.store.get(id);
   if (trace === undefined) throw notFound();
   if (trace.policy === NO_ROUTE_POLICY)
-    throw new AdminError(422, {
-      error: 'unprocessable',
+    throw adminError('unprocessable', {
       message: `trace ${id} matched no route: there is no policy to test`,
     });
   const literals = secretLiterals(gateway.runtime.config, gateway.env, gateway.debug.capture.redaction);
@@ -175,7 +174,7 @@ export function traceTestRoutes(gateway: Gateway): AdminRoute[] {
         const input = hasBody ? await readJsonObject(req, bodyLimitsOf(gateway.system)) : {};
         const name = input['name'];
         if (name !== undefined && (typeof name !== 'string' || name.trim() === ''))
-          throw new AdminError(400, { error: 'bad_request', message: 'name must be a non-empty string' });
+          throw adminError('bad_request', { message: 'name must be a non-empty string' });
         const made = testForTrace(gateway, params['id'] ?? '', name);
         if (/application\/json/i.test(req.headers.accept ?? ''))
           return json(200, { tests: [made.test], notes: made.notes });

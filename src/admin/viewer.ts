@@ -1,12 +1,11 @@
 import { yamlLibrary } from '../config/yaml-data.js';
 import { maskSecrets } from './mcp/secrets.js';
-import type { Reply } from './http.js';
+import { adminErrorReply, type Reply } from './http.js';
 
 /** What a `viewer` account gets for any write (docs/admin-api.md#roles). */
-export const VIEWER_READ_ONLY: Reply = {
-  status: 403,
-  body: { error: 'forbidden', message: 'this account has role viewer: it may read, not write' },
-};
+export const VIEWER_READ_ONLY: Reply = adminErrorReply('forbidden', {
+  message: 'this account has role viewer: it may read, not write',
+});
 
 /**
  * A reply as a viewer may see it: secrets masked by the same rules as MCP read

@@ -181,3 +181,56 @@ export const REQUEST_TIMEOUT_BODY = {
   error: 'request_timeout',
   message: 'request body not received in time',
 } as const;
+
+/**
+ * The `error` codes the Admin API answers, each with its one status (docs/admin-api.md#error-codes,
+ * kept level with this list by test/docs/admin-error-catalogue.test.ts). `sandbox_timeout` comes from
+ * the debug sandbox that `POST /api/debug/sandbox` runs.
+ */
+export const ADMIN_ERROR_STATUS = {
+  bad_request: 400,
+  invalid_input: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  origin_not_allowed: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  conflict: 409,
+  in_progress: 409,
+  in_use: 409,
+  read_only_source: 409,
+  precondition_failed: 412,
+  config_too_large: 413,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  unprocessable: 422,
+  too_many_failed_logins: 429,
+  internal_error: 500,
+  acme_disabled: 501,
+  cache_purge_failed: 502,
+  store_unavailable: 502,
+  config_store_unavailable: 503,
+  sandbox_timeout: 504,
+  store_timeout: 504,
+} as const satisfies Record<string, number>;
+
+export type AdminErrorCode = keyof typeof ADMIN_ERROR_STATUS;
+
+/** An Admin API error body: `{"error": code}` then `fields` in their order. */
+export function adminErrorBody<C extends AdminErrorCode, F extends Record<string, unknown>>(
+  code: C,
+  fields?: F,
+): { error: C } & F {
+  return { error: code, ...fields } as { error: C } & F;
+}
+
+/**
+ * An Admin API error body whose `error` is a sentence naming the problem rather than a code: a
+ * rejected configuration (400, or 500 on reload, with `details`), a name already taken (409).
+ */
+export function adminProblemBody(
+  problem: string,
+  details?: unknown,
+): { error: string } | { error: string; details: unknown } {
+  return details === undefined ? { error: problem } : { error: problem, details };
+}

@@ -1,5 +1,5 @@
 import type { AdminRoute } from '../router.js';
-import { AdminError, json } from '../http.js';
+import { adminError, json } from '../http.js';
 import type { Gateway } from '../../gateway.js';
 import { PROMPTS, promptByName } from './prompts.js';
 
@@ -48,7 +48,7 @@ export function mcpAdminRoutes(gateway: Gateway): AdminRoute[] {
       auth: true,
       handler: ({ params, query }) => {
         const prompt = promptByName(params.name ?? '');
-        if (prompt === undefined) throw new AdminError(404, { error: 'not_found' });
+        if (prompt === undefined) throw adminError('not_found');
         const args: Record<string, string> = {};
         for (const a of prompt.arguments) {
           const value = query.get(a.name);
@@ -56,8 +56,7 @@ export function mcpAdminRoutes(gateway: Gateway): AdminRoute[] {
         }
         const missing = prompt.arguments.filter((a) => a.required && args[a.name] === undefined);
         if (missing.length > 0)
-          throw new AdminError(400, {
-            error: 'invalid_input',
+          throw adminError('invalid_input', {
             message: `prompt '${prompt.name}' needs ${missing.map((a) => a.name).join(', ')}`,
           });
         return json(200, { name: prompt.name, description: prompt.description, text: prompt.render(args) });

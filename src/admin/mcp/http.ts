@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { send } from '../http.js';
+import { adminErrorReply, send } from '../http.js';
 import { tooManyFailures, type LoginThrottle } from '../login-throttle.js';
 import type { AdminRouter } from '../router.js';
 import type { AdminConfig } from '../../config/system.js';
@@ -24,7 +24,7 @@ export interface McpHandlerOptions {
 }
 
 const CHALLENGE = { 'www-authenticate': 'Bearer realm="switchyard-mcp"' };
-const UNAUTHORIZED = { status: 401, body: { error: 'unauthorized' }, headers: CHALLENGE };
+const UNAUTHORIZED = adminErrorReply('unauthorized', undefined, CHALLENGE);
 
 /**
  * The MCP endpoint (docs/mcp.md) as a handler for the admin listener, or
@@ -47,7 +47,7 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler | undef
     };
     if (!originAllowed(req.headers, listener, config.allowed_origins)) {
       logger.warn({ origin: req.headers.origin }, 'mcp request refused: origin not allowed');
-      send(res, { status: 403, body: { error: 'origin_not_allowed' } });
+      send(res, adminErrorReply('origin_not_allowed'));
       return;
     }
     const client = req.socket.remoteAddress ?? 'unknown';
@@ -67,7 +67,7 @@ export function createMcpHandler(options: McpHandlerOptions): McpHandler | undef
     throttle?.succeeded(client);
     // Stateless: no server-initiated stream (GET) and no session to end (DELETE).
     if (req.method !== 'POST') {
-      send(res, { status: 405, body: { error: 'method_not_allowed' }, headers: { allow: 'POST' } });
+      send(res, adminErrorReply('method_not_allowed', undefined, { allow: 'POST' }));
       return;
     }
     const ctx: ToolContext = {
