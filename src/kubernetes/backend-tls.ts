@@ -1,9 +1,13 @@
 // BackendTLSPolicy (gateway.networking.k8s.io v1, v1alpha3): TLS from the gateway to a Service's
-// endpoints. targetRefs name a Service (sectionName: one of its ports by name); validation names
-// the CA (ConfigMap key ca.crt, or wellKnownCACertificates: System) and the hostname sent as SNI
-// and verified. An unresolvable CA: ResolvedRefs False InvalidCACertificateRef, Accepted False
-// NoValidCACertificate, and the backends it targets answer 500 (docs/kubernetes.md).
-import type { BackendTLSPolicy } from './crd-types.js';
+// endpoints. targetRefs name a Service (sectionName: one of its ports by name, which takes
+// precedence over a policy for the whole Service); validation names the CA (ConfigMap key ca.crt,
+// or wellKnownCACertificates: System) and the hostname sent as SNI and verified. Reasons as the
+// spec (apis/v1/backendtlspolicy_types.go) gives them: an unresolvable CA → ResolvedRefs False
+// InvalidCACertificateRef (InvalidKind for another kind) and, all refs invalid, Accepted False
+// NoValidCACertificate; an unknown wellKnownCACertificates or subjectAltNames (not supported) →
+// Accepted False Invalid; a younger policy on a target an older one holds → Accepted False
+// Conflicted. The backends of a policy that does not apply cleanly answer 500 (docs/kubernetes.md).
+import type { BackendTLSPolicy, ConfigMap } from './crd-types.js';
 import type { ClusterState, KObject } from './types.js';
 import { conditions, key, type StatusUpdate } from './status-update.js';
 
@@ -23,82 +27,132 @@ export interface BackendTlsIndex {
   statuses(gateways: ReadonlyMap<string, KObject>, controllerName: string, now: string): StatusUpdate[];
 }
 
+interface Problem {
+  reason: string;
+  message: string;
+}
+
 interface Resolved {
   policy: BackendTLSPolicy;
   tls: BackendTls;
-  problem?: { reason: string; message: string };
+  /** ResolvedRefs False (InvalidCACertificateRef, InvalidKind). */
+  refProblem?: Problem;
+  /** Accepted False: NoValidCACertificate, Invalid, or Conflicted (an older policy has the target). */
+  notAccepted?: Problem;
 }
+
+/** The CA of a policy's validation: PEMs, or why it does not resolve. */
+function resolveValidation(
+  policy: BackendTLSPolicy,
+  configMaps: ReadonlyMap<string, ConfigMap>,
+): Omit<Resolved, 'policy'> {
+  const ns = policy.metadata.namespace ?? 'default';
+  const v = policy.spec?.validation;
+  const hostname = v?.hostname ?? '';
+  // The upstream node verifies the certificate against server_name only: a policy that asks for
+  // other names (BackendTLSPolicySANValidation) is refused rather than verified more loosely.
+  if ((v?.subjectAltNames ?? []).length > 0) {
+    const notAccepted = {
+      reason: 'Invalid',
+      message: 'validation.subjectAltNames is not supported (docs/kubernetes.md#backendtlspolicy)',
+    };
+    return { tls: 'invalid', notAccepted };
+  }
+  const refs = v?.caCertificateRefs ?? [];
+  if (refs.length === 0) {
+    if (v?.wellKnownCACertificates === 'System') return { tls: { tls: { server_name: hostname } } };
+    const notAccepted = {
+      reason: 'Invalid',
+      message: `wellKnownCACertificates ${JSON.stringify(v?.wellKnownCACertificates ?? '')} is not supported (only System)`,
+    };
+    return { tls: 'invalid', notAccepted };
+  }
+  const pems: string[] = [];
+  let refProblem: Problem | undefined;
+  for (const ref of refs) {
+    if ((ref.group ?? '') !== '' || (ref.kind ?? 'ConfigMap') !== 'ConfigMap') {
+      refProblem ??= {
+        reason: 'InvalidKind',
+        message: `caCertificateRefs ${ref.group ?? ''}/${ref.kind ?? ''} ${ref.name}: only ConfigMap (core group) is supported`,
+      };
+      continue;
+    }
+    const pem = configMaps.get(key(ns, ref.name))?.data?.['ca.crt'];
+    if (pem === undefined || !pem.includes('-----BEGIN CERTIFICATE-----')) {
+      refProblem ??= {
+        reason: 'InvalidCACertificateRef',
+        message: `ConfigMap ${ns}/${ref.name} ${
+          !configMaps.has(key(ns, ref.name))
+            ? 'not found'
+            : pem === undefined
+              ? 'has no ca.crt'
+              : 'ca.crt is not a PEM certificate'
+        }`,
+      };
+      continue;
+    }
+    pems.push(pem);
+  }
+  if (refProblem === undefined) return { tls: { tls: { server_name: hostname, ca_pem: pems.join('\n') } } };
+  // Connections using an invalid reference fail (500); all of them invalid: not accepted either.
+  return {
+    tls: 'invalid',
+    refProblem,
+    ...(pems.length === 0
+      ? { notAccepted: { reason: 'NoValidCACertificate', message: refProblem.message } }
+      : {}),
+  };
+}
+
+const targetsOf = (policy: BackendTLSPolicy) =>
+  (policy.spec?.targetRefs ?? []).filter(
+    (t) => (t.group ?? '') === '' && (t.kind ?? 'Service') === 'Service',
+  );
 
 export function backendTlsIndex(state: ClusterState): BackendTlsIndex {
   const configMaps = new Map(
     (state.configMaps ?? []).map((c) => [key(c.metadata.namespace, c.metadata.name), c]),
   );
   const resolved: Resolved[] = [];
-  // Oldest policy wins a conflict on the same target (the spec's tie-break: creation, then name).
+  // The policy applied to each target: key(ns, service) + '#' + sectionName ('' = the whole Service).
+  const applied = new Map<string, Resolved>();
+  // Oldest policy wins a conflict on the same target and sectionName (the spec's tie-break:
+  // creation, then namespace/name); the others are Accepted False, reason Conflicted.
   const policies = [...(state.backendTLSPolicies ?? [])].sort(
     (a, b) =>
       (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? '') ||
-      a.metadata.name.localeCompare(b.metadata.name),
+      key(a.metadata.namespace, a.metadata.name).localeCompare(key(b.metadata.namespace, b.metadata.name)),
   );
   for (const policy of policies) {
     const ns = policy.metadata.namespace ?? 'default';
-    const v = policy.spec?.validation;
-    const hostname = v?.hostname ?? '';
-    let tls: BackendTls;
-    let problem: Resolved['problem'];
-    const refs = v?.caCertificateRefs ?? [];
-    if (refs.length > 0) {
-      const pems: string[] = [];
-      for (const ref of refs) {
-        if ((ref.group ?? '') !== '' || (ref.kind ?? 'ConfigMap') !== 'ConfigMap') {
-          problem = {
-            reason: 'InvalidKind',
-            message: `caCertificateRefs kind ${ref.kind ?? ''} is not supported`,
-          };
-          break;
-        }
-        const pem = configMaps.get(key(ns, ref.name))?.data?.['ca.crt'];
-        if (pem === undefined || !pem.includes('-----BEGIN ')) {
-          problem = {
-            reason: 'InvalidCACertificateRef',
-            message: `ConfigMap ${ns}/${ref.name} ${pem === undefined ? 'not found or has no ca.crt' : 'ca.crt is not PEM'}`,
-          };
-          break;
-        }
-        pems.push(pem);
-      }
-      tls = problem === undefined ? { tls: { server_name: hostname, ca_pem: pems.join('\n') } } : 'invalid';
-    } else if (v?.wellKnownCACertificates === 'System') tls = { tls: { server_name: hostname } };
-    else {
-      problem = {
-        reason: 'InvalidCACertificateRef',
-        message: 'no caCertificateRefs and no wellKnownCACertificates',
-      };
-      tls = 'invalid';
+    const r: Resolved = { policy, ...resolveValidation(policy, configMaps) };
+    resolved.push(r);
+    for (const t of targetsOf(policy)) {
+      const k = `${key(ns, t.name)}#${t.sectionName ?? ''}`;
+      const holder = applied.get(k);
+      if (holder === undefined) applied.set(k, r);
+      else
+        r.notAccepted ??= {
+          reason: 'Conflicted',
+          message: `BackendTLSPolicy ${ns}/${holder.policy.metadata.name} (older) already targets Service ${t.name}${
+            t.sectionName === undefined ? '' : ` port ${t.sectionName}`
+          }`,
+        };
     }
-    resolved.push({ policy, tls, ...(problem === undefined ? {} : { problem }) });
   }
-
-  const targets = (r: Resolved) =>
-    (r.policy.spec?.targetRefs ?? []).filter(
-      (t) => (t.group ?? '') === '' && (t.kind ?? 'Service') === 'Service',
-    );
 
   return {
     forBackend(ns, service, port) {
-      for (const r of resolved) {
-        if ((r.policy.metadata.namespace ?? 'default') !== ns) continue;
-        for (const t of targets(r))
-          if (t.name === service && (t.sectionName === undefined || t.sectionName === (port.name ?? '')))
-            return r.tls;
-      }
-      return undefined;
+      // A policy naming the port (sectionName) takes precedence over one for the whole Service.
+      return (
+        applied.get(`${key(ns, service)}#${port.name ?? ''}`)?.tls ?? applied.get(`${key(ns, service)}#`)?.tls
+      );
     },
     statuses(gateways, controllerName, now) {
       const out: StatusUpdate[] = [];
       for (const r of resolved) {
         const ns = r.policy.metadata.namespace ?? 'default';
-        const names = new Set(targets(r).map((t) => t.name));
+        const names = new Set(targetsOf(r.policy).map((t) => t.name));
         const ancestors = new Map<string, KObject>();
         for (const route of state.httpRoutes) {
           const routeNs = route.metadata.namespace ?? 'default';
@@ -144,39 +198,16 @@ export function backendTlsIndex(state: ClusterState): BackendTlsIndex {
                     a.ancestorRef?.name === gw.metadata.name &&
                     a.ancestorRef?.namespace === gw.metadata.namespace,
                 )?.conditions,
-                r.problem === undefined
-                  ? [
-                      {
-                        type: 'Accepted',
-                        status: 'True',
-                        reason: 'Accepted',
-                        message: 'Applied',
-                        observedGeneration: g,
-                      },
-                      {
-                        type: 'ResolvedRefs',
-                        status: 'True',
-                        reason: 'ResolvedRefs',
-                        message: 'Resolved',
-                        observedGeneration: g,
-                      },
-                    ]
-                  : [
-                      {
-                        type: 'Accepted',
-                        status: 'False',
-                        reason: 'NoValidCACertificate',
-                        message: r.problem.message,
-                        observedGeneration: g,
-                      },
-                      {
-                        type: 'ResolvedRefs',
-                        status: 'False',
-                        reason: r.problem.reason,
-                        message: r.problem.message,
-                        observedGeneration: g,
-                      },
-                    ],
+                (
+                  [
+                    r.notAccepted === undefined
+                      ? { type: 'Accepted', status: 'True', reason: 'Accepted', message: 'Applied' }
+                      : { type: 'Accepted', status: 'False', ...r.notAccepted },
+                    r.refProblem === undefined
+                      ? { type: 'ResolvedRefs', status: 'True', reason: 'ResolvedRefs', message: 'Resolved' }
+                      : { type: 'ResolvedRefs', status: 'False', ...r.refProblem },
+                  ] as const
+                ).map((c) => ({ ...c, observedGeneration: g })),
                 now,
               ),
             })),
