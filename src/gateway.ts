@@ -33,7 +33,8 @@ import { registerGatewaySeries } from './observability/gateway-series.js';
 import { observeRequests, type RequestObserver } from './observability/access-log.js';
 import { configurePools } from './outbound/pool-registry.js';
 import { resolveCompatNames, useCompatNames } from './config/compat-names.js';
-import { ConfigHistory, currentActor } from './config/history.js';
+import type { EtcdConfigHistory, PreparedVersion } from './config/etcd-history.js';
+import { ConfigHistory, currentActor, type HistoryLog } from './config/history.js';
 import { secretsOf } from './config/secrets/binding.js';
 import { checkGatewayShape, emptyGatewayConfig } from './config/gateway.js';
 import { ConfigSourceReadOnly } from './kubernetes/errors.js';
@@ -92,7 +93,9 @@ export class Gateway {
   /** The node types this gateway compiles with (the sandbox reads their ports). */
   readonly plugins = registry;
   /** Every applied configuration, versioned (docs/config-as-code.md#history). */
-  readonly history: ConfigHistory;
+  readonly history: HistoryLog;
+  /** The history when it is kept in etcd (`config.source: etcd` with an Admin API; docs/etcd.md#history). */
+  readonly #etcdHistory: EtcdConfigHistory | undefined;
   #slot: RuntimeSlot;
   #listener: Listener | undefined;
   #watcher: ConfigWatcher | undefined;
@@ -134,15 +137,25 @@ export class Gateway {
     this.#onApplied = options.onApplied;
     this.#telemetry = options.telemetry;
     this.#dataPlaneOnly = options.dataPlaneOnly === true;
-    this.history = new ConfigHistory({
-      dir:
-        // Only a gateway with an Admin API writes it (that is where it is read).
-        options.gatewayPath === undefined || this.#dataPlaneOnly || options.system.admin === undefined
-          ? undefined
-          : `${options.gatewayPath}.history`,
-      maxVersions: options.system.admin?.history?.max_versions,
-      logger: options.logger,
-    });
+    // With etcd, the history lives beside the prefix: one for every gateway on it (docs/etcd.md#history).
+    this.#etcdHistory =
+      options.etcd === undefined || this.#dataPlaneOnly || options.system.admin === undefined
+        ? undefined
+        : options.etcd.history({
+            maxVersions: options.system.admin.history?.max_versions,
+            logger: options.logger,
+          });
+    this.history =
+      this.#etcdHistory ??
+      new ConfigHistory({
+        dir:
+          // Only a gateway with an Admin API writes it (that is where it is read).
+          options.gatewayPath === undefined || this.#dataPlaneOnly || options.system.admin === undefined
+            ? undefined
+            : `${options.gatewayPath}.history`,
+        maxVersions: options.system.admin?.history?.max_versions,
+        logger: options.logger,
+      });
     this.#slot = new RuntimeSlot(runtime);
     const acme = acmeConfigOf(options.system);
     this.acme =
@@ -174,8 +187,12 @@ export class Gateway {
         ? parseGatewayConfig(decodeGatewayFile(readGatewayFile(path)))
         : undefined,
     );
+    const loadedAt = options.etcd.lastReadRevision;
     await secretsOf(options.env ?? process.env)?.prepare(config);
-    return Gateway.create(options, config);
+    const gateway = Gateway.create(options, config, loadedAt);
+    // The startup version reads the history in etcd first: a restart continues its numbering.
+    await gateway.history.flushed();
+    return gateway;
   }
 
   /**
@@ -192,7 +209,7 @@ export class Gateway {
   }
 
   /** Compiles the initial configuration; throws ConfigRejected when it is invalid. */
-  static create(options: GatewayOptions, initial?: GatewayConfig): Gateway {
+  static create(options: GatewayOptions, initial?: GatewayConfig, loadedAt?: string): Gateway {
     let file: GatewayFileBytes | undefined;
     let config = initial;
     if (config === undefined) {
@@ -221,7 +238,7 @@ export class Gateway {
     const gateway = new Gateway(options, runtime, scope);
     gateway.#lastAppliedFile = file;
     gateway.metrics.configApplied('startup');
-    gateway.#record(runtime.config, 'startup');
+    void gateway.#record(runtime.config, 'startup', loadedAt);
     return gateway;
   }
 
@@ -319,9 +336,20 @@ export class Gateway {
         throw err;
       }
     }
+    let version: PreparedVersion | undefined;
     if (etcd !== undefined && snapshot !== undefined) {
       try {
-        await etcd.commit(snapshot, candidate);
+        // The history version goes in the same transaction as the resources (docs/etcd.md#history).
+        const actor = currentActor();
+        version = await this.#etcdHistory?.prepare(
+          snapshot.config,
+          candidate,
+          actor?.via ?? source,
+          actor?.user ?? null,
+          snapshot.revision,
+          actor?.summary,
+        );
+        await etcd.commit(snapshot, candidate, version);
       } catch (err) {
         void runtime.close();
         if (err instanceof EtcdConflict && attempt < ETCD_WRITE_ATTEMPTS) {
@@ -341,7 +369,8 @@ export class Gateway {
     for (const warning of runtime.warnings) this.logger.warn(warning);
     this.swap(runtime);
     this.metrics.configApplied(source);
-    this.#record(runtime.config, source);
+    if (version !== undefined) this.#etcdHistory?.settle(version);
+    else await this.#record(runtime.config, source, this.#etcd?.lastReadRevision);
     this.logger.info(
       { source, routes: runtime.router.size, policies: runtime.policies.size, compiled: runtime.compiled },
       'configuration applied',
@@ -351,10 +380,13 @@ export class Gateway {
   }
 
   /** One history version per applied configuration; an Admin API or MCP call names its author. */
-  #record(config: GatewayConfig, source: ApplySource): void {
+  async #record(config: GatewayConfig, source: ApplySource, loadedAt?: string): Promise<void> {
     if (this.#dataPlaneOnly) return;
     const actor = source === 'admin' ? currentActor() : undefined;
-    this.history.record(config, actor?.via ?? source, actor?.user ?? null);
+    await this.history.record(config, actor?.via ?? source, actor?.user ?? null, {
+      summary: actor?.summary,
+      loadedAt,
+    });
   }
 
   /** Admin writes go back to gateway.yaml for the file source unless `config.persist: false`. */

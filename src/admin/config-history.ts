@@ -101,7 +101,8 @@ export function configHistoryRoutes(gateway: Gateway): AdminRoute[] {
       method: 'GET',
       path: '/api/config/history',
       auth: true,
-      handler: () => json(200, { versions: gateway.history.list() }),
+      // Read afresh: with etcd, versions other gateways on the prefix added are listed too.
+      handler: async () => json(200, { versions: await gateway.history.versions() }),
     },
     {
       method: 'GET',
@@ -141,9 +142,12 @@ export async function rollbackTo(
   const content = await gateway.history.content(version);
   if (content === undefined)
     throw new AdminError(404, { error: 'not_found', message: `no version ${version} in the history` });
-  const actor = { user: currentActor()?.user ?? null, via: 'rollback' as const };
+  const actor = {
+    user: currentActor()?.user ?? null,
+    via: 'rollback' as const,
+    summary: `rollback to version ${version}`,
+  };
   const runtime = await asActor(actor, () => gateway.apply(checkGatewayShape(content), 'admin'));
   const entry = entryOf(gateway, configSha256(runtime.config)) as HistoryEntry;
-  if (entry.source === 'rollback') gateway.history.annotate(entry.version, `rollback to version ${version}`);
   return { ...entry, rolled_back_to: version };
 }

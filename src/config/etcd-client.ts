@@ -55,6 +55,18 @@ export class EtcdUnavailable extends Error {
   }
 }
 
+/**
+ * An Admin write's guarded transaction failed: another writer changed one of
+ * the resources it touches since this gateway read them. Nothing of that
+ * transaction was applied. `resources` are `<family>/<name>`.
+ */
+export class EtcdConflict extends Error {
+  constructor(readonly resources: readonly string[]) {
+    super(`changed in etcd by another writer meanwhile: ${resources.join(', ')}`);
+    this.name = 'EtcdConflict';
+  }
+}
+
 const b64 = (text: string | Buffer): string => Buffer.from(text).toString('base64');
 
 /** The first key after every key that starts with `prefix` (etcd's range_end for a prefix). */
@@ -197,6 +209,13 @@ export class EtcdClient {
       Buffer.from(kv.key ?? '', 'base64').toString('utf8'),
     );
     return { succeeded: false, current, changedSince: range === undefined ? [] : changedSince };
+  }
+
+  /** One key with its mod_revision, or undefined when it is absent. */
+  async get(key: string): Promise<RevisionedKeyValue | undefined> {
+    const body = (await this.#call('/v3/kv/range', { key: b64(key) })) as { kvs?: RawKeyValue[] };
+    const kv = body.kvs?.[0];
+    return kv === undefined ? undefined : revisioned(kv, true);
   }
 
   async put(key: string, value: string): Promise<void> {

@@ -1,6 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from '../core/logger.js';
-import { EtcdClient, type EtcdSettings, type RevisionedKeyValue } from './etcd-client.js';
+import { EtcdClient, EtcdConflict, type EtcdSettings, type RevisionedKeyValue } from './etcd-client.js';
+import { EtcdConfigHistory, type PreparedVersion } from './etcd-history.js';
 import {
   consumerSchema,
   emptyGatewayConfig,
@@ -75,17 +76,7 @@ interface KnownDocument {
   order: number | undefined;
 }
 
-/**
- * An Admin write's guarded transaction failed: another writer changed one of
- * the resources it touches since this gateway read them. Nothing of that
- * transaction was applied. `resources` are `<family>/<name>`.
- */
-export class EtcdConflict extends Error {
-  constructor(readonly resources: readonly string[]) {
-    super(`changed in etcd by another writer meanwhile: ${resources.join(', ')}`);
-    this.name = 'EtcdConflict';
-  }
-}
+export { EtcdConflict } from './etcd-client.js';
 
 export class EtcdConfigSource {
   readonly prefix: string;
@@ -97,6 +88,8 @@ export class EtcdConfigSource {
    * resource keeps its object (Admin writes measure and compare items by identity).
    */
   #known = new Map<string, KnownDocument>();
+  /** The store revision of the last read (etcd's decimal string); undefined before the first. */
+  lastReadRevision: string | undefined;
 
   constructor(settings: EtcdSourceSettings, logger: Logger) {
     const prefix = settings.prefix.replace(/\/+$/, '');
@@ -115,6 +108,7 @@ export class EtcdConfigSource {
   /** The configuration under the prefix with each key's mod_revision, the base of a commit. */
   async read(): Promise<EtcdSnapshot> {
     const { revision, kvs } = await this.#range();
+    this.lastReadRevision = revision;
     return { ...this.#assemble(kvs), revision };
   }
 
@@ -155,7 +149,11 @@ export class EtcdConfigSource {
    * default `--max-txn-ops`) or 1 MiB goes in several such transactions, in
    * order (that requirement on the first).
    */
-  async commit(base: EtcdSnapshot, next: GatewayConfig): Promise<void> {
+  async commit(
+    base: EtcdSnapshot,
+    next: GatewayConfig,
+    extra?: Pick<PreparedVersion, 'guards' | 'ops'>,
+  ): Promise<void> {
     const changes: {
       key: string;
       doc: Named | undefined;
@@ -184,7 +182,8 @@ export class EtcdConfigSource {
           changes.push({ key: this.#key(family, name), doc: undefined, value: undefined, order: undefined });
     }
     let start = 0;
-    while (start < changes.length) {
+    // The history version (extra) goes with the last transaction: written only with the whole change.
+    while (start < changes.length || (extra !== undefined && start === 0 && changes.length === 0)) {
       let end = start;
       let bytes = 0;
       while (end < changes.length && end - start < TXN_MAX_KEYS) {
@@ -194,12 +193,17 @@ export class EtcdConfigSource {
         end++;
       }
       const batch = changes.slice(start, end);
-      const guards = batch.map((c) => ({ key: c.key, modRevision: base.revisions.get(c.key) }));
+      const last = end >= changes.length;
+      const guards = [
+        ...batch.map((c) => ({ key: c.key, modRevision: base.revisions.get(c.key) })),
+        ...(last && extra !== undefined ? extra.guards : []),
+      ];
+      const ops = last && extra !== undefined ? [...batch, ...extra.ops] : batch;
       // A reorder is also refused when any route was put since the read (another reorder, a
       // new route), so two reorders at once never blend: the loser re-runs on the fresh order.
       const unchanged =
         moved && start === 0 ? { prefix: `${this.prefix}/routes/`, revision: base.revision } : undefined;
-      const result = await this.#client.txn(guards, batch, unchanged);
+      const result = await this.#client.txn(guards, ops, unchanged);
       if (!result.succeeded) {
         const changed = guards
           .filter((g) => result.current.get(g.key) !== (g.modRevision ?? '0'))
@@ -215,7 +219,13 @@ export class EtcdConfigSource {
           this.#known.set(change.key, { modRevision: result.revision, doc: change.doc, order: change.order });
       }
       start = end;
+      if (changes.length === 0) break;
     }
+  }
+
+  /** The configuration history kept beside the prefix, `<prefix>.history/` (docs/etcd.md#history). */
+  history(options: { maxVersions?: number | undefined; logger: Logger }): EtcdConfigHistory {
+    return new EtcdConfigHistory({ client: this.#client, prefix: this.prefix, ...options });
   }
 
   /**
@@ -293,8 +303,9 @@ export class EtcdConfigSource {
     return `${this.prefix}/${family}/${name}`;
   }
 
+  /** `<family>/<name>`; a key outside the prefix (the history index) as it is. */
   #resourceOf(key: string): string {
-    return key.slice(this.prefix.length + 1);
+    return key.startsWith(`${this.prefix}/`) ? key.slice(this.prefix.length + 1) : key;
   }
 
   #parseKey(key: string): { family: Family; name: string } | undefined {

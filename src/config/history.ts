@@ -26,6 +26,31 @@ export interface Actor {
   user: string | null;
   /** Refines the apply source `admin`: the MCP tools, `PUT /api/config`, a rollback. */
   via?: 'mcp' | 'apply' | 'rollback';
+  /** The summary of the version the apply makes (a rollback names its target); else a diff summary. */
+  summary?: string;
+}
+
+/**
+ * What the gateway and the Admin API use of a history: ConfigHistory (memory, or
+ * gateway.yaml.history/) or EtcdConfigHistory (`<prefix>.history/` in etcd, shared by every
+ * gateway on the prefix; docs/etcd.md#history).
+ */
+export interface HistoryLog {
+  /** Newest first, as last read. */
+  list(): HistoryEntry[];
+  /** Newest first, read afresh from where the history is kept. */
+  versions(): Promise<HistoryEntry[]>;
+  /** The content of `version`, or undefined when it is unknown or no longer kept. */
+  content(version: number): Promise<GatewayConfig | undefined>;
+  /** Records `config` as a new version unless it equals the newest one (a rollback always does). */
+  record(
+    config: GatewayConfig,
+    source: HistorySource,
+    user: string | null,
+    options?: { summary?: string | undefined; loadedAt?: string | undefined },
+  ): HistoryEntry | Promise<HistoryEntry | undefined>;
+  /** Resolves once every write so far is done. */
+  flushed(): Promise<void>;
 }
 
 const actors = new AsyncLocalStorage<Actor>();
@@ -44,7 +69,7 @@ export const DEFAULT_MAX_VERSIONS = 50;
  * `index.json` holds the entries and `v<N>.json` each version's canonical content, so the history
  * survives restarts; writes happen off the apply path, one after the other.
  */
-export class ConfigHistory {
+export class ConfigHistory implements HistoryLog {
   readonly #dir: string | undefined;
   readonly #max: number;
   readonly #logger: Logger;
@@ -87,6 +112,10 @@ export class ConfigHistory {
     return [...this.#entries].reverse();
   }
 
+  versions(): Promise<HistoryEntry[]> {
+    return Promise.resolve(this.list());
+  }
+
   get newest(): HistoryEntry | undefined {
     return this.#entries.at(-1);
   }
@@ -113,7 +142,12 @@ export class ConfigHistory {
    * Records `config` as a new version, unless it equals the newest one (a restart, or a reload
    * of the same content); a rollback always makes a version. Answers the entry (new or newest).
    */
-  record(config: GatewayConfig, source: HistorySource, user: string | null): HistoryEntry {
+  record(
+    config: GatewayConfig,
+    source: HistorySource,
+    user: string | null,
+    options: { summary?: string | undefined } = {},
+  ): HistoryEntry {
     const sha256 = configSha256(config);
     const newest = this.newest;
     if (newest !== undefined && newest.sha256 === sha256 && source !== 'rollback') {
@@ -122,11 +156,12 @@ export class ConfigHistory {
     }
     const previous = this.#last;
     const summary =
-      previous === undefined
+      options.summary ??
+      (previous === undefined
         ? newest === undefined
           ? 'initial configuration'
           : `configuration loaded at ${source}`
-        : summarizeChanges(diffConfigs(previous, config));
+        : summarizeChanges(diffConfigs(previous, config)));
     const entry: HistoryEntry = {
       version: (newest?.version ?? 0) + 1,
       time: new Date().toISOString(),
@@ -143,14 +178,6 @@ export class ConfigHistory {
       for (const old of dropped) this.#memory.delete(old.version);
     } else this.#persist(entry, config, dropped);
     return entry;
-  }
-
-  /** Marks the summary of the newest entry (a rollback names its target). */
-  annotate(version: number, summary: string): void {
-    const entry = this.entry(version);
-    if (entry === undefined) return;
-    entry.summary = summary;
-    if (this.#dir !== undefined) this.#persist(undefined, undefined, []);
   }
 
   #persist(

@@ -28,7 +28,7 @@ export const historyTools: ToolDef[] = [
     description:
       'The versions of the applied configuration, newest first: {versions: [{version, time, user, source (startup, file, signal, admin, mcp, apply, rollback, etcd), summary, sha256}]}. Bounded by admin.history.max_versions.',
     inputSchema: { type: 'object', properties: {}, additionalProperties: false },
-    run: (_args, ctx) => ({ versions: ctx.gateway.history.list() }),
+    run: async (_args, ctx) => ({ versions: await ctx.gateway.history.versions() }),
   },
   {
     name: 'get_config_version',
