@@ -2,13 +2,6 @@ import { ConfigError, definePlugin } from '../../core/plugin.js';
 import { rejected, RESTRICTION_OUTPUTS } from './shared.js';
 import { configReadsRequestBody } from '../request-body-refs.js';
 
-interface AclConfig {
-  allowed_by?: string[];
-  denied_by?: string[];
-  rejected_code: number;
-  rejected_msg?: string;
-}
-
 /**
  * Admits or blocks authenticated consumers by their group; deny wins. Runs
  * after an auth node: without a consumer the request is a 401.
@@ -36,7 +29,7 @@ export const acl = definePlugin({
     },
   },
   outputs: RESTRICTION_OUTPUTS,
-  create(config: AclConfig) {
+  create(config) {
     const allowed = new Set(config.allowed_by ?? []);
     const denied = new Set(config.denied_by ?? []);
     if (allowed.size === 0 && denied.size === 0) {

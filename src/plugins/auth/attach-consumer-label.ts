@@ -1,10 +1,6 @@
 import { ConfigError, definePlugin } from '../../core/plugin.js';
 import { configReadsRequestBody } from '../request-body-refs.js';
 
-interface AttachConsumerLabelConfig {
-  header_prefix: string;
-}
-
 const TOKEN = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/;
 
 /**
@@ -29,7 +25,7 @@ export const attachConsumerLabel = definePlugin({
     properties: { header_prefix: { type: 'string', default: 'X-Consumer-' } },
   },
   outputs: { success: { kind: 'success' } },
-  create(config: AttachConsumerLabelConfig) {
+  create(config) {
     const prefix = config.header_prefix.toLowerCase();
     if (prefix !== '' && !TOKEN.test(prefix)) {
       throw new ConfigError('header_prefix', 'must only hold header-name characters');

@@ -2,18 +2,7 @@ import type { Context } from '../../core/context.js';
 import { definePlugin } from '../../core/plugin.js';
 import { asObject, bearerToken, parseJson, ProviderClient, stringField } from './provider-client.js';
 import { AUTH_OUTPUTS } from './shared.js';
-import { calloutTlsSchema, type CalloutTlsConfig } from '../callout-tls.js';
-
-interface AuthzKeycloakConfig {
-  token_endpoint: string;
-  client_id: string;
-  permissions: string[];
-  policy_enforcement_mode: 'ENFORCING' | 'PERMISSIVE';
-  http_method_as_scope: boolean;
-  ssl_verify: boolean;
-  tls?: CalloutTlsConfig;
-  timeout: number;
-}
+import { calloutTlsSchema } from '../callout-tls.js';
 
 const UMA_TICKET = 'urn:ietf:params:oauth:grant-type:uma-ticket';
 
@@ -65,7 +54,7 @@ export const authzKeycloak = definePlugin({
   },
   outputs: AUTH_OUTPUTS,
   templated: [],
-  create(config: AuthzKeycloakConfig, env) {
+  create(config, env) {
     const client = new ProviderClient({
       code: 'AUTHZ_KEYCLOAK_ERROR',
       name: 'Keycloak',

@@ -13,14 +13,6 @@ import { configReadsRequestBody } from '../request-body-refs.js';
 
 type UsersConfig = Record<string, string> | { username?: string; password?: string }[];
 
-interface BasicAuthConfig {
-  users?: UsersConfig;
-  use_consumers: boolean;
-  anonymous_consumer?: string;
-  hide_credentials: boolean;
-  realm: string;
-}
-
 interface Account {
   /** SHA-256 of the password: equal-length buffers for a constant-time comparison. */
   digest: Buffer;
@@ -101,7 +93,7 @@ export const basicAuth = definePlugin({
     },
   },
   outputs: AUTH_OUTPUTS,
-  create(config: BasicAuthConfig, env) {
+  create(config, env) {
     const users = inlineUsers(config.users);
     if (users.size === 0 && !config.use_consumers) {
       throw new ConfigError('', "basic-auth plugin requires 'users' or 'use_consumers: true'");

@@ -2,15 +2,6 @@ import { ConfigError, definePlugin } from '../../core/plugin.js';
 import { rejected, RESTRICTION_OUTPUTS } from './shared.js';
 import { configReadsRequestBody } from '../request-body-refs.js';
 
-interface ConsumerRestrictionConfig {
-  type: 'consumer_name' | 'consumer_group_id' | 'service_id' | 'route_id';
-  whitelist?: string[];
-  blacklist?: string[];
-  allowed_by_methods?: { user: string; methods: string[] }[];
-  rejected_code: number;
-  rejected_msg?: string;
-}
-
 /**
  * Allows or denies by consumer name or group, and confines named consumers to
  * listed methods. Runs after an auth node: without the value the request is a 401.
@@ -55,7 +46,7 @@ export const consumerRestriction = definePlugin({
     },
   },
   outputs: RESTRICTION_OUTPUTS,
-  create(config: ConsumerRestrictionConfig) {
+  create(config) {
     if (config.type === 'service_id' || config.type === 'route_id') {
       throw new ConfigError(
         'type',

@@ -5,23 +5,9 @@ import { classifyFailure } from '../../outbound/classify.js';
 import { exchange, type ExchangeLimits } from '../../outbound/exchange.js';
 import { acquirePool } from '../../outbound/pool-registry.js';
 import { ConfigError, definePlugin, type Template } from '../../core/plugin.js';
-import { headerListSchema, headerPairs, type HeaderListConfig } from '../shared-schemas.js';
+import { headerListSchema, headerPairs } from '../shared-schemas.js';
 import { AUTH_OUTPUTS } from './shared.js';
-import { calloutTls, calloutTlsSchema, type CalloutTlsConfig } from '../callout-tls.js';
-
-interface ForwardAuthConfig {
-  uri: string;
-  request_method: string;
-  request_headers: string[];
-  upstream_headers: string[];
-  client_headers: string[];
-  extra_headers?: HeaderListConfig;
-  ssl_verify: boolean;
-  tls?: CalloutTlsConfig;
-  timeout: number;
-  status_on_error?: number;
-  allow_degradation: boolean;
-}
+import { calloutTls, calloutTlsSchema } from '../callout-tls.js';
 
 const headerNames = { type: 'array', items: { type: 'string', minLength: 1 }, default: [] } as const;
 
@@ -79,7 +65,7 @@ export const forwardAuth = definePlugin({
   },
   outputs: AUTH_OUTPUTS,
   templated: ['extra_headers.*'],
-  create(config: ForwardAuthConfig, env) {
+  create(config, env) {
     let url: URL;
     try {
       url = new URL(config.uri);

@@ -11,19 +11,6 @@ import {
 } from './shared.js';
 import { configReadsRequestBody } from '../request-body-refs.js';
 
-interface HmacAuthConfig {
-  use_consumers: boolean;
-  access_key?: string;
-  secret_key?: string;
-  algorithm: 'hmac-sha1' | 'hmac-sha256' | 'hmac-sha512';
-  clock_skew: number;
-  signed_headers?: string[];
-  keep_headers: boolean;
-  hide_credentials: boolean;
-  anonymous_consumer?: string;
-  realm: string;
-}
-
 /** Signature parameters, from `Authorization: Signature …` or the `X-HMAC-*` headers. */
 interface SignatureParams {
   accessKey: string;
@@ -137,7 +124,7 @@ export const hmacAuth = definePlugin({
     },
   },
   outputs: AUTH_OUTPUTS,
-  create(config: HmacAuthConfig, env) {
+  create(config, env) {
     if (config.access_key === undefined && !config.use_consumers) {
       throw new ConfigError(
         '',

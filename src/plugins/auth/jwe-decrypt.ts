@@ -4,16 +4,6 @@ import { ConfigError, definePlugin, type ConsumerRecord } from '../../core/plugi
 import { attachConsumer, AUTH_OUTPUTS, requestHeader, unauthorized } from './shared.js';
 import { configReadsRequestBody } from '../request-body-refs.js';
 
-interface JweDecryptConfig {
-  header: string;
-  forward_header: string;
-  strict: boolean;
-  key?: string;
-  use_consumers: boolean;
-  alg: 'dir';
-  enc: 'A256GCM';
-}
-
 interface ConsumerKey {
   key: Uint8Array;
   consumer: ConsumerRecord;
@@ -72,7 +62,7 @@ export const jweDecrypt = definePlugin({
     },
   },
   outputs: AUTH_OUTPUTS,
-  create(config: JweDecryptConfig, env) {
+  create(config, env) {
     if (config.key === undefined && !config.use_consumers) {
       throw new ConfigError('', "jwe-decrypt plugin requires 'key' or 'use_consumers: true'");
     }

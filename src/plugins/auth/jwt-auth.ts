@@ -13,21 +13,6 @@ import {
 } from './shared.js';
 import { configReadsRequestBody } from '../request-body-refs.js';
 
-interface JwtAuthConfig {
-  secret?: string;
-  public_key?: string;
-  algorithm?: string;
-  use_consumers: boolean;
-  header_name: string;
-  query_param?: string;
-  cookie_name?: string;
-  key_claim_name: string;
-  lifetime_grace_period: number;
-  hide_credentials: boolean;
-  anonymous_consumer?: string;
-  realm: string;
-}
-
 interface ConsumerKey extends VerificationKey {
   consumer: ConsumerRecord;
 }
@@ -78,7 +63,7 @@ export const jwtAuth = definePlugin({
     },
   },
   outputs: AUTH_OUTPUTS,
-  create(config: JwtAuthConfig, env) {
+  create(config, env) {
     const hasInline = config.secret !== undefined || config.public_key !== undefined;
     if (!hasInline && !config.use_consumers) {
       throw new ConfigError('', "jwt-auth plugin requires 'secret', 'public_key' or 'use_consumers: true'");

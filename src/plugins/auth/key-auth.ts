@@ -9,15 +9,6 @@ import {
 } from './shared.js';
 import { configReadsRequestBody } from '../request-body-refs.js';
 
-interface KeyAuthConfig {
-  keys?: string[];
-  header_name: string;
-  query_param?: string;
-  use_consumers: boolean;
-  anonymous_consumer?: string;
-  hide_credentials: boolean;
-}
-
 /**
  * Authenticates by an API key read from a header (then, optionally, a query
  * parameter), matched against inline `keys` and consumers' `key-auth: {key}`.
@@ -49,7 +40,7 @@ export const keyAuth = definePlugin({
     },
   },
   outputs: AUTH_OUTPUTS,
-  create(config: KeyAuthConfig, env) {
+  create(config, env) {
     const keys = config.keys ?? [];
     if (keys.length === 0 && !config.use_consumers) {
       throw new ConfigError('', "key-auth plugin requires 'keys' or 'use_consumers: true'");

@@ -1,21 +1,10 @@
 import { isIP } from 'node:net';
 import type { Context } from '../../core/context.js';
 import { NodeError } from '../../core/errors.js';
-import { calloutTls, calloutTlsSchema, type CalloutTlsConfig } from '../callout-tls.js';
+import { calloutTls, calloutTlsSchema } from '../callout-tls.js';
 import { ConfigError, definePlugin } from '../../core/plugin.js';
 import { escapeDnValue, simpleBind, type LdapTarget } from './ldap-bind.js';
 import { AUTH_OUTPUTS, quoteRealm, requestHeader, unauthorized } from './shared.js';
-
-interface LdapAuthConfig {
-  base_dn: string;
-  ldap_uri: string;
-  uid: string;
-  use_tls: boolean;
-  tls_verify: boolean;
-  tls?: CalloutTlsConfig;
-  realm: string;
-  timeout_ms: number;
-}
 
 /** RFC 4512 attribute type: a descriptor or a numeric OID. */
 const ATTRIBUTE_TYPE = /^(?:[A-Za-z][A-Za-z0-9-]*|\d+(?:\.\d+)+)$/;
@@ -62,7 +51,7 @@ export const ldapAuth = definePlugin({
   },
   outputs: AUTH_OUTPUTS,
   templated: [],
-  create(config: LdapAuthConfig, env) {
+  create(config, env) {
     const url = parseLdapUri(config.ldap_uri);
     const baseDn = config.base_dn.trim();
     if (baseDn === '') throw new ConfigError('base_dn', 'must not be blank');

@@ -14,10 +14,6 @@ import { jwtAuth } from './jwt-auth.js';
 import { keyAuth } from './key-auth.js';
 import { AUTH_OUTPUTS, unauthorized } from './shared.js';
 
-interface MultiAuthConfig {
-  auth_plugins: Record<string, Record<string, unknown>>[];
-}
-
 type Outcome = 'success' | 'denied';
 type Attempt = NodeInstance<string>;
 
@@ -112,7 +108,7 @@ export const multiAuth = definePlugin({
     },
   },
   outputs: AUTH_OUTPUTS,
-  create(config: MultiAuthConfig, env) {
+  create(config, env) {
     const attempts = config.auth_plugins.map((entry, index) => build(entry, index, env));
 
     const fail = (ctx: Context, challenges: string[]): 'denied' => {

@@ -2,19 +2,7 @@ import type { Context } from '../../core/context.js';
 import { ConfigError, definePlugin } from '../../core/plugin.js';
 import { asObject, parseJson, ProviderClient } from './provider-client.js';
 import { AUTH_OUTPUTS } from './shared.js';
-import { calloutTlsSchema, type CalloutTlsConfig } from '../callout-tls.js';
-
-interface OpaConfig {
-  host: string;
-  policy: string;
-  ssl_verify: boolean;
-  tls?: CalloutTlsConfig;
-  timeout: number;
-  with_consumer: boolean;
-  with_route: boolean;
-  with_service: boolean;
-  send_headers_upstream: string[];
-}
+import { calloutTlsSchema } from '../callout-tls.js';
 
 /** What OPA decided: `result` as a boolean, or an object with `allow` and the denial's details. */
 interface Decision {
@@ -79,7 +67,7 @@ export const opa = definePlugin({
   },
   outputs: AUTH_OUTPUTS,
   templated: [],
-  create(config: OpaConfig) {
+  create(config) {
     const policy = config.policy.trim().replace(/^\/+/, '');
     if (policy === '') throw new ConfigError('policy', 'must name a decision path');
     const client = new ProviderClient({

@@ -2,16 +2,7 @@ import type { Context } from '../../core/context.js';
 import { definePlugin } from '../../core/plugin.js';
 import { asObject, attachIdentity, parseJson, ProviderClient, stringField } from './provider-client.js';
 import { AUTH_OUTPUTS } from './shared.js';
-import { calloutTlsSchema, type CalloutTlsConfig } from '../callout-tls.js';
-
-interface WolfRbacConfig {
-  server: string;
-  appid?: string;
-  header_prefix: string;
-  ssl_verify: boolean;
-  tls?: CalloutTlsConfig;
-  timeout_ms: number;
-}
+import { calloutTlsSchema } from '../callout-tls.js';
 
 interface WolfUser {
   id: string;
@@ -65,7 +56,7 @@ export const wolfRbac = definePlugin({
   },
   outputs: AUTH_OUTPUTS,
   templated: [],
-  create(config: WolfRbacConfig) {
+  create(config) {
     const client = new ProviderClient({
       code: 'WOLF_RBAC_UPSTREAM_ERROR',
       name: 'wolf-server',
