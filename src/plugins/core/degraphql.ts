@@ -1,12 +1,6 @@
 import { NodeError } from '../../core/errors.js';
 import { ConfigError, definePlugin } from '../../core/plugin.js';
 
-interface DegraphqlConfig {
-  query: string;
-  variables?: string[];
-  operation_name?: string;
-}
-
 /** Structural check only (a selection set, balanced braces); the GraphQL server parses for real. */
 function checkQuery(query: string): string | undefined {
   if (query.trim() === '') return 'must not be blank';
@@ -47,7 +41,7 @@ export const degraphql = definePlugin({
     },
   },
   outputs: { success: { kind: 'success' } },
-  create(config: DegraphqlConfig) {
+  create(config) {
     const problem = checkQuery(config.query);
     if (problem !== undefined) throw new ConfigError('query', problem);
     const variables = config.variables ?? [];

@@ -3,12 +3,6 @@ import { ConfigError, definePlugin } from '../../core/plugin.js';
 import { compileIpList, parseIp, type IpMatcher } from '../../conditions/ip-match.js';
 import { configReadsRequestBody } from '../request-body-refs.js';
 
-interface RealIpConfig {
-  source: string;
-  trusted_addresses?: string[];
-  recursive: boolean;
-}
-
 type SourceReader = (ctx: Context) => string | undefined;
 
 /** Resolves a variable name (`http_*`, `arg_*`, `cookie_*`) to a reader, once at load. */
@@ -98,7 +92,7 @@ export const realIp = definePlugin({
   outputs: { success: { kind: 'success' } },
   templated: [],
   readsResponseBody: () => false,
-  create(config: RealIpConfig) {
+  create(config) {
     let trusted: IpMatcher | undefined;
     if (config.trusted_addresses !== undefined) {
       if (config.trusted_addresses.length === 0) {

@@ -3,15 +3,6 @@ import { ConfigError, definePlugin, type Template } from '../../core/plugin.js';
 import { compileRegex, type ConfigRegex } from '../../conditions/regex.js';
 import { configReadsRequestBody } from '../request-body-refs.js';
 
-interface RedirectConfig {
-  uri?: string;
-  regex_uri?: string[];
-  http_to_https: boolean;
-  ret_code: number;
-  append_query_string: boolean;
-  encode_uri: boolean;
-}
-
 type RedirectPort = 'success' | 'redirect';
 
 /** One `regex_uri` pair: the pattern and its replacement (`$1`… captures). */
@@ -99,7 +90,7 @@ export const redirect = definePlugin({
     redirect: { kind: 'outcome', description: 'A 3xx redirect response is prepared; wire to client.' },
   },
   templated: ['uri'],
-  create(config: RedirectConfig, env) {
+  create(config, env) {
     const modes = [config.uri !== undefined, config.regex_uri !== undefined, config.http_to_https].filter(
       Boolean,
     ).length;

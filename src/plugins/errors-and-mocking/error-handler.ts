@@ -1,11 +1,5 @@
 import { definePlugin } from '../../core/plugin.js';
 
-interface ErrorHandlerConfig {
-  status_code: number;
-  body_template: string;
-  content_type?: string;
-}
-
 const DIALECT = /\{\{\s*error\.(code|message|node_id)\s*\}\}/g;
 
 type ErrorField = 'code' | 'message' | 'node_id';
@@ -46,7 +40,7 @@ export const errorHandler = definePlugin({
     },
   },
   outputs: { success: { kind: 'success' } },
-  create(config: ErrorHandlerConfig) {
+  create(config) {
     const { parts, refs } = parseDialect(config.body_template);
     const status = config.status_code;
     return {

@@ -1,12 +1,6 @@
 import { ConfigError, definePlugin } from '../../core/plugin.js';
 import { mentionsResponseBody } from '../response-body-refs.js';
 
-interface ExitTransformerConfig {
-  status_map: Record<string, number>;
-  body?: string;
-  always: boolean;
-}
-
 const STATUS = /^[1-5]\d\d$/;
 
 /**
@@ -44,8 +38,8 @@ export const exitTransformer = definePlugin({
   outputs: { success: { kind: 'success' } },
   templated: ['body'],
   // Reading $resp_body / {{response.body}} needs the whole upstream body.
-  readsResponseBody: (c: ExitTransformerConfig) => mentionsResponseBody(c.body, true),
-  create(config: ExitTransformerConfig, env) {
+  readsResponseBody: (c) => mentionsResponseBody(c.body, true),
+  create(config, env) {
     const statusMap = new Map<number, number>();
     for (const [from, to] of Object.entries(config.status_map)) {
       if (!STATUS.test(from))

@@ -13,11 +13,6 @@ interface TransformConfig {
   template_is_base64?: boolean;
 }
 
-interface BodyTransformerConfig {
-  request?: TransformConfig;
-  response?: TransformConfig;
-}
-
 interface Transform {
   render: BodyRender;
   parse: (text: string) => unknown;
@@ -61,8 +56,8 @@ export const bodyTransformer = definePlugin({
     properties: { request: transformSchema, response: transformSchema },
   },
   outputs: { success: { kind: 'success' } },
-  readsResponseBody: (c: BodyTransformerConfig) => c.response !== undefined,
-  create(config: BodyTransformerConfig, env) {
+  readsResponseBody: (c) => c.response !== undefined,
+  create(config, env) {
     if (config.request === undefined && config.response === undefined) {
       throw new ConfigError('', "at least one of 'request' or 'response' is required");
     }
