@@ -1,10 +1,6 @@
 import { compileCondition } from '../../conditions/index.js';
 import { ConfigError, definePlugin } from '../../core/plugin.js';
 
-interface ConditionConfig {
-  conditions: unknown[];
-}
-
 /** Branches the graph on a condition expression; never changes the request or response. */
 export const condition = definePlugin({
   type: 'condition',
@@ -27,14 +23,14 @@ export const condition = definePlugin({
     true: { kind: 'outcome', description: 'The conditions evaluated to true.' },
     false: { kind: 'outcome', description: 'The conditions evaluated to false.' },
   },
-  readsResponseBody: (c: ConditionConfig) => {
+  readsResponseBody: (c) => {
     try {
       return compileCondition(c.conditions, 'conditions').readsResponseBody;
     } catch {
       return false; // create reports the bad expression
     }
   },
-  create(config: ConditionConfig) {
+  create(config) {
     if (config.conditions.length === 0) throw new ConfigError('conditions', 'must hold at least one rule');
     const test = compileCondition(config.conditions, 'conditions');
     return { run: (ctx) => (test.evaluate(ctx) ? 'true' : 'false') };

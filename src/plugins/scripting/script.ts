@@ -11,15 +11,6 @@ import {
   timeoutSchema,
 } from './lua-node.js';
 
-interface ScriptConfig {
-  runtime: 'lua';
-  source?: string;
-  inline?: string;
-  timeout_ms: number;
-  memory_limit_mb: number;
-  modules_path?: string;
-}
-
 /**
  * Runs a Lua script's `execute(ctx)` against the request. The script
  * returns the context, and may name the port: `return ctx, "respond"`
@@ -82,7 +73,7 @@ export const script = definePlugin({
   templated: [],
   // The body is handed to Lua, so an upstream before a script node must buffer.
   readsResponseBody: () => true,
-  create(config: ScriptConfig, env) {
+  create(config, env) {
     let unit: ScriptUnit;
     let fallbackModules: string | undefined;
     if (config.source !== undefined) {
