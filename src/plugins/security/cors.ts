@@ -3,19 +3,6 @@ import { definePlugin, type Template } from '../../core/plugin.js';
 import { compileRegexList } from '../../conditions/regex.js';
 import { configReadsRequestBody } from '../request-body-refs.js';
 
-interface CorsConfig {
-  allowed_origins?: string[];
-  allowed_origins_by_regex: string[];
-  allowed_methods: string[];
-  allowed_headers: string[];
-  expose_headers: string[];
-  max_age: number;
-  allow_credentials: boolean;
-  allow_origins?: unknown;
-  allow_methods?: unknown;
-  max_age_s?: unknown;
-}
-
 const LEGACY_KEYS = {
   allow_origins: 'allowed_origins',
   allow_methods: 'allowed_methods',
@@ -112,7 +99,7 @@ export const cors = definePlugin({
   },
   templated: ['allowed_methods.*', 'allowed_headers.*'],
   readsResponseBody: () => false,
-  create(config: CorsConfig, env) {
+  create(config, env) {
     for (const [legacy, current] of Object.entries(LEGACY_KEYS)) {
       if (config[legacy as keyof typeof LEGACY_KEYS] !== undefined) {
         env.warn(legacy, `is a legacy key and is ignored; use ${current}`);

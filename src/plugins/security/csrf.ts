@@ -3,13 +3,6 @@ import type { Context } from '../../core/context.js';
 import { definePlugin } from '../../core/plugin.js';
 import { RESTRICTION_OUTPUTS } from '../auth/shared.js';
 
-interface CsrfConfig {
-  key: string;
-  expires: number;
-  name: string;
-  phase: 'request' | 'response';
-}
-
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /** The token wire form: base64 of `{"random","expires","sign"}`, `expires` being the issue time in seconds. */
@@ -59,7 +52,7 @@ export const csrf = definePlugin({
   outputs: RESTRICTION_OUTPUTS,
   templated: [],
   readsResponseBody: () => false,
-  create(config: CsrfConfig) {
+  create(config) {
     const secret = config.key;
     const lifetime = config.expires;
     const cookieName = config.name;

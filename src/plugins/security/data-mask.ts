@@ -11,11 +11,6 @@ interface MaskRuleConfig {
   body_format?: 'json';
 }
 
-interface DataMaskConfig {
-  request: MaskRuleConfig[];
-  max_body_size: number;
-}
-
 /** What a rule does to one value: `undefined` removes it. */
 type Mask = (value: string) => string | undefined;
 
@@ -70,7 +65,7 @@ export const dataMask = definePlugin({
     },
   },
   outputs: { success: { kind: 'success' } },
-  create(config: DataMaskConfig) {
+  create(config) {
     const rules = config.request.map((rule, i) => compileRule(rule, `request[${i}]`));
     const maxBody = config.max_body_size;
     const queryRules = rules.filter((r) => r.type === 'query');

@@ -3,11 +3,6 @@ import { compileIpList, parseIp } from '../../conditions/ip-match.js';
 import { configReadsRequestBody } from '../request-body-refs.js';
 import { RESTRICTION_OUTPUTS } from '../auth/shared.js';
 
-interface IpRestrictionConfig {
-  allow: string[];
-  deny: string[];
-}
-
 const DENIED = { error: 'forbidden', message: 'IP address denied' } as const;
 const NOT_ALLOWED = { error: 'forbidden', message: 'IP address not allowed' } as const;
 
@@ -42,7 +37,7 @@ export const ipRestriction = definePlugin({
   outputs: RESTRICTION_OUTPUTS,
   templated: [],
   readsResponseBody: () => false,
-  create(config: IpRestrictionConfig) {
+  create(config) {
     const allow = compileIpList(config.allow, 'allow');
     const deny = compileIpList(config.deny, 'deny');
     const restrictive = allow.size > 0;

@@ -6,12 +6,6 @@ import { compileSchema, describeErrors, schemaCompiler, type ValidateFunction } 
 import { FORM_TYPE, formDocument, isJsonType, mediaType } from './request-documents.js';
 import { RESTRICTION_OUTPUTS } from '../auth/shared.js';
 
-interface OasValidatorConfig {
-  spec: Record<string, unknown> | string;
-  rejected_code: number;
-  rejected_msg?: string;
-}
-
 type Json = Record<string, unknown>;
 type Validator = ReturnType<typeof schemaCompiler>;
 type Location = 'path' | 'query' | 'header' | 'cookie';
@@ -271,7 +265,7 @@ export const oasValidator = definePlugin({
   outputs: RESTRICTION_OUTPUTS,
   templated: ['rejected_msg'],
   readsResponseBody: () => false,
-  create(config: OasValidatorConfig, env) {
+  create(config, env) {
     const spec = loadSpec(config.spec);
     const dialect = (spec.openapi as string).startsWith('3.0') ? '07' : '2020';
     const plain = schemaCompiler({ dialect });

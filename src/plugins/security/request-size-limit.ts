@@ -1,10 +1,6 @@
 import { definePlugin } from '../../core/plugin.js';
 import { RESTRICTION_OUTPUTS } from '../auth/shared.js';
 
-interface RequestSizeLimitConfig {
-  max_bytes: number;
-}
-
 const TOO_LARGE = { error: 'payload_too_large', message: 'Request body exceeds size limit' } as const;
 
 /** Denies requests whose buffered body is larger than `max_bytes` (exactly `max_bytes` passes). */
@@ -27,7 +23,7 @@ export const requestSizeLimit = definePlugin({
   outputs: RESTRICTION_OUTPUTS,
   templated: [],
   readsResponseBody: () => false,
-  create(config: RequestSizeLimitConfig) {
+  create(config) {
     const max = config.max_bytes;
     return {
       run(ctx) {

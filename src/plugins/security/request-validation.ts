@@ -5,14 +5,6 @@ import { compileSchema, describeErrors, schemaCompiler, type ValidateFunction } 
 import { FORM_TYPE, formDocument, headerDocument, mediaType } from './request-documents.js';
 import { RESTRICTION_OUTPUTS } from '../auth/shared.js';
 
-interface RequestValidationConfig {
-  header_schema?: Record<string, unknown>;
-  body_schema?: Record<string, unknown>;
-  conditions?: unknown[];
-  rejected_code: number;
-  rejected_msg?: string;
-}
-
 const CONDITIONS_FAILED = 'request conditions not satisfied';
 
 /**
@@ -58,7 +50,7 @@ export const requestValidation = definePlugin({
   },
   outputs: RESTRICTION_OUTPUTS,
   templated: ['rejected_msg'],
-  readsResponseBody: (config: RequestValidationConfig) => {
+  readsResponseBody: (config) => {
     if (config.conditions === undefined) return false;
     try {
       return compileCondition(config.conditions, 'conditions').readsResponseBody;
@@ -66,7 +58,7 @@ export const requestValidation = definePlugin({
       return false;
     }
   },
-  create(config: RequestValidationConfig, env) {
+  create(config, env) {
     if (
       config.header_schema === undefined &&
       config.body_schema === undefined &&

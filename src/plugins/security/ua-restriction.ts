@@ -3,14 +3,6 @@ import { compileRegexList } from '../../conditions/regex.js';
 import { configReadsRequestBody } from '../request-body-refs.js';
 import { RESTRICTION_OUTPUTS } from '../auth/shared.js';
 
-interface UaRestrictionConfig {
-  allowlist?: string[];
-  denylist?: string[];
-  bypass_missing: boolean;
-  rejected_code: number;
-  rejected_msg: string;
-}
-
 /**
  * Allows or denies by User-Agent regular expressions (exactly one of
  * `allowlist` / `denylist`), compiled once at load and never templated.
@@ -56,7 +48,7 @@ export const uaRestriction = definePlugin({
   outputs: RESTRICTION_OUTPUTS,
   templated: ['rejected_msg'],
   readsResponseBody: () => false,
-  create(config: UaRestrictionConfig, env) {
+  create(config, env) {
     const allow = compileRegexList(config.allowlist ?? [], 'allowlist');
     const deny = compileRegexList(config.denylist ?? [], 'denylist');
     if (allow.length > 0 && deny.length > 0) {

@@ -3,13 +3,6 @@ import { compileRegexList } from '../../conditions/regex.js';
 import { configReadsRequestBody } from '../request-body-refs.js';
 import { RESTRICTION_OUTPUTS } from '../auth/shared.js';
 
-interface UriBlockerConfig {
-  block_rules: string[];
-  rejected_code: number;
-  rejected_msg?: string;
-  case_insensitive: boolean;
-}
-
 const EMPTY = Buffer.alloc(0);
 
 /** Denies requests whose URI (path plus `?query`) matches one of the block rules. */
@@ -51,7 +44,7 @@ export const uriBlocker = definePlugin({
   outputs: RESTRICTION_OUTPUTS,
   templated: ['rejected_msg'],
   readsResponseBody: () => false,
-  create(config: UriBlockerConfig, env) {
+  create(config, env) {
     const rules = compileRegexList(config.block_rules, 'block_rules', config.case_insensitive ? 'i' : '');
     const status = config.rejected_code;
     const message =
