@@ -8,14 +8,6 @@ import {
   timeoutSchema,
 } from '../scripting/lua-node.js';
 
-interface ServerlessConfig {
-  functions: string[];
-  phase?: string;
-  timeout_ms: number;
-  memory_limit_mb: number;
-  modules_path?: string;
-}
-
 /**
  * The shared definition behind `serverless-pre-function` and
  * `serverless-post-function`: identical config and behaviour; where the node
@@ -59,7 +51,7 @@ export function serverlessFunction<T extends string>(type: T, description: strin
     },
     templated: [],
     readsResponseBody: () => true,
-    create(config: ServerlessConfig, env) {
+    create(config, env) {
       const units: ScriptUnit[] = config.functions.map((source, i) => ({
         source,
         chunkName: `=functions[${i}]`,
