@@ -9,11 +9,6 @@ import {
   storeProperty,
 } from './shared.js';
 
-interface StoreDeleteConfig {
-  store: string;
-  key: string;
-}
-
 /** Removes a key; an absent key is a success (no `miss` port to wire for a no-op). */
 export const storeDelete = definePlugin({
   type: 'store-delete',
@@ -27,8 +22,8 @@ export const storeDelete = definePlugin({
   },
   outputs: { success: { kind: 'success', description: 'The key is gone (or was never there).' } },
   templated: ['key'],
-  readsResponseBody: (c: StoreDeleteConfig) => readsBody(c.key),
-  create(config: StoreDeleteConfig, env) {
+  readsResponseBody: (c) => readsBody(c.key),
+  create(config, env) {
     const store = lookupStore(env, config.store);
     const key = compileField(env, config.key, 'key');
     return {

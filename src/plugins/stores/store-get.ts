@@ -11,13 +11,6 @@ import {
   storeProperty,
 } from './shared.js';
 
-interface StoreGetConfig {
-  store: string;
-  key: string;
-  name: string;
-  json: boolean;
-}
-
 /**
  * Reads a key into `ctx.message[name]`. A missing key leaves through `miss`;
  * a store outage through `error`, so an outage never looks like "nothing recorded".
@@ -46,8 +39,8 @@ export const storeGet = definePlugin({
     miss: { kind: 'outcome', description: 'The key does not exist; nothing was written.' },
   },
   templated: ['key'],
-  readsResponseBody: (c: StoreGetConfig) => readsBody(c.key),
-  create(config: StoreGetConfig, env) {
+  readsResponseBody: (c) => readsBody(c.key),
+  create(config, env) {
     const store = lookupStore(env, config.store);
     const key = compileField(env, config.key, 'key');
     const { name, json } = config;

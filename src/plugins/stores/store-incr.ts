@@ -12,14 +12,6 @@ import {
   ttlProperty,
 } from './shared.js';
 
-interface StoreIncrConfig {
-  store: string;
-  key: string;
-  by: number;
-  ttl_seconds?: number;
-  name: string;
-}
-
 /**
  * Atomically adds to a counter. The expiry is set when the key is created and
  * never refreshed, so a counter bounding retries resets a fixed time after it
@@ -43,8 +35,8 @@ export const storeIncr = definePlugin({
   },
   outputs: { success: { kind: 'success', description: 'The new value is in context.message.' } },
   templated: ['key'],
-  readsResponseBody: (c: StoreIncrConfig) => readsBody(c.key),
-  create(config: StoreIncrConfig, env) {
+  readsResponseBody: (c) => readsBody(c.key),
+  create(config, env) {
     const store = lookupStore(env, config.store);
     checkTtl(config.ttl_seconds);
     const key = compileField(env, config.key, 'key');

@@ -11,13 +11,6 @@ import {
   ttlProperty,
 } from './shared.js';
 
-interface StoreSetConfig {
-  store: string;
-  key: string;
-  value: string;
-  ttl_seconds?: number;
-}
-
 /** Writes a templated value under a templated key, with an optional expiry. */
 export const storeSet = definePlugin({
   type: 'store-set',
@@ -36,8 +29,8 @@ export const storeSet = definePlugin({
   },
   outputs: { success: { kind: 'success', description: 'The value was written.' } },
   templated: ['key', 'value'],
-  readsResponseBody: (c: StoreSetConfig) => readsBody(c.key, c.value),
-  create(config: StoreSetConfig, env) {
+  readsResponseBody: (c) => readsBody(c.key, c.value),
+  create(config, env) {
     const store = lookupStore(env, config.store);
     checkTtl(config.ttl_seconds);
     const key = compileField(env, config.key, 'key');
