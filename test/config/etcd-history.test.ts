@@ -9,8 +9,10 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { skipWithoutEtcd, startEtcd, type EtcdServer } from '../support/etcd.js';
 import { freePort } from '../support/free-port.js';
@@ -58,7 +60,7 @@ interface Member {
   files: { system: string; gateway: string };
 }
 
-function memberFiles(dir: string, name: string, endpoint: string, ports: [number, number]) {
+function memberFiles(dir: string, name: string, endpoint: string, ports: [number, number], prefix = PREFIX) {
   const system = join(dir, `${name}-system.yaml`);
   const gateway = join(dir, `${name}-gateway.yaml`);
   writeFileSync(
@@ -66,7 +68,7 @@ function memberFiles(dir: string, name: string, endpoint: string, ports: [number
     [
       `listener: { bind: 127.0.0.1, port: ${ports[0]} }`,
       `admin: { bind: 127.0.0.1, port: ${ports[1]}, username: admin, password: secret-password, history: { max_versions: ${MAX_VERSIONS} } }`,
-      `config: { source: etcd, etcd: { endpoints: ['${endpoint}'], prefix: ${PREFIX}, timeout_ms: 5000 } }`,
+      `config: { source: etcd, etcd: { endpoints: ['${endpoint}'], prefix: ${prefix}, timeout_ms: 5000 } }`,
       'logging: { level: warn }',
     ].join('\n'),
   );
@@ -293,5 +295,79 @@ describe('issue 34: the configuration history in etcd, two gateways on one prefi
     assert.equal((await call(b, 'GET', `/api/config/history/${oldest}`)).status, 200);
     const refused = await call(a, 'POST', '/api/config/rollback', { version: 1 });
     assert.equal(refused.status, 404, refused.text);
+  });
+});
+
+const BIN = fileURLToPath(new URL('../../bin/switchyard.js', import.meta.url));
+
+/** The real CLI, with the admin credentials in the environment. */
+function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [BIN, ...args], {
+      env: { ...process.env, SWITCHYARD_ADMIN_USER: 'admin', SWITCHYARD_ADMIN_PASSWORD: 'secret-password' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe('issue 34: the CI-style script against a gateway on etcd', { skip }, () => {
+  let dir: ReturnType<typeof tempDir>;
+  let member: Member;
+
+  before(async () => {
+    dir = tempDir();
+    const files = memberFiles(dir.path, 'ci', etcd.url, [await freePort(), await freePort()], '/ci');
+    member = await launch('ci', files, files.admin);
+  });
+  after(async () => {
+    await member?.process.stop();
+    dir?.remove();
+  });
+
+  test('dump → edit → diff (exit 1) → apply → diff (exit 0) → rollback to the first version → dump byte-identical', async () => {
+    const withAdmin = (args: string[]) => [...args, '--admin-url', member.admin];
+    const first = await cli(withAdmin(['dump']));
+    assert.equal(first.code, 0, first.stderr);
+    const edited = join(dir.path, 'edited.yaml');
+    writeFileSync(edited, first.stdout.replace('response_example: hello', 'response_example: hello again'));
+    const diff = await cli(withAdmin(['diff', '--gateway-config', edited]));
+    assert.equal(diff.code, 1, diff.stderr);
+    assert.deepEqual(
+      diff.stdout.split('\n').filter((l) => /^[+~-] [a-z_]+\//.test(l)),
+      ['~ policies/hello'],
+    );
+    const applied = await cli(withAdmin(['apply', '--gateway-config', edited]));
+    assert.equal(applied.code, 0, applied.stderr);
+    assert.match(applied.stdout, /version 2/);
+    const again = await cli(withAdmin(['diff', '--gateway-config', edited]));
+    assert.equal(again.code, 0, again.stdout + again.stderr);
+    const versions = await history(member);
+    assert.deepEqual(
+      versions.map((v) => [v.version, v.source]),
+      [
+        [2, 'apply'],
+        [1, 'startup'],
+      ],
+    );
+    assert.deepEqual(await etcd.keys('/ci.history/'), [
+      '/ci.history/index',
+      '/ci.history/v1',
+      '/ci.history/v2',
+    ]);
+    const rolled = await call(member, 'POST', '/api/config/rollback', { version: 1 });
+    assert.equal(rolled.status, 200, rolled.text);
+    const dump = await cli(withAdmin(['dump']));
+    assert.equal(
+      dump.stdout,
+      first.stdout,
+      'after the rollback the dump equals the first dump byte for byte',
+    );
+    const newest = (await history(member))[0]!;
+    assert.deepEqual([newest.version, newest.source, newest.sha256], [3, 'rollback', versions[1]!.sha256]);
   });
 });
