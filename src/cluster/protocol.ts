@@ -25,7 +25,11 @@ export type SharedCall =
   /** proxy-cache local: look up, store, purge a namespace. */
   | [id: number, op: 'cg', key: string]
   | [id: 0, op: 'cp', key: string, entry: WireResponse, ttlSeconds: number]
-  | [id: number, op: 'cx', namespace: string];
+  | [id: number, op: 'cx', namespace: string]
+  /** ai-rate-limit local: read the token window `key` (answer: TokenWindow of src/plugins/ai/ai-rate-limit-counter.ts). */
+  | [id: number, op: 'tk?', key: string, windowMs: number]
+  /** ai-rate-limit local: count `tokens` (negative: an estimate's correction) into the window `key`; answer: TokenWindow. */
+  | [id: number, op: 'tk+', key: string, tokens: number, windowMs: number];
 
 /**
  * The answer to `fw`: the window's answer for this request, plus `lease`

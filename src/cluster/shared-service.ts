@@ -1,4 +1,5 @@
 import type { GatewayScope } from '../core/plugin.js';
+import { LocalTokenCounter } from '../plugins/ai/ai-rate-limit-counter.js';
 import { LocalResponseCache } from '../plugins/traffic/local-cache.js';
 import { TokenBuckets } from '../plugins/traffic/token-buckets.js';
 import { LocalWindowCounters } from '../plugins/traffic/window-counter.js';
@@ -205,6 +206,10 @@ export class SharedService {
       }
       case 'cx':
         return this.#cache().purge(call[2]);
+      case 'tk?':
+        return this.#tokens().peek(call[2], call[3]);
+      case 'tk+':
+        return this.#tokens().add(call[2], call[3], call[4]);
     }
   }
 
@@ -217,6 +222,11 @@ export class SharedService {
   // The same keys and constructors as src/plugins/traffic/fixed-window.ts and src/plugins/traffic/proxy-cache.ts.
   #windows(): LocalWindowCounters {
     return this.#scope.shared('limits.fixed-window', () => new LocalWindowCounters());
+  }
+
+  // The same key and constructor as src/plugins/ai/ai-rate-limit.ts: one budget per key across workers.
+  #tokens(): LocalTokenCounter {
+    return this.#scope.shared('ai.token-windows', () => new LocalTokenCounter());
   }
 
   #cache(): LocalResponseCache {

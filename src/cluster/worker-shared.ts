@@ -1,5 +1,10 @@
 import type { Context } from '../core/context.js';
 import type { CachedResponse, ResponseCache } from '../plugins/traffic/response-cache.js';
+import {
+  LocalTokenCounter,
+  type TokenCounter,
+  type TokenWindow,
+} from '../plugins/ai/ai-rate-limit-counter.js';
 import { HeldSlots, type SlotTable } from '../plugins/traffic/concurrency.js';
 import { TokenBuckets, type BucketAnswer } from '../plugins/traffic/token-buckets.js';
 import type { WindowCounter, WindowResult } from '../plugins/traffic/window-counter.js';
@@ -10,8 +15,8 @@ import type { LeasedWindow, WireResponse } from './protocol.js';
  * The `wrapShared` of a worker's gateway scope: the local counters and cache
  * every `policy: local` node shares are replaced by proxies to the primary's,
  * so a limit of 10 admits 10 across all workers. Keys are the ones the plugins
- * use (the limits and proxy-cache of src/plugins/traffic/); any other
- * shared value stays per worker.
+ * use (the limits and proxy-cache of src/plugins/traffic/, ai-rate-limit's token
+ * windows); any other shared value stays per worker.
  */
 export function workerSharedState(
   channel: PrimaryChannel,
@@ -21,6 +26,7 @@ export function workerSharedState(
     if (key === 'limits.fixed-window') return windowCounter(channel, leases);
     if (key === 'limits.concurrency') return new WorkerSlotTable(channel);
     if (key === 'proxy-cache.local') return responseCache(channel);
+    if (key === 'ai.token-windows' && local instanceof LocalTokenCounter) return tokenCounter(channel);
     if (key.startsWith('limits.rate-limit:') && local instanceof TokenBuckets)
       return tokenBuckets(channel, key, local);
     return local;
@@ -128,6 +134,20 @@ function tokenBuckets(
 ): { take(key: string): Promise<BucketAnswer> } {
   const { rate, capacity, queue } = local;
   return { take: (key) => channel.call<BucketAnswer>(['tb', shared, rate, capacity, queue, key]) };
+}
+
+/**
+ * ai-rate-limit's token windows counted by the primary: every read before a call
+ * and every count after it is one round trip (batched per turn), so all workers
+ * spend one budget per key, exactly as one process does (docs/plugins/ai-rate-limit.md#windows).
+ * Nothing is leased ahead: the tokens a call costs are known only after it.
+ */
+function tokenCounter(channel: PrimaryChannel): TokenCounter {
+  return {
+    backend: 'local',
+    peek: (key, windowMs) => channel.call<TokenWindow>(['tk?', key, windowMs]),
+    add: (key, tokens, windowMs) => channel.call<TokenWindow>(['tk+', key, tokens, windowMs]),
+  };
 }
 
 function responseCache(channel: PrimaryChannel): ResponseCache {

@@ -1,0 +1,148 @@
+/**
+ * ai-rate-limit `policy: local` in a real gateway with `workers: 2`: the token windows are the
+ * primary's, so calls answered by either worker spend one budget per key, exactly as in one
+ * process (same headers, 429 with retry-after), and the budget outlives a killed worker
+ * (docs/plugins/ai-rate-limit.md#windows, docs/workers.md).
+ */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { startClusterGateway, waitForWorkers, type ClusterGateway } from '../../cluster/harness.js';
+import { request, type SimpleResponse } from '../../support/http.js';
+import type { Origin } from '../../support/origins.js';
+import { waitFor } from '../../support/wait.js';
+import { startStandInLlm } from './stand-in-llm.js';
+
+let llm: Origin;
+let gw: ClusterGateway;
+
+const gatewayYaml = (port: number) => `
+routes:
+  - { name: chat, match: { path: /v1/* }, policy: p }
+policies:
+  - name: p
+    nodes:
+      - { id: listener, type: listener }
+      - { id: budget, type: ai-rate-limit, config: { limit: 100, time_window: 600, key: $http_x_user } }
+      - { id: llm, type: upstream, config: { targets: [{ host: 127.0.0.1, port: ${port} }] } }
+      - { id: count, type: ai-rate-limit, config: { phase: count } }
+      - { id: client, type: client }
+    edges:
+      - { from: listener.out, to: budget.in }
+      - { from: budget.success, to: llm.in }
+      - { from: budget.limited, to: client.in }
+      - { from: budget.error, to: client.in }
+      - { from: llm.success, to: count.in }
+      - { from: count.success, to: client.in }
+      - { from: count.limited, to: client.in }
+      - { from: count.error, to: client.in }
+`;
+
+before(async () => {
+  llm = await startStandInLlm();
+  gw = await startClusterGateway(gatewayYaml(llm.port), { workers: 2 });
+  await waitForWorkers(gw, 2);
+});
+
+after(async () => {
+  await gw?.stop();
+  await llm?.close();
+});
+
+/** One call costing 20 prompt + 10 completion tokens, on a fresh connection (node:cluster spreads them). */
+const chat = (user: string): Promise<SimpleResponse> =>
+  request(`${gw.data}/v1/chat/completions`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      'x-user': user,
+      'x-prompt-tokens': '20',
+      'x-completion-tokens': '10',
+    },
+    body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }),
+  });
+
+/** `count` calls one after another; asserts both workers answered some of them (gateway_cluster_worker_requests_total). */
+async function callsOverBothWorkers(user: string, count: number): Promise<SimpleResponse[]> {
+  const before = await gw.workers();
+  const answers: SimpleResponse[] = [];
+  for (let i = 0; i < count; i++) answers.push(await chat(user));
+  let served: number[] = [];
+  // A worker counts a request when its answer is finished: wait until all of them are in.
+  await waitFor(
+    async () => {
+      served = [...(await gw.workers())].map(([slot, w]) => {
+        const was = before.get(slot);
+        return w.requests - (was?.pid === w.pid ? was.requests : 0);
+      });
+      return served.reduce((a, b) => a + b, 0) >= count;
+    },
+    { timeoutMs: 30_000, intervalMs: 100, what: `${count} requests counted by the workers` },
+  );
+  assert.equal(served.length, 2, `serving workers: ${served.join(', ')}`);
+  assert.ok(
+    served.every((n) => n > 0),
+    `both workers answered: ${served.join(', ')}`,
+  );
+  return answers;
+}
+
+const remaining = (answers: SimpleResponse[]): string[] =>
+  answers.map((a) => String(a.headers['x-ratelimit-remaining-tokens']));
+
+test('ai-rate-limit local, workers: 2: calls answered by both workers spend one budget; the next call gets 429 on either', async () => {
+  const seen = llm.requests.length;
+  const answers = await callsOverBothWorkers('ada', 6);
+  assert.deepEqual(
+    answers.map((a) => a.status),
+    [200, 200, 200, 200, 429, 429],
+    'used 0, 30, 60, 90 admitted (the fourth crosses); 120 refused',
+  );
+  assert.deepEqual(
+    remaining(answers),
+    ['70', '40', '10', '0', '0', '0'],
+    'down monotonically across workers',
+  );
+  assert.equal(llm.requests.length - seen, 4, 'the refused calls never reached the LLM');
+  for (const a of answers) {
+    assert.equal(a.headers['x-ratelimit-limit-tokens'], '100');
+    assert.match(String(a.headers['x-ratelimit-reset-tokens']), /^(10m0s|9m\d+s)$/);
+  }
+  const refused = answers[4] as SimpleResponse;
+  const retryAfter = Number(refused.headers['retry-after']);
+  assert.ok(retryAfter >= 1 && retryAfter <= 600, `retry-after ${String(refused.headers['retry-after'])}`);
+  const error = (JSON.parse(refused.body) as { error: Record<string, unknown> }).error;
+  assert.equal(error.type, 'rate_limit_exceeded');
+
+  // Whichever worker answers, the spent budget stays spent.
+  const more = await callsOverBothWorkers('ada', 6);
+  assert.deepEqual(
+    more.map((a) => a.status),
+    Array.from({ length: 6 }, () => 429),
+  );
+  assert.deepEqual(
+    (await callsOverBothWorkers('bob', 2)).map((a) => a.status),
+    [200, 200],
+    'another key has its own budget',
+  );
+});
+
+test('ai-rate-limit local, workers: 2: the budget is the primary’s and outlives a killed worker', async () => {
+  const first = await callsOverBothWorkers('kim', 2);
+  assert.deepEqual(remaining(first), ['70', '40']);
+  const victim = (await gw.workers()).get(1)?.pid as number;
+  process.kill(victim, 'SIGKILL');
+  await waitFor(
+    async () => {
+      const now = await gw.workers();
+      return now.size === 2 && now.get(1) !== undefined && now.get(1)?.pid !== victim;
+    },
+    { timeoutMs: 60_000, intervalMs: 200, what: 'worker 1 to be replaced' },
+  );
+  const rest = await callsOverBothWorkers('kim', 4);
+  assert.deepEqual(
+    rest.map((a) => a.status),
+    [200, 200, 429, 429],
+    'the replacement and the survivor go on from 60 used',
+  );
+  assert.deepEqual(remaining(rest), ['10', '0', '0', '0']);
+});
