@@ -234,3 +234,40 @@ export function adminProblemBody(
 ): { error: string } | { error: string; details: unknown } {
   return details === undefined ? { error: problem } : { error: problem, details };
 }
+
+/** A request refused before routing (on HTTP/1.1 with `Connection: close`, as nginx answers). */
+export interface RequestRefusal {
+  status: number;
+  error: string;
+  message: string;
+}
+
+/** The RFC 9112 refusals both HTTP/1.1 fronts apply (src/server/request-checks.ts decides which). */
+export const REQUEST_REFUSALS = {
+  notImplemented: {
+    status: 501,
+    error: 'not_implemented',
+    message: 'transfer codings other than a lone chunked are not supported',
+  },
+  repeatedTransferEncoding: {
+    status: 400,
+    error: 'bad_request',
+    message: 'more than one Transfer-Encoding header',
+  },
+  transferEncodingOnHttp10: {
+    status: 400,
+    error: 'bad_request',
+    message: 'Transfer-Encoding on an HTTP/1.0 request',
+  },
+  version: {
+    status: 505,
+    error: 'http_version_not_supported',
+    message: 'only HTTP/1.x is served in HTTP/1 syntax',
+  },
+  trace: { status: 405, error: 'method_not_allowed', message: 'TRACE is not allowed (listener.allow_trace)' },
+  underscore: {
+    status: 400,
+    error: 'bad_request',
+    message: 'header names with an underscore are refused (listener.headers_with_underscores)',
+  },
+} as const satisfies Record<string, RequestRefusal>;

@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { ServerRequest } from './server-request.js';
+import { REQUEST_REFUSALS, type RequestRefusal } from '../core/errors.js';
 
 /** `listener.headers_with_underscores`: what a client's header name with `_` does (docs/configuration.md). */
 export type UnderscoreHeaders = 'drop' | 'reject' | 'allow';
@@ -14,28 +15,16 @@ export interface RequestRules {
 export const DEFAULT_RULES: RequestRules = { headersWithUnderscores: 'drop', allowTrace: false };
 
 /** A request answered before routing (on HTTP/1.1 with `Connection: close`, as nginx answers). */
-export interface Refusal {
-  status: number;
-  error: string;
-  message: string;
-}
+export type Refusal = RequestRefusal;
 
-const refuse = (status: number, error: string, message: string): Refusal => ({ status, error, message });
-
-const NOT_IMPLEMENTED = refuse(
-  501,
-  'not_implemented',
-  'transfer codings other than a lone chunked are not supported',
-);
-const REPEATED_TE = refuse(400, 'bad_request', 'more than one Transfer-Encoding header');
-const TE_ON_HTTP10 = refuse(400, 'bad_request', 'Transfer-Encoding on an HTTP/1.0 request');
-const VERSION = refuse(505, 'http_version_not_supported', 'only HTTP/1.x is served in HTTP/1 syntax');
-const TRACE = refuse(405, 'method_not_allowed', 'TRACE is not allowed (listener.allow_trace)');
-const UNDERSCORE = refuse(
-  400,
-  'bad_request',
-  'header names with an underscore are refused (listener.headers_with_underscores)',
-);
+const {
+  notImplemented: NOT_IMPLEMENTED,
+  repeatedTransferEncoding: REPEATED_TE,
+  transferEncodingOnHttp10: TE_ON_HTTP10,
+  version: VERSION,
+  trace: TRACE,
+  underscore: UNDERSCORE,
+} = REQUEST_REFUSALS;
 
 /**
  * RFC 9112 refusals applied by both HTTP/1.1 fronts alike (the lean front and
