@@ -27,7 +27,7 @@ const all = (stage: Stage, keyword: string): Instruction[] =>
   stage.instructions.filter((i) => i.keyword === keyword);
 const last = (stage: Stage, keyword: string): string | undefined => all(stage, keyword).at(-1)?.args;
 
-test('Dockerfile: a build stage that compiles, a runtime stage with production dependencies only', () => {
+test('F17 Dockerfile: a build stage that compiles, a runtime stage with production dependencies only', () => {
   assert.ok(stages.length >= 2, 'multi-stage');
   assert.equal(build.name, 'build');
   const buildRuns = all(build, 'RUN').map((i) => i.args);
@@ -52,7 +52,7 @@ test('Dockerfile: a build stage that compiles, a runtime stage with production d
   assert.deepEqual(fromBuild.map((i) => i.args.split(/\s+/).at(-2)).sort(), ['/src/dist', '/src/ui/dist']);
 });
 
-test('Dockerfile: both stages on Node 24 LTS, the Node npm scripts run on (package.json)', () => {
+test('F17 Dockerfile: both stages on Node 24 LTS, the Node npm scripts run on (package.json)', () => {
   const pinned = (
     JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as {
       optionalDependencies: Record<string, string>;
@@ -82,7 +82,7 @@ test('Dockerfile: non-root user, /healthz probe, config volume, SIGTERM, the shi
 
 const NETWORK_ERROR = /ENOTFOUND|EAI_AGAIN|ENETUNREACH|ECONNREFUSED|ETIMEDOUT|ECONNRESET|network/i;
 
-test('Dockerfile: the runtime stage, run in a clean directory from the packed package, serves /healthz', async (t) => {
+test('F17 Dockerfile: the runtime stage, run in a clean directory from the packed package, has no tsx or dev tools and serves /healthz', async (t) => {
   ensureBuilt();
   const packDir = join(dir.path, 'pack');
   mkdirSync(packDir);
