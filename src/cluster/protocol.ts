@@ -29,7 +29,9 @@ export type SharedCall =
   /** ai-rate-limit local: read the token window `key` (answer: TokenWindow of src/plugins/ai/ai-rate-limit-counter.ts). */
   | [id: number, op: 'tk?', key: string, windowMs: number]
   /** ai-rate-limit local: count `tokens` (negative: an estimate's correction) into the window `key`; answer: TokenWindow. */
-  | [id: number, op: 'tk+', key: string, tokens: number, windowMs: number];
+  | [id: number, op: 'tk+', key: string, tokens: number, windowMs: number]
+  /** ai-rate-limit local `estimate`: count `tokens` unless that carries the window over `limit`; answer: Reserved. */
+  | [id: number, op: 'tk!', key: string, tokens: number, limit: number, windowMs: number];
 
 /**
  * The answer to `fw`: the window's answer for this request, plus `lease`

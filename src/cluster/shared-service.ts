@@ -210,6 +210,8 @@ export class SharedService {
         return this.#tokens().peek(call[2], call[3]);
       case 'tk+':
         return this.#tokens().add(call[2], call[3], call[4]);
+      case 'tk!':
+        return this.#tokens().reserve(call[2], call[3], call[4], call[5]);
     }
   }
 

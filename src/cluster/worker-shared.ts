@@ -2,6 +2,7 @@ import type { Context } from '../core/context.js';
 import type { CachedResponse, ResponseCache } from '../plugins/traffic/response-cache.js';
 import {
   LocalTokenCounter,
+  type Reserved,
   type TokenCounter,
   type TokenWindow,
 } from '../plugins/ai/ai-rate-limit-counter.js';
@@ -140,13 +141,15 @@ function tokenBuckets(
  * ai-rate-limit's token windows counted by the primary: every read before a call
  * and every count after it is one round trip (batched per turn), so all workers
  * spend one budget per key, exactly as one process does (docs/plugins/ai-rate-limit.md#windows).
- * Nothing is leased ahead: the tokens a call costs are known only after it.
+ * An estimate is checked and counted in one step (`tk!`). Nothing is leased ahead:
+ * the tokens a call costs are known only after it.
  */
 function tokenCounter(channel: PrimaryChannel): TokenCounter {
   return {
     backend: 'local',
     peek: (key, windowMs) => channel.call<TokenWindow>(['tk?', key, windowMs]),
     add: (key, tokens, windowMs) => channel.call<TokenWindow>(['tk+', key, tokens, windowMs]),
+    reserve: (key, tokens, limit, windowMs) => channel.call<Reserved>(['tk!', key, tokens, limit, windowMs]),
   };
 }
 

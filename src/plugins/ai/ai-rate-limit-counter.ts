@@ -7,6 +7,12 @@ export interface TokenWindow {
   resetMs: number;
 }
 
+/** The answer to {@link TokenCounter.reserve}: whether the tokens were counted, and the window after it. */
+export interface Reserved {
+  admitted: boolean;
+  window: TokenWindow;
+}
+
 /**
  * Token windows: `peek` reads one (before the call), `add` counts tokens into it (after the call,
  * or an estimate before; a negative `tokens` corrects an estimate). A window opens with the first
@@ -17,6 +23,11 @@ export interface TokenCounter {
   readonly backend: 'local' | 'redis';
   peek(key: string, windowMs: number): TokenWindow | Promise<TokenWindow>;
   add(key: string, tokens: number, windowMs: number): TokenWindow | Promise<TokenWindow>;
+  /**
+   * Counts `tokens` (an estimate, > 0) into the window unless it would carry it over `limit`, in
+   * one step, so two processes checking one key at once cannot both pass on the same room.
+   */
+  reserve(key: string, tokens: number, limit: number, windowMs: number): Reserved | Promise<Reserved>;
 }
 
 const SWEEP_EVERY = 1024;
@@ -44,6 +55,12 @@ export class LocalTokenCounter implements TokenCounter {
     }
     window.used = Math.max(0, window.used + tokens);
     return { used: window.used, resetMs: window.resetAt - now };
+  }
+
+  reserve(key: string, tokens: number, limit: number, windowMs: number, now: number = Date.now()): Reserved {
+    const window = this.peek(key, windowMs, now);
+    if (window.used + tokens > limit) return { admitted: false, window };
+    return { admitted: true, window: this.add(key, tokens, windowMs, now) };
   }
 
   #sweep(now: number): void {
@@ -74,6 +91,20 @@ end
 return {used, ttl}
 `;
 
+/** ADD_SCRIPT for an estimate, unless it would carry the window over ARGV[2]: {admitted, used, ttl}. */
+const RESERVE_SCRIPT = `
+local ttl = redis.call('PTTL', KEYS[1])
+local tokens = tonumber(ARGV[1])
+if ttl < 0 then
+  if tokens > tonumber(ARGV[2]) then return {0, 0, tonumber(ARGV[3])} end
+  redis.call('SET', KEYS[1], tokens, 'PX', ARGV[3])
+  return {1, tokens, tonumber(ARGV[3])}
+end
+local used = tonumber(redis.call('GET', KEYS[1])) or 0
+if used + tokens > tonumber(ARGV[2]) then return {0, used, ttl} end
+return {1, redis.call('INCRBY', KEYS[1], tokens), ttl}
+`;
+
 /**
  * Windows in a named store (`tok:<namespace>:<key>`, beside limit-count's `cnt:` counters), so
  * every gateway process and `workers` worker sharing the store counts into one budget.
@@ -88,6 +119,19 @@ export class StoreTokenCounter implements TokenCounter {
 
   async add(key: string, tokens: number, windowMs: number): Promise<TokenWindow> {
     return this.#window(await this.store.eval(ADD_SCRIPT, [`tok:${key}`], [Math.trunc(tokens), windowMs]));
+  }
+
+  async reserve(key: string, tokens: number, limit: number, windowMs: number): Promise<Reserved> {
+    const reply = await this.store.eval(
+      RESERVE_SCRIPT,
+      [`tok:${key}`],
+      [Math.trunc(tokens), limit, windowMs],
+    );
+    if (!Array.isArray(reply) || reply.length !== 3) {
+      throw new Error(`store '${this.store.name}': unexpected reply from the token-window script`);
+    }
+    const [admitted, used, ttl] = (reply as unknown[]).map(Number) as [number, number, number];
+    return { admitted: admitted === 1, window: { used, resetMs: Math.max(0, ttl) } };
   }
 
   #window(reply: unknown): TokenWindow {

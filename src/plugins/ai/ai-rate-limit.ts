@@ -10,6 +10,7 @@ import {
   LocalTokenCounter,
   openAiDuration,
   StoreTokenCounter,
+  type Reserved,
   type TokenCounter,
   type TokenWindow,
 } from './ai-rate-limit-counter.js';
@@ -215,21 +216,24 @@ function checkHalf(config: AiRateLimitConfig, env: PluginEnv) {
     setBudgetHeaders(ctx.response.headers, limit, window);
     return 'success';
   };
-  const afterPeek = (ctx: Context, key: string, window: TokenWindow): Port | Promise<Port> => {
-    if (window.used >= limit) return refuse(ctx, window);
-    const estimated = estimateOf?.(ctx) ?? 0;
-    if (estimated === 0) return admit(ctx, key, window, 0);
-    if (window.used + estimated > limit) return refuse(ctx, window);
-    const added = counter.add(key, estimated, windowMs);
-    if (added instanceof Promise) return added.then((w) => admit(ctx, key, w, estimated), degradeOrFail);
-    return admit(ctx, key, added, estimated);
-  };
+  const afterPeek = (ctx: Context, key: string, window: TokenWindow): Port =>
+    window.used >= limit ? refuse(ctx, window) : admit(ctx, key, window, 0);
+  const afterReserve = (ctx: Context, key: string, reserved: Reserved, estimated: number): Port =>
+    reserved.admitted ? admit(ctx, key, reserved.window, estimated) : refuse(ctx, reserved.window);
 
   return {
     run(ctx: Context): Port | Promise<Port> {
       const key = `${namespace}:${keyOf(ctx)}`;
+      const estimated = estimateOf?.(ctx) ?? 0;
       let window: TokenWindow | Promise<TokenWindow>;
       try {
+        if (estimated > 0) {
+          // Checked and counted in one step: with workers or a store, two calls cannot share the room.
+          const reserved = counter.reserve(key, estimated, limit, windowMs);
+          if (reserved instanceof Promise)
+            return reserved.then((r) => afterReserve(ctx, key, r, estimated), degradeOrFail);
+          return afterReserve(ctx, key, reserved, estimated);
+        }
         window = counter.peek(key, windowMs);
       } catch (err) {
         return degradeOrFail(err);

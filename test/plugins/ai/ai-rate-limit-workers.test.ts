@@ -18,11 +18,16 @@ let gw: ClusterGateway;
 const gatewayYaml = (port: number) => `
 routes:
   - { name: chat, match: { path: /v1/* }, policy: p }
-policies:
-  - name: p
+  - { name: estimated, match: { path: /estimated/* }, policy: e }
+policies:${policy('p', '{ limit: 100, time_window: 600, key: $http_x_user }', port)}${policy('e', '{ limit: 100, time_window: 600, key: $http_x_user, estimate: true }', port)}
+`;
+
+/** listener → budget (check, `budget` its config) → llm → count → client. */
+const policy = (name: string, budget: string, port: number) => `
+  - name: ${name}
     nodes:
       - { id: listener, type: listener }
-      - { id: budget, type: ai-rate-limit, config: { limit: 100, time_window: 600, key: $http_x_user } }
+      - { id: budget, type: ai-rate-limit, config: ${budget} }
       - { id: llm, type: upstream, config: { targets: [{ host: 127.0.0.1, port: ${port} }] } }
       - { id: count, type: ai-rate-limit, config: { phase: count } }
       - { id: client, type: client }
@@ -34,8 +39,7 @@ policies:
       - { from: llm.success, to: count.in }
       - { from: count.success, to: client.in }
       - { from: count.limited, to: client.in }
-      - { from: count.error, to: client.in }
-`;
+      - { from: count.error, to: client.in }`;
 
 before(async () => {
   llm = await startStandInLlm();
@@ -145,4 +149,40 @@ test('ai-rate-limit local, workers: 2: the budget is the primary’s and outlive
     'the replacement and the survivor go on from 60 used',
   );
   assert.deepEqual(remaining(rest), ['10', '0', '0', '0']);
+});
+
+test('ai-rate-limit local estimate, workers: 2: concurrent calls on both workers cannot share the room an estimate takes', async () => {
+  // 120 characters: an estimate of 30 tokens, and the call really costs 30 (no completion tokens).
+  const body = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x'.repeat(120) }] });
+  const call = (): Promise<SimpleResponse> =>
+    request(`${gw.data}/estimated/chat`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-user': 'eve',
+        'x-prompt-tokens': '30',
+        'x-completion-tokens': '0',
+      },
+      body,
+    });
+  const before = await gw.workers();
+  const answers = await Promise.all(Array.from({ length: 8 }, call));
+  await waitFor(
+    async () => {
+      const now = await gw.workers();
+      return (
+        [...now].reduce((sum, [slot, w]) => sum + w.requests - (before.get(slot)?.requests ?? 0), 0) >= 8
+      );
+    },
+    { timeoutMs: 30_000, intervalMs: 100, what: 'eight requests counted by the workers' },
+  );
+  const statuses = answers.map((a) => a.status).sort();
+  assert.deepEqual(
+    statuses,
+    [200, 200, 200, 429, 429, 429, 429, 429],
+    '30 + 30 + 30 fit in 100; a fourth would not',
+  );
+  const last = await call();
+  assert.equal(last.status, 429);
+  assert.equal(last.headers['x-ratelimit-remaining-tokens'], '10');
 });
