@@ -4,7 +4,16 @@ import { checkGatewayShape, type GatewayConfig } from '../config/gateway.js';
 import { asActor, currentActor, type HistoryEntry } from '../config/history.js';
 import { yamlLibrary } from '../config/yaml-data.js';
 import type { Gateway } from '../gateway.js';
-import { AdminError, badRequest, bodyLimitsOf, json, notFound, readJsonObject, type Reply } from './http.js';
+import {
+  adminError,
+  badRequest,
+  type AdminError,
+  bodyLimitsOf,
+  json,
+  notFound,
+  readJsonObject,
+  type Reply,
+} from './http.js';
 import type { AdminRoute } from './router.js';
 
 /** The ETag of a whole configuration: its canonical sha256 (docs/config-as-code.md#apply). */
@@ -22,8 +31,7 @@ const yamlReply = (text: string, headers?: Record<string, string>): Reply => ({
 });
 
 const preconditionFailed = (): AdminError =>
-  new AdminError(412, {
-    error: 'precondition_failed',
+  adminError('precondition_failed', {
     message: 'If-Match does not match the running configuration (it changed since it was read)',
   });
 
@@ -141,7 +149,7 @@ export async function rollbackTo(
 ): Promise<HistoryEntry & { rolled_back_to: number }> {
   const content = await gateway.history.content(version);
   if (content === undefined)
-    throw new AdminError(404, { error: 'not_found', message: `no version ${version} in the history` });
+    throw adminError('not_found', { message: `no version ${version} in the history` });
   const actor = {
     user: currentActor()?.user ?? null,
     via: 'rollback' as const,
