@@ -104,6 +104,14 @@ function resolveValidation(
   };
 }
 
+const cond = (type: string, status: 'True' | 'False', p: Problem, g: number | undefined) => ({
+  type,
+  status,
+  reason: p.reason,
+  message: p.message,
+  observedGeneration: g,
+});
+
 const targetsOf = (policy: BackendTLSPolicy) =>
   (policy.spec?.targetRefs ?? []).filter(
     (t) => (t.group ?? '') === '' && (t.kind ?? 'Service') === 'Service',
@@ -198,16 +206,14 @@ export function backendTlsIndex(state: ClusterState): BackendTlsIndex {
                     a.ancestorRef?.name === gw.metadata.name &&
                     a.ancestorRef?.namespace === gw.metadata.namespace,
                 )?.conditions,
-                (
-                  [
-                    r.notAccepted === undefined
-                      ? { type: 'Accepted', status: 'True', reason: 'Accepted', message: 'Applied' }
-                      : { type: 'Accepted', status: 'False', ...r.notAccepted },
-                    r.refProblem === undefined
-                      ? { type: 'ResolvedRefs', status: 'True', reason: 'ResolvedRefs', message: 'Resolved' }
-                      : { type: 'ResolvedRefs', status: 'False', ...r.refProblem },
-                  ] as const
-                ).map((c) => ({ ...c, observedGeneration: g })),
+                [
+                  r.notAccepted === undefined
+                    ? cond('Accepted', 'True', { reason: 'Accepted', message: 'Applied' }, g)
+                    : cond('Accepted', 'False', r.notAccepted, g),
+                  r.refProblem === undefined
+                    ? cond('ResolvedRefs', 'True', { reason: 'ResolvedRefs', message: 'Resolved' }, g)
+                    : cond('ResolvedRefs', 'False', r.refProblem, g),
+                ],
                 now,
               ),
             })),

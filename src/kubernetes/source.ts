@@ -153,6 +153,9 @@ export class KubernetesSource {
   #streams: KubernetesStreamSockets | undefined;
   #timer: NodeJS.Timeout | undefined;
   #running: Promise<void> = Promise.resolve();
+  /** A sync is under way; #again: a change arrived meanwhile (→ one more sync after it). */
+  #syncing = false;
+  #again = false;
   #lastConfig = '';
   #stopped = false;
   /** Status bodies written (or found) last, by object: only changes are written. */
@@ -278,10 +281,25 @@ export class KubernetesSource {
     if (this.#informers.some((i) => !i.informer.listed)) return;
     this.#timer = setTimeout(() => {
       this.#timer = undefined;
+      // Changes during a sync (its own status writes among them) coalesce into ONE more sync
+      // after it, which reads the state then: never a queue of syncs, one per 50 ms of the
+      // running one (1,000 status writes used to chain hundreds of full translations).
+      if (this.#syncing) {
+        this.#again = true;
+        return;
+      }
+      this.#syncing = true;
       this.#running = this.#running
         .then(() => this.#sync())
         .catch((err: unknown) => {
           this.#logger.warn({ err }, 'kubernetes: sync failed; the previous configuration keeps serving');
+        })
+        .finally(() => {
+          this.#syncing = false;
+          if (this.#again) {
+            this.#again = false;
+            this.#schedule();
+          }
         });
     }, 50);
   }
@@ -315,6 +333,7 @@ export class KubernetesSource {
   async #writeStatuses(updates: StatusUpdate[]): Promise<void> {
     const api = this.#kc.makeApiClient(CustomObjectsApi);
     const current = this.state();
+    const byKind = new Map<string, Map<string, KObject>>();
     for (const u of updates) {
       const id = `${u.plural}/${u.namespace ?? ''}/${u.name}`;
       const body = JSON.stringify(u.status);
@@ -323,7 +342,12 @@ export class KubernetesSource {
       // The version the informer found served (optional kinds), else v1.
       const served = this.#informers.find((i) => i.informer.spec.kind === u.kind)?.informer.apiVersion;
       const version = served?.split('/')[1] ?? 'v1';
-      const live = list.find((o) => o.metadata.name === u.name && o.metadata.namespace === u.namespace) as
+      let index = byKind.get(u.kind);
+      if (index === undefined) {
+        index = new Map(list.map((o) => [`${o.metadata.namespace ?? ''}/${o.metadata.name}`, o]));
+        byKind.set(u.kind, index);
+      }
+      const live = index.get(`${u.namespace ?? ''}/${u.name}`) as
         (KObject & { status?: unknown }) | undefined;
       if (live === undefined) continue;
       if (
