@@ -8,18 +8,31 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { startClusterGateway, waitForWorkers, type ClusterGateway } from '../../cluster/harness.js';
 import { request, type SimpleResponse } from '../../support/http.js';
+import { skipWithoutRedis, startRedis, type RedisServer } from '../../support/redis.js';
 import type { Origin } from '../../support/origins.js';
 import { waitFor } from '../../support/wait.js';
 import { startStandInLlm } from './stand-in-llm.js';
 
+const skip = skipWithoutRedis();
+let redis: RedisServer | undefined;
 let llm: Origin;
 let gw: ClusterGateway;
 
 const gatewayYaml = (port: number) => `
+${redis === undefined ? '' : `stores:\n  - { name: main, type: redis, url: "${redis.url}" }`}
 routes:
   - { name: chat, match: { path: /v1/* }, policy: p }
   - { name: estimated, match: { path: /estimated/* }, policy: e }
-policies:${policy('p', '{ limit: 100, time_window: 600, key: $http_x_user }', port)}${policy('e', '{ limit: 100, time_window: 600, key: $http_x_user, estimate: true }', port)}
+  - { name: stored, match: { path: /stored/* }, policy: ${redis === undefined ? 'e' : 's'} }
+policies:${policy('p', '{ limit: 100, time_window: 600, key: $http_x_user }', port)}${policy('e', '{ limit: 100, time_window: 600, key: $http_x_user, estimate: true }', port)}${
+  redis === undefined
+    ? ''
+    : policy(
+        's',
+        '{ limit: 100, time_window: 600, key: $http_x_user, estimate: true, policy: kvstore, store: main }',
+        port,
+      )
+}
 `;
 
 /** listener → budget (check, `budget` its config) → llm → count → client. */
@@ -43,6 +56,7 @@ const policy = (name: string, budget: string, port: number) => `
 
 before(async () => {
   llm = await startStandInLlm();
+  if (skip === false) redis = await startRedis();
   gw = await startClusterGateway(gatewayYaml(llm.port), { workers: 2 });
   await waitForWorkers(gw, 2);
 });
@@ -50,6 +64,7 @@ before(async () => {
 after(async () => {
   await gw?.stop();
   await llm?.close();
+  await redis?.stop();
 });
 
 /** One call costing 20 prompt + 10 completion tokens, on a fresh connection (node:cluster spreads them). */
@@ -151,11 +166,12 @@ test('ai-rate-limit local, workers: 2: the budget is the primary’s and outlive
   assert.deepEqual(remaining(rest), ['10', '0', '0', '0']);
 });
 
-test('ai-rate-limit local estimate, workers: 2: concurrent calls on both workers cannot share the room an estimate takes', async () => {
+/** 8 concurrent estimated calls of 30 tokens on `path` (both workers): exactly 3 fit in 100. */
+async function concurrentEstimates(path: string): Promise<void> {
   // 120 characters: an estimate of 30 tokens, and the call really costs 30 (no completion tokens).
   const body = JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x'.repeat(120) }] });
   const call = (): Promise<SimpleResponse> =>
-    request(`${gw.data}/estimated/chat`, {
+    request(`${gw.data}${path}`, {
       method: 'POST',
       headers: {
         'content-type': 'application/json',
@@ -185,4 +201,16 @@ test('ai-rate-limit local estimate, workers: 2: concurrent calls on both workers
   const last = await call();
   assert.equal(last.status, 429);
   assert.equal(last.headers['x-ratelimit-remaining-tokens'], '10');
+}
+
+test('ai-rate-limit local estimate, workers: 2: concurrent calls on both workers cannot share the room an estimate takes', async () => {
+  await concurrentEstimates('/estimated/chat');
 });
+
+test(
+  'ai-rate-limit kvstore estimate, workers: 2: the store checks and counts an estimate in one script',
+  { skip },
+  async () => {
+    await concurrentEstimates('/stored/chat');
+  },
+);
