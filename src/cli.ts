@@ -194,6 +194,8 @@ async function validate(args: CliArgs): Promise<number> {
   } catch (err) {
     if (!(err instanceof ConfigRejected)) throw err;
     add(args.gatewayPath, err.issues);
+    // A shape error stopped the load: compile the items it did not name, for their errors too.
+    if (gatewayConfig === undefined) add(args.gatewayPath, await beyondShape(args.gatewayPath, err.issues));
   }
   secrets?.store?.close();
   const located = found.some((f) => 'issues' in f) ? await yamlLocate() : undefined;
@@ -241,6 +243,26 @@ async function validate(args: CliArgs): Promise<number> {
 }
 
 /** The policy tests of gateway.yaml, if it has any; their modules load only then. */
+/** The compile errors of the items a shape error did not name (every error in one pass, F19). */
+async function beyondShape(path: string, shapeIssues: readonly ConfigIssue[]): Promise<ConfigIssue[]> {
+  const { readGatewayItems } = await import('./config/gateway.js');
+  const { issuesBesideShape } = await import('./config/shape-recovery.js');
+  const raw = readGatewayItems(path);
+  return raw === undefined
+    ? []
+    : issuesBesideShape(raw, shapeIssues, (config) => compileIssuesOf(config, path));
+}
+
+function compileIssuesOf(config: GatewayConfig, path: string): readonly ConfigIssue[] {
+  try {
+    void compileWith(config, silentLogger, process.env, path).close();
+    return [];
+  } catch (err) {
+    if (err instanceof ConfigRejected) return err.issues;
+    throw err;
+  }
+}
+
 async function validateTests(args: CliArgs, config: GatewayConfig) {
   if (config.tests === undefined || config.tests.length === 0) return undefined;
   const { runGatewayTests } = await import('./cli/test-command.js');

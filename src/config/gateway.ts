@@ -328,6 +328,15 @@ export function parseGatewayConfig(text: string): GatewayConfig {
   return checkGatewayShape(raw);
 }
 
+/** gateway.yaml's data before any shape check; undefined when it cannot be read or parsed. */
+export function readGatewayItems(path: string): unknown {
+  try {
+    return parseYamlData(readFileSync(path).toString('utf8')) ?? {};
+  } catch {
+    return undefined;
+  }
+}
+
 export function checkGatewayShape(raw: unknown): GatewayConfig {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
     throw new ConfigRejected([{ path: '', message: 'gateway config must be a mapping' }]);

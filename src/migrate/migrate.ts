@@ -1,5 +1,7 @@
 import { YAMLSeq, isMap, isSeq, parseDocument, type Document, type YAMLMap } from 'yaml';
-import { parseGatewayConfig } from '../config/gateway.js';
+import { parseGatewayConfig, type GatewayConfig } from '../config/gateway.js';
+import { issuesBesideShape } from '../config/shape-recovery.js';
+import { parseYamlData } from '../config/yaml-data.js';
 import { ConfigRejected, type ConfigIssue } from '../config/schema-validate.js';
 import { compileWith } from '../gateway.js';
 import { silentLogger } from '../core/logger.js';
@@ -110,14 +112,30 @@ function render(doc: Document, source: string): string {
 
 /** The compiler's issues for `text`, or none when it compiles. */
 export function compileIssues(text: string, options: MigrateOptions): ConfigIssue[] {
+  const compile = (config: GatewayConfig): ConfigIssue[] => {
+    try {
+      void compileWith(config, silentLogger, options.env, options.gatewayPath).close();
+      return [];
+    } catch (err) {
+      if (err instanceof ConfigRejected) return [...err.issues];
+      throw err;
+    }
+  };
+  let config: GatewayConfig;
   try {
-    const runtime = compileWith(parseGatewayConfig(text), silentLogger, options.env, options.gatewayPath);
-    void runtime.close();
-    return [];
+    config = parseGatewayConfig(text);
   } catch (err) {
-    if (err instanceof ConfigRejected) return err.issues;
-    throw err;
+    if (!(err instanceof ConfigRejected)) throw err;
+    // Every error in one pass (F19): the items the shape check did not name are compiled too.
+    let raw: unknown;
+    try {
+      raw = parseYamlData(text);
+    } catch {
+      return [...err.issues];
+    }
+    return [...err.issues, ...issuesBesideShape(raw, err.issues, compile)];
   }
+  return compile(config);
 }
 
 function renameMovedKeys(doc: Document, changes: string[]): void {

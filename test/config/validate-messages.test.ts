@@ -133,6 +133,27 @@ test('F19: a config error found by the schema and one found when the node is cre
   );
 });
 
+test('F19: a shape error in one route does not hide the compile errors of the policies', () => {
+  const text = edit('match: { path: /users/* }', 'match: { pth: /users/* }').replace(
+    'config: { keys: [k] }',
+    'config: { }',
+  );
+  const found = located(text);
+  assert.equal(found.length, 2, found.join('\n'));
+  assert.equal(found[0], "4 | routes[0].match.pth | unknown key (did you mean 'path'?)");
+  assert.ok(
+    found.some((m) => m.includes("requires 'keys' or 'use_consumers: true'")),
+    found.join('\n'),
+  );
+});
+
+test('F19: a policy left out for a shape error is not reported again by the routes naming it', () => {
+  const text = edit('  - name: p\n', '  - name: p\n    nodez: []\n');
+  const found = located(text);
+  assert.equal(found.length, 1, found.join('\n'));
+  assert.match(found[0]!, /policies\[0\]\.nodez \| unknown key/);
+});
+
 test('F19: a wiring error and a create-time config error show in one pass', () => {
   const text = edit('config: { keys: [k] }', 'config: { }').replace(
     '      - { from: quota.limited, to: client.in }\n',
