@@ -337,19 +337,22 @@ export function readGatewayItems(path: string): unknown {
   }
 }
 
+/** The top-level lists of gateway.yaml. */
+export const GATEWAY_SECTIONS = [
+  'routes',
+  'policies',
+  'consumers',
+  'supernodes',
+  'plugin_configs',
+  'stores',
+  'global_rules',
+] as const;
+
 export function checkGatewayShape(raw: unknown): GatewayConfig {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
     throw new ConfigRejected([{ path: '', message: 'gateway config must be a mapping' }]);
   }
-  for (const key of [
-    'routes',
-    'policies',
-    'consumers',
-    'supernodes',
-    'plugin_configs',
-    'stores',
-    'global_rules',
-  ]) {
+  for (const key of GATEWAY_SECTIONS) {
     if ((raw as Record<string, unknown>)[key] === null) delete (raw as Record<string, unknown>)[key];
   }
   // Coercion must not turn `${PORT}` placeholders in structure into numbers: the schema here only covers structure.

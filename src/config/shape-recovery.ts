@@ -1,20 +1,11 @@
-import { checkGatewayShape, type GatewayConfig } from './gateway.js';
+import { checkGatewayShape, GATEWAY_SECTIONS, type GatewayConfig } from './gateway.js';
 import { ConfigRejected, type ConfigIssue } from './schema-validate.js';
 
-const SECTIONS = [
-  'routes',
-  'policies',
-  'consumers',
-  'supernodes',
-  'plugin_configs',
-  'stores',
-  'global_rules',
-];
-const ITEM = /^(routes|policies|consumers|supernodes|plugin_configs|stores|global_rules)\[(\d+)\]/;
+const ITEM = new RegExp(`^(${GATEWAY_SECTIONS.join('|')})\\[(\\d+)\\]`);
 
 /**
  * The issues compiling finds in the items a shape check did not refuse, so `validate` reports
- * every error in one pass (docs/configuration.md#validate): the items named by `shapeIssues` are
+ * every error in one pass (docs/configuration.md): the items named by `shapeIssues` are
  * left out, the rest is compiled by `compile`, and its issues come back with their paths pointing
  * at the document's own items. Issues that only follow from a left-out item (they quote its
  * name, e.g. a route naming a policy that was left out) are dropped. Empty when a shape issue is
@@ -38,7 +29,7 @@ export function issuesBesideShape(
   /** Per section, the original index of each kept item. */
   const kept = new Map<string, number[]>();
   const leftOut = new Set<string>();
-  for (const section of SECTIONS) {
+  for (const section of GATEWAY_SECTIONS) {
     const items = pruned[section];
     const drop = broken.get(section);
     if (drop === undefined || !Array.isArray(items)) continue;
