@@ -130,4 +130,51 @@ describe('editor keyboard wiring and port names (F12)', { skip: chromiumSkipReas
       assert.equal(answer.status, 200);
       assert.equal(answer.body, 'bye', 'the request now leaves through mocking-1');
     }));
+  test('F4 fan-in: one response-side node wired from two branches and saved serves both', () =>
+    withEditor(browser, '#/policies/hello-policy', { gatewayYaml: GATEWAY_YAML }, async (page, h) => {
+      await expectCount('nodes', () => nodesOf(page).count(), 4);
+      await page.locator('body').press('/');
+      await page.keyboard.type('response-rewrite');
+      const add = page.getByRole('button', { name: 'Add response-rewrite', exact: true });
+      await add.focus();
+      await page.keyboard.press('Enter');
+      await page.getByRole('heading', { name: 'Node response-rewrite-1' }).waitFor();
+      await page.getByRole('tab', { name: 'YAML / JSON' }).focus();
+      await page.keyboard.press('Enter');
+      await page.getByLabel('Node config', { exact: true }).focus();
+      await page.keyboard.press('Control+a');
+      await page.keyboard.type('{"headers": {"set": {"x-shared": "yes"}}}');
+      await page.getByRole('button', { name: 'Apply config' }).focus();
+      await page.keyboard.press('Enter');
+      await page.getByText('Applied to the graph').waitFor();
+      await wireByKeyboard(page, 'response-rewrite-1.success', 'out');
+
+      // Both branches into the one node: m.success and auth.denied.
+      await pickNode(page, 'm');
+      await wireByKeyboard(page, 'm.success', 'response-rewrite-1');
+      await pickNode(page, 'auth');
+      await wireByKeyboard(page, 'auth.denied', 'response-rewrite-1');
+      for (const name of ['m.success → response-rewrite-1.in', 'auth.denied → response-rewrite-1.in'])
+        await page.getByRole('group', { name, exact: true }).waitFor();
+
+      await page.keyboard.press('Control+s');
+      const banner = page.getByRole('status').filter({ hasText: /Saved|Not saved/ });
+      await banner.waitFor();
+      const problems = (await page.locator('.problems li').allInnerTexts()).join(' | ');
+      assert.match(await banner.innerText(), /^Saved 'hello-policy'/, problems);
+      const stored = (await storedPolicy(h, 'hello-policy')) as { edges: { from: string; to: string }[] };
+      assert.deepEqual(
+        stored.edges
+          .filter((e) => e.to === 'response-rewrite-1.in')
+          .map((e) => e.from)
+          .sort(),
+        ['auth.denied', 'm.success'],
+      );
+      const allowed = await dataPlane(h, '/hello', { 'x-api-key': 'alice-key' });
+      assert.equal(allowed.status, 200);
+      assert.equal(allowed.headers['x-shared'], 'yes', 'the success branch passes the shared node');
+      const denied = await dataPlane(h, '/hello', {});
+      assert.equal(denied.status, 401);
+      assert.equal(denied.headers['x-shared'], 'yes', 'the denied branch passes it too');
+    }));
 });
